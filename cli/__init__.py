@@ -1,0 +1,1 @@
+"""The command-line interface: ``python main.py <command>``, the core without a window."""

@@ -1,0 +1,63 @@
+"""``python main.py size WORKLOAD.json``: size a workload on candidate devices."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cli.candidates import resolve_candidates
+from core.presets import load_presets
+from core.sizing import size_workload
+from core.sizing_report import sizing_to_dict, sizing_to_text
+from core.store import Store
+from core.workload import load_workload
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("size", help="size a workload: memory, compute, time and cost per candidate")
+    p.add_argument("workload", nargs="?", help="workload JSON file (see docs/workload.md)")
+    p.add_argument(
+        "--candidate",
+        "-c",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="catalogue device (a unique part of its name, e.g. 4090) or this-machine; repeatable",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--list-presets", action="store_true", help="list the model presets and exit")
+    p.add_argument("--no-save", action="store_true", help="do not record this sizing in the database")
+    p.set_defaults(func=run, needs_store=True)
+
+
+def run(args: argparse.Namespace, store: Store | None) -> int:
+    if args.list_presets:
+        presets = load_presets()
+        if args.json:
+            print(
+                json.dumps(
+                    [
+                        {"name": n, "description": p.get("description", ""), "source": p.get("source", "")}
+                        for n, p in presets.items()
+                    ],
+                    indent=2,
+                )
+            )
+        else:
+            for name, p in presets.items():
+                print(f"{name:26} {p.get('description', '')}")
+        return 0
+    if not args.workload:
+        print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
+        return 2
+    workload = load_workload(args.workload)
+    devices, machine = resolve_candidates(args.candidate, workload)
+    result = size_workload(workload, devices, host_ram_bytes=machine.ram_total_bytes)
+    doc = sizing_to_dict(result)
+    if store is not None and not args.no_save:
+        with open(args.workload, encoding="utf-8") as fh:
+            wid = store.save_workload(workload.name, json.load(fh))
+        store.save_sizing(wid, [d.name for d in devices], doc)
+    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(result))
+    return 0

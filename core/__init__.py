@@ -1,0 +1,1 @@
+"""GUI-free core of TrainRig: workloads, sizing maths, catalogue, cost, store."""

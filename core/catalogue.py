@@ -1,0 +1,109 @@
+"""The hardware catalogue (resources/catalogue.json): device specs and name lookup."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from core.errors import CatalogueError
+from core.paths import resource_path
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One candidate device. Rates in FLOP/s and bytes/s, sizes in bytes; None means unknown."""
+
+    name: str
+    kind: str  # "gpu", "cpu" or "tpu"
+    fp32_flops: float
+    tf32_flops: float | None = None
+    half_flops: float | None = None  # dense FP16/BF16 tensor peak
+    memory_bytes: int | None = None  # device memory; None for CPUs (host RAM is separate)
+    bandwidth: float | None = None
+    tdp_w: float | None = None
+    price_usd: float | None = None
+    price_date: str | None = None
+    interconnect: str | None = None
+    interconnect_bw: float | None = None  # per direction, bytes/s
+    cuda_cores: int | None = None
+    clock_hz: float | None = None
+    source: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def peak_flops(self, precision: str) -> float:
+        """Dense peak for the training precision; devices without tensor cores fall back to FP32."""
+        if precision == "tf32" and self.tf32_flops:
+            return self.tf32_flops
+        if precision in ("fp16_mixed", "bf16_mixed") and self.half_flops:
+            return self.half_flops
+        return self.fp32_flops
+
+
+def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
+    tera = 1e12
+    boost = entry.get("boost_clock_mhz")
+    mem = entry.get("memory_gb") if entry.get("kind") != "cpu" else None
+    return DeviceSpec(
+        name=str(entry["name"]),
+        kind=str(entry["kind"]),
+        fp32_flops=float(entry["fp32_tflops"]) * tera,
+        tf32_flops=entry["tf32_tflops"] * tera if entry.get("tf32_tflops") else None,
+        half_flops=entry["fp16_tflops"] * tera if entry.get("fp16_tflops") else None,
+        memory_bytes=int(mem * 1e9) if mem else None,
+        bandwidth=entry["memory_bandwidth_gbs"] * 1e9 if entry.get("memory_bandwidth_gbs") else None,
+        tdp_w=entry.get("tdp_w"),
+        price_usd=entry.get("price_usd"),
+        price_date=entry.get("price_date"),
+        interconnect=entry.get("interconnect"),
+        interconnect_bw=entry["interconnect_gbs"] * 1e9 if entry.get("interconnect_gbs") else None,
+        cuda_cores=entry.get("cuda_cores"),
+        clock_hz=boost * 1e6 if boost else None,
+        source=str(entry.get("source", "")),
+        extra=dict(entry),
+    )
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path) -> tuple[DeviceSpec, ...]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(device_from_entry(e) for e in doc["devices"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CatalogueError(f"the hardware catalogue {path} cannot be read: {exc}") from exc
+
+
+def load_catalogue(path: Path | None = None) -> tuple[DeviceSpec, ...]:
+    return _load(path or resource_path("catalogue.json"))
+
+
+def catalogue_entries(path: Path | None = None) -> list[dict[str, Any]]:
+    return [dict(d.extra) for d in load_catalogue(path)]
+
+
+def find_device(name: str, devices: Sequence[DeviceSpec]) -> DeviceSpec:
+    """Match ``name`` case-insensitively: an exact name, else a unique part of one name.
+
+    ``4090`` finds the RTX 4090 and ``Tesla P40`` the P40; an unknown or ambiguous name raises
+    CatalogueError listing the closest entries.
+    """
+    wanted = " ".join(name.lower().split())
+    if not wanted:
+        raise CatalogueError("an empty device name matches nothing")
+    exact = [d for d in devices if d.name.lower() == wanted]
+    if exact:
+        return exact[0]
+    parts = [d for d in devices if wanted in d.name.lower()]
+    if len(parts) == 1:
+        return parts[0]
+    if parts:
+        names = ", ".join(d.name for d in parts)
+        raise CatalogueError(f"device {name!r} is ambiguous; it matches: {names}")
+    close = difflib.get_close_matches(wanted, [d.name.lower() for d in devices], n=5, cutoff=0.3)
+    by_lower = {d.name.lower(): d.name for d in devices}
+    hint = ", ".join(by_lower[c] for c in close) if close else ", ".join(d.name for d in devices[:8])
+    raise CatalogueError(f"no device matches {name!r}; closest entries: {hint}")

@@ -1,0 +1,107 @@
+"""The tensor graph a layer list builds: what each primitive op owns, reads, makes and saves.
+
+The layer handlers in ``core.layers`` describe every layer as primitive ops over tensors sized
+*per sample* (the batch dimension is left out). ``core.memory`` replays that graph to find the
+live-tensor high-water mark of a training step. Sizes are element counts; a tensor's element
+type is either the compute precision (``dtype_bytes`` None) or fixed (bool masks, int64 indices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    elems: int  # elements per sample
+    dtype_bytes: int | None = None  # None: the activation precision; else fixed (1 bool, 8 int64)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    input_id: int
+    output_id: int
+    saved: tuple[int, ...]  # tensor ids kept alive for backward by this op
+    params: int  # trainable elements owned (0 for tied weights)
+    matmul_params: int  # weights autocast copies to half precision
+    largest_param: int  # biggest single parameter tensor, elements
+    segment: int  # checkpoint segment (top-level layer or one repeat iteration)
+    pending_grad: int = 0  # gradient elements held for a residual's other path during this backward
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One user-visible layer: where it is, its output, parameters and forward FLOPs per sample."""
+
+    path: str
+    type: str
+    output_shape: tuple[int, ...]
+    params: int
+    flops: int  # forward FLOPs per sample, 2 per multiply-add (torch.utils.flop_counter convention)
+    t1_ops: int  # Jamgharyan eq. 2 contribution: sum over neurons of their cost
+    t2_ops: int  # Jamgharyan eq. 3 contribution: the cost of the costliest neuron
+    neurons: int
+    count: int = 1  # times this row repeats (inside a ``repeat`` container)
+
+
+@dataclass(eq=False)  # identity-hashed: analyses are cached per graph
+class Graph:
+    tensors: list[TensorInfo] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    rows: list[LayerRow] = field(default_factory=list)
+    buffers: int = 0  # non-trainable state elements (BatchNorm running statistics)
+    segment: int = 0
+    recording: bool = True  # rows are recorded once for a repeated block
+    multiplier: int = 1
+    embedding: tuple[int, int] | None = None  # (num, dim) of the first embedding, for tied heads
+
+    def tensor(self, elems: int, dtype_bytes: int | None = None) -> int:
+        self.tensors.append(TensorInfo(int(elems), dtype_bytes))
+        return len(self.tensors) - 1
+
+    def op(
+        self,
+        name: str,
+        input_id: int,
+        out_elems: int,
+        *,
+        save_input: bool = False,
+        save_output: bool = False,
+        extra: tuple[tuple[int, int | None], ...] = (),
+        params: int = 0,
+        matmul_params: int = 0,
+        largest_param: int = 0,
+        output_id: int | None = None,
+    ) -> int:
+        """Append an op reading ``input_id``; returns the id of its output tensor.
+
+        ``extra`` lists further tensors the op creates and saves: (elements, dtype bytes).
+        ``output_id`` given means the output aliases an existing tensor (a view).
+        """
+        out = self.tensor(out_elems) if output_id is None else output_id
+        saved: list[int] = []
+        if save_input:
+            saved.append(input_id)
+        if save_output:
+            saved.append(out)
+        for elems, dtype_bytes in extra:
+            saved.append(self.tensor(elems, dtype_bytes))
+        self.ops.append(Op(name, input_id, out, tuple(saved), params, matmul_params, largest_param, self.segment))
+        return out
+
+    def row(self, row: LayerRow) -> None:
+        if self.recording:
+            self.rows.append(
+                LayerRow(
+                    row.path,
+                    row.type,
+                    row.output_shape,
+                    row.params,
+                    row.flops,
+                    row.t1_ops,
+                    row.t2_ops,
+                    row.neurons,
+                    self.multiplier,
+                )
+            )

@@ -1,0 +1,368 @@
+"""Peak training memory: weights, gradients, optimizer state, activations, data, overhead.
+
+The estimate replays the tensor graph of one steady-state training step (after the first, so
+optimizer state exists; gradients set to None by ``zero_grad()``):
+
+* forward: saved-for-backward tensors accumulate, plus the op's own output;
+* backward, op by op in reverse: saved tensors of earlier ops stay, those of later ops are freed,
+  parameter gradients accumulate, and the op holds its output and input gradients;
+* optimizer step: all gradients, state, and the optimizer's temporaries.
+
+The peak is the largest of these instants, so the total is not the plain sum of the parts.
+Activation checkpointing keeps only each segment's input (a top-level layer or one iteration of
+a ``repeat``) and recomputes one segment at a time during backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from core.graph import Graph, Op
+from core.model import ModelAnalysis
+
+# Bytes per element by training precision: (parameter, gradient, activation, optimizer state).
+PRECISION_BYTES = {
+    "fp32": (4, 4, 4, 4),
+    "tf32": (4, 4, 4, 4),
+    "fp16_mixed": (4, 4, 2, 4),  # torch.autocast: fp32 params/grads, half activations
+    "bf16_mixed": (4, 4, 2, 4),
+}
+# Optimizer state tensors kept per parameter (torch.optim defaults).
+OPTIMIZER_STATES = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2, "adagrad": 1, "rmsprop": 1}
+# Jamgharyan/Subbotin N_v: algorithm variables per weight (the gradient plus optimizer state).
+ALGORITHM_VARIABLES = {k: 1 + v for k, v in OPTIMIZER_STATES.items()}
+SHARDINGS = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp")
+CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + cuBLAS/cuDNN workspaces, typical of CUDA 12
+CUDA_FRAGMENTATION = 0.05  # caching allocator reserve beyond the live-tensor peak
+CPU_RUNTIME_BYTES = 300 * 2**20  # resident size of a Python process with PyTorch imported
+
+
+@dataclass(frozen=True)
+class MemoryProfile:
+    """Per-sample and fixed memory at every instant of a step, independent of batch and bytes."""
+
+    act_float: np.ndarray  # float elements per sample alive at each instant
+    act_fixed: np.ndarray  # bytes per sample of bool/int tensors alive
+    temp_float: np.ndarray  # float elements per sample of temporaries (gradients of activations)
+    grad_params: np.ndarray  # parameter elements whose gradients exist
+    saved_float: int  # all saved activations at the end of forward
+    saved_fixed: int
+    step_mask: np.ndarray  # 1 for forward/backward instants, 0 for the optimizer step (last row)
+    largest_param: int
+    largest_segment_params: int
+    matmul_params: int
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes on one device for one steady-state training step."""
+
+    weights: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+    data: int
+    temporaries: int  # at the peak instant
+    overhead: int
+    reserve: int
+    tensor_peak: int  # what torch.cuda.max_memory_allocated / MemTracker measure
+    total: int  # tensor_peak + overhead + reserve
+    peak_phase: str
+    batch_per_device: int
+
+    def as_dict(self) -> dict[str, int | str]:
+        return dict(self.__dict__)
+
+
+def memory_profile(model: ModelAnalysis, checkpointing: bool) -> MemoryProfile:
+    assert model.graph is not None
+    return _profile(model.graph, model.output_elems, checkpointing)
+
+
+@lru_cache(maxsize=256)
+def _profile(g: Graph, output_elems: int, checkpointing: bool) -> MemoryProfile:
+    ops = g.ops
+    size_f = [t.elems if t.dtype_bytes is None else 0 for t in g.tensors]
+    size_x = [t.elems * t.dtype_bytes if t.dtype_bytes is not None else 0 for t in g.tensors]
+    size_f[0] = size_x[0] = 0  # the input batch is counted as data
+    params = [op.params for op in ops]
+    grads_after = np.cumsum(params[::-1])[::-1]  # gradients of op i and everything after it
+
+    first_saver: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        for t in op.saved:
+            first_saver.setdefault(t, i)
+    seg_input: dict[int, int] = {}
+    for op in ops:
+        seg_input.setdefault(op.segment, op.input_id)
+
+    rows: list[tuple[int, int, int, int]] = []  # act_f, act_x, temp_f, grad_p
+    saved: set[int] = set()
+    af = ax = 0
+    # forward
+    for op in ops:
+        if checkpointing:  # only segment inputs stay; the op's own tensors are transient
+            if seg_input[op.segment] not in saved:
+                saved.add(seg_input[op.segment])
+                af += size_f[seg_input[op.segment]]
+                ax += size_x[seg_input[op.segment]]
+            extra = {op.output_id, *op.saved} - saved
+            rows.append((af + sum(size_f[t] for t in extra), ax + sum(size_x[t] for t in extra), 0, 0))
+            continue
+        for t in op.saved:
+            if t not in saved:
+                saved.add(t)
+                af += size_f[t]
+                ax += size_x[t]
+        out_f = size_f[op.output_id] if op.output_id not in saved else 0
+        rows.append((af + out_f, ax, 0, 0))
+    saved_f_end = af if not checkpointing else sum(size_f[t] for t in set(seg_input.values()))
+    saved_x_end = ax if not checkpointing else sum(size_x[t] for t in set(seg_input.values()))
+    # the loss keeps log-softmax of the logits; backward starts from its gradient
+    loss_f = output_elems
+    # backward, in reverse
+    cum_f = np.cumsum([sum(size_f[t] for t in op.saved if first_saver[t] == i) for i, op in enumerate(ops)])
+    cum_x = np.cumsum([sum(size_x[t] for t in op.saved if first_saver[t] == i) for i, op in enumerate(ops)])
+    if checkpointing:
+        ckpt_f, ckpt_x = _checkpointed_live(ops, seg_input, size_f, size_x)
+    for i in range(len(ops) - 1, -1, -1):
+        op = ops[i]
+        if checkpointing:
+            act_f, act_x = ckpt_f[i], ckpt_x[i]
+        else:
+            act_f, act_x = int(cum_f[i]), int(cum_x[i])
+        grad_in = size_f[op.input_id] if op.input_id != 0 else 0
+        temp = size_f[op.output_id] + grad_in + op.pending_grad + (loss_f if i == len(ops) - 1 else 0)
+        rows.append((act_f + loss_f, act_x, temp, int(grads_after[i])))
+    rows.append((0, 0, 0, 0))  # the optimizer step: no activations; its memory is added per precision
+    arr = np.array(rows, dtype=np.float64)
+    step_mask = np.ones(len(rows))
+    step_mask[-1] = 0.0
+    seg_params: dict[int, int] = {}
+    for op in ops:
+        seg_params[op.segment] = seg_params.get(op.segment, 0) + op.params
+    return MemoryProfile(
+        act_float=arr[:, 0],
+        act_fixed=arr[:, 1],
+        temp_float=arr[:, 2],
+        grad_params=arr[:, 3],
+        saved_float=saved_f_end + loss_f,
+        saved_fixed=saved_x_end,
+        largest_param=max((op.largest_param for op in ops), default=0),
+        largest_segment_params=max(seg_params.values(), default=0),
+        step_mask=step_mask,
+        matmul_params=sum(op.matmul_params for op in ops),
+    )
+
+
+def _checkpointed_live(
+    ops: list[Op], seg_input: dict[int, int], size_f: list[int], size_x: list[int]
+) -> tuple[list[int], list[int]]:
+    """Live saved tensors during backward of op i under checkpointing: the inputs of earlier
+    segments plus what the recomputed forward of op i's own segment has saved up to op i."""
+    live_f = [0] * len(ops)
+    live_x = [0] * len(ops)
+    kept: set[int] = set()
+    kept_f = kept_x = 0
+    current = None
+    rec: set[int] = set()
+    rec_f = rec_x = 0
+    for i, op in enumerate(ops):
+        if op.segment != current:
+            if current is not None and seg_input[current] not in kept:
+                kept.add(seg_input[current])
+                kept_f += size_f[seg_input[current]]
+                kept_x += size_x[seg_input[current]]
+            current = op.segment
+            rec, rec_f, rec_x = set(), 0, 0
+            start = seg_input[current]
+            if start not in kept:
+                rec.add(start)
+                rec_f, rec_x = size_f[start], size_x[start]
+        for t in op.saved:
+            if t not in rec and t not in kept:
+                rec.add(t)
+                rec_f += size_f[t]
+                rec_x += size_x[t]
+        live_f[i] = kept_f + rec_f
+        live_x[i] = kept_x + rec_x
+    return live_f, live_x
+
+
+@dataclass(frozen=True)
+class PhaseLines:
+    """Bytes at each instant of a step as ``per_sample * batch + fixed`` (one row per instant)."""
+
+    per_sample: np.ndarray
+    fixed: np.ndarray
+    temp_per_sample: np.ndarray
+    temp_fixed: np.ndarray
+    n_forward: int  # rows before this index are forward instants; the last row is the optimizer step
+    weights: int
+    gradients: int
+    optimizer_states: int
+    activations_per_sample: float
+    data_per_sample: int
+
+
+def phase_lines(
+    model: ModelAnalysis,
+    *,
+    precision: str,
+    optimizer: str,
+    device_kind: str,
+    devices: int = 1,
+    sharding: str = "none",
+    checkpointing: bool = False,
+    target_bytes_per_sample: int = 8,
+) -> PhaseLines:
+    """Memory of every instant of a steady-state step, linear in the per-device batch."""
+    pb, gb, ab, ob = PRECISION_BYTES[precision]
+    n = max(1, devices)
+    p = model.parameters
+    shard_o = n if sharding in ("zero1", "zero2", "zero3", "fsdp") else 1
+    shard_g = n if sharding in ("zero2", "zero3", "fsdp") else 1
+    shard_w = n if sharding in ("zero3", "fsdp") else 1
+    weights = p * pb // shard_w + model.buffers * 4
+    if shard_w > 1:
+        weights += _largest_segment(model) * pb  # the unit FSDP/ZeRO-3 gathers at a time
+    opt_states = OPTIMIZER_STATES[optimizer] * p * ob // shard_o
+    grads = p * gb // shard_g
+    if sharding == "ddp" and n > 1:
+        grads += p * gb  # DDP's gradient buckets (gradient_as_bucket_view=False by default)
+    data_ps = model.input_elems * model.input_bytes_per_element + target_bytes_per_sample
+    if model.graph is None:  # summary model: the published parts, all alive as backward starts
+        acts_ps = float(model.activation_bytes_per_sample * ab // 4)
+        step_mask = np.array([1.0, 0.0])
+        act_per = np.array([acts_ps, 0.0])
+        temp_per = np.zeros(2)
+        grad_fixed = np.array([float(grads), 0.0])
+        copies, n_fwd, largest = 0, 0, p
+    else:
+        prof = memory_profile(model, checkpointing)
+        step_mask = prof.step_mask
+        temp_per = prof.temp_float * ab
+        act_per = prof.act_float * ab + prof.act_fixed + temp_per
+        grad_fixed = prof.grad_params * (gb / shard_g)
+        # autocast keeps half-precision copies of matmul weights from forward through backward
+        copies = prof.matmul_params * 2 if precision.endswith("_mixed") else 0
+        n_fwd = len(model.graph.ops)
+        acts_ps = prof.saved_float * ab + prof.saved_fixed
+        largest = prof.largest_param
+    opt_temp = _optimizer_temporaries(optimizer, device_kind, p // shard_o, largest) * ob
+    opt_mask = 1.0 - step_mask
+    return PhaseLines(
+        per_sample=act_per + data_ps,
+        fixed=weights + opt_states + grad_fixed + step_mask * copies + opt_mask * (grads + opt_temp),
+        temp_per_sample=temp_per,
+        temp_fixed=opt_mask * opt_temp,
+        n_forward=n_fwd,
+        weights=weights,
+        gradients=grads,
+        optimizer_states=opt_states,
+        activations_per_sample=float(acts_ps),
+        data_per_sample=data_ps,
+    )
+
+
+def estimate_peak_memory(
+    model: ModelAnalysis,
+    *,
+    batch_size: int,
+    precision: str,
+    optimizer: str,
+    device_kind: str,
+    devices: int = 1,
+    sharding: str = "none",
+    checkpointing: bool = False,
+    reserve_fraction: float = 0.0,
+    target_bytes_per_sample: int = 8,
+) -> MemoryBreakdown:
+    """Peak memory of one device in bytes for one steady-state step.
+
+    ``batch_size`` is the global batch, split evenly over ``devices`` data-parallel replicas.
+    ``device_kind`` "gpu" adds the CUDA context and allocator fragmentation and uses the
+    multi-tensor (foreach) optimizers; "cpu" uses the single-tensor optimizers of PyTorch on CPU.
+    Sources: parameter/gradient/state sizes follow torch.optim; ZeRO stages 1–3 shard optimizer
+    state, then gradients, then parameters (Rajbhandari et al., 2020); reserve is Jamgharyan's
+    +25–30 % for reverse-engineering overfitted models.
+    """
+    lines = phase_lines(
+        model,
+        precision=precision,
+        optimizer=optimizer,
+        device_kind=device_kind,
+        devices=devices,
+        sharding=sharding,
+        checkpointing=checkpointing,
+        target_bytes_per_sample=target_bytes_per_sample,
+    )
+    return breakdown_at(lines, -(-batch_size // max(1, devices)), device_kind, reserve_fraction)
+
+
+def breakdown_at(lines: PhaseLines, b: int, device_kind: str, reserve_fraction: float) -> MemoryBreakdown:
+    """The memory breakdown at per-device batch ``b`` from precomputed phase lines."""
+    at = lines.per_sample * b + lines.fixed
+    k = int(np.argmax(at))
+    tensor_peak = int(at[k])
+    if k == len(at) - 1:
+        phase = "optimizer step"
+    else:
+        phase = "forward" if k < lines.n_forward else "backward"
+    overhead = _overhead(device_kind, tensor_peak)
+    reserve = int(reserve_fraction * (tensor_peak + overhead))
+    return MemoryBreakdown(
+        weights=lines.weights,
+        gradients=lines.gradients,
+        optimizer_states=lines.optimizer_states,
+        activations=int(lines.activations_per_sample * b),
+        data=lines.data_per_sample * b,
+        temporaries=int(lines.temp_per_sample[k] * b + lines.temp_fixed[k]),
+        overhead=overhead,
+        reserve=reserve,
+        tensor_peak=tensor_peak,
+        total=tensor_peak + overhead + reserve,
+        peak_phase=phase,
+        batch_per_device=b,
+    )
+
+
+def largest_batch_per_device(lines: PhaseLines, capacity: int, device_kind: str, reserve_fraction: float) -> int:
+    """Largest per-device batch whose total stays within ``capacity`` bytes (0 if none fits)."""
+    if device_kind == "gpu":
+        budget = (capacity / (1 + reserve_fraction) - CUDA_CONTEXT_BYTES) / (1 + CUDA_FRAGMENTATION)
+    else:
+        budget = capacity / (1 + reserve_fraction) - CPU_RUNTIME_BYTES
+    room = budget - lines.fixed
+    if np.any(room < lines.per_sample):
+        return 0
+    return int(np.min(np.floor(room / lines.per_sample)))
+
+
+def _overhead(device_kind: str, tensor_peak: int) -> int:
+    if device_kind == "gpu":
+        return CUDA_CONTEXT_BYTES + int(CUDA_FRAGMENTATION * tensor_peak)
+    return CPU_RUNTIME_BYTES
+
+
+def _optimizer_temporaries(optimizer: str, device_kind: str, params: int, largest: int) -> int:
+    """Elements of scratch tensors the optimizer step allocates.
+
+    PyTorch on CPU runs the single-tensor loop (Adam builds two scratch tensors of the size of
+    the parameter it updates); on CUDA the foreach path builds one list as large as all
+    parameters (``_foreach_sqrt`` of the second moments).
+    """
+    if optimizer in ("sgd", "sgd_momentum"):
+        return 0
+    if device_kind == "gpu":
+        return params
+    return (2 if optimizer in ("adam", "adamw") else 1) * largest
+
+
+def _largest_segment(model: ModelAnalysis) -> int:
+    if model.graph is None:
+        return model.parameters
+    return memory_profile(model, False).largest_segment_params

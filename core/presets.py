@@ -1,0 +1,33 @@
+"""Named model presets: data files in resources/presets/, one JSON document each."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from core.errors import WorkloadError
+from core.paths import resource_path
+
+
+@lru_cache(maxsize=1)
+def load_presets() -> dict[str, dict[str, Any]]:
+    """All presets by name, each with ``model`` and optional ``data``/``training`` defaults."""
+    presets: dict[str, dict[str, Any]] = {}
+    for path in sorted(resource_path("presets").glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        presets[doc["name"]] = doc
+    return presets
+
+
+def preset_names() -> list[str]:
+    return list(load_presets())
+
+
+def get_preset(name: Any, path: str) -> dict[str, Any]:
+    presets = load_presets()
+    if isinstance(name, str):
+        for key in presets:
+            if key.lower() == name.strip().lower():
+                return presets[key]
+    raise WorkloadError(path, f"unknown preset {name!r} (known: {', '.join(presets)})")

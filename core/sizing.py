@@ -1,0 +1,214 @@
+"""The sizing engine: a workload and candidate devices in, memory / compute / time / cost out."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core import seed_formulas as seed
+from core.catalogue import DeviceSpec
+from core.cost import CostEstimate, estimate_cost
+from core.memory import (
+    ALGORITHM_VARIABLES,
+    PRECISION_BYTES,
+    MemoryBreakdown,
+    breakdown_at,
+    largest_batch_per_device,
+    phase_lines,
+)
+from core.model import INPUT_DTYPES
+from core.timing import (
+    STORAGE_READ_BPS,
+    StepTime,
+    disk_bytes_per_sample,
+    scaled_time,
+    step_time,
+    train_flops_per_sample,
+)
+from core.workload import Workload
+
+ENGINE_SOURCE = "TrainRig sizing engine (docs/sizing.md)"
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    device: DeviceSpec
+    count: int
+    nodes: int
+    fits: bool | None  # None: capacity unknown (a CPU whose RAM is not fixed yet)
+    capacity_bytes: int | None
+    memory: MemoryBreakdown
+    largest_batch: int | None  # global batch across the devices
+    step: StepTime
+    steps_per_epoch: int
+    train_time_s: float
+    cost: CostEstimate
+    meets_deadline: bool | None
+    within_budget: bool | None
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    workload: Workload
+    candidates: tuple[CandidateResult, ...]
+    dataset_bytes: int
+    train_flops: float
+    seed: dict[str, object]
+    notes: tuple[str, ...]
+
+
+def size_workload(
+    workload: Workload,
+    devices: Sequence[DeviceSpec],
+    *,
+    host_ram_bytes: int | None = None,
+    calibrated: dict[str, dict[str, float]] | None = None,
+) -> SizingResult:
+    """Size ``workload`` on every device × GPU count of ``workload.hardware.counts``.
+
+    ``host_ram_bytes`` is the RAM of this machine when known (CPU candidates and dataset fit).
+    ``calibrated`` maps a device name to measured efficiencies ({"fp32": ..., "tensor": ...}).
+    """
+    if not devices:
+        raise ValueError("at least one candidate device is needed")
+    results = []
+    for device in devices:
+        counts = workload.hardware.counts if device.kind != "cpu" else (1,)
+        for count in counts:
+            results.append(size_candidate(workload, device, count, host_ram_bytes, (calibrated or {}).get(device.name)))
+    d = workload.data
+    dataset = d.samples * (d.features + d.outputs) * INPUT_DTYPES[d.dtype]
+    return SizingResult(
+        workload=workload,
+        candidates=tuple(results),
+        dataset_bytes=dataset,
+        train_flops=float(train_flops_per_sample(workload.analysis, workload.training.checkpointing))
+        * d.samples
+        * workload.training.epochs,
+        seed=seed_figures(workload, devices[0]),
+        notes=workload.analysis.notes,
+    )
+
+
+def size_candidate(
+    workload: Workload,
+    device: DeviceSpec,
+    count: int,
+    host_ram_bytes: int | None = None,
+    calibrated: dict[str, float] | None = None,
+) -> CandidateResult:
+    t, m, d = workload.training, workload.analysis, workload.data
+    kind = "gpu" if device.kind in ("gpu", "tpu") else "cpu"
+    nodes = max(t.nodes, 1)
+    devices = count * nodes
+    reserve = t.reserve_percent / 100
+    target_bytes = 8 * (m.output_elems // max(1, m.output_shape[-1]))  # int64 class index per output row
+    lines = phase_lines(
+        m,
+        precision=t.precision,
+        optimizer=t.optimizer,
+        device_kind=kind,
+        devices=devices,
+        sharding=t.sharding,
+        checkpointing=t.checkpointing,
+        target_bytes_per_sample=target_bytes,
+    )
+    mem = breakdown_at(lines, -(-t.batch_size // devices), kind, reserve)
+    capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes
+    fits = None if capacity is None else mem.total <= capacity
+    largest = None
+    if capacity is not None:
+        largest = largest_batch_per_device(lines, capacity, kind, reserve) * devices
+    dtype_bytes = INPUT_DTYPES[d.dtype]
+    st = step_time(
+        m,
+        device,
+        batch_per_device=mem.batch_per_device,
+        devices=devices,
+        nodes=nodes,
+        precision=t.precision,
+        optimizer=t.optimizer,
+        checkpointing=t.checkpointing,
+        sharding=t.sharding,
+        read_bps=STORAGE_READ_BPS[d.storage],
+        disk_bytes_per_sample=disk_bytes_per_sample(d.features, dtype_bytes, d.format, d.bytes_per_sample_on_disk),
+        calibrated=calibrated,
+    )
+    steps = math.ceil(d.samples / t.batch_size)
+    total = st.step_s * steps * t.epochs
+    assumptions = [
+        f"efficiency {st.efficiency:.0%} of the {t.precision} peak {st.peak_flops / 1e12:.3g} TFLOP/s"
+        + (" (calibrated)" if calibrated else " (default for the device class)"),
+        f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
+        f"data read from {d.storage} at {STORAGE_READ_BPS[d.storage] / 1e6:.0f} MB/s ({d.format})",
+    ]
+    if t.scaling_model != "analytic" and devices > 1:
+        one = size_candidate(workload, device, 1, host_ram_bytes, calibrated) if count > 1 or nodes > 1 else None
+        if one is not None:
+            total = scaled_time(one.train_time_s, devices, t.scaling_model)
+            assumptions.append(f"multi-GPU time from Wünsche 2016 scaling ({t.scaling_model})")
+    cost = estimate_cost(device, count, nodes, total / 3600, workload.cost)
+    c = workload.cost
+    deadline = None if c.deadline_hours is None else total / 3600 <= c.deadline_hours
+    budget = None
+    if c.budget is not None and cost.capex is not None:
+        budget = cost.capex <= c.budget
+    return CandidateResult(
+        device, count, nodes, fits, capacity, mem, largest, st, steps, total, cost, deadline, budget, tuple(assumptions)
+    )
+
+
+def seed_figures(workload: Workload, device: DeviceSpec) -> dict[str, object]:
+    """SPEC 3.1: the seed formulas exactly as the papers define them, with their sources."""
+    m, d, t = workload.analysis, workload.data, workload.training
+    eta_b = INPUT_DTYPES[d.dtype]
+    eta_w = PRECISION_BYTES[t.precision][0]
+    n_v = ALGORITHM_VARIABLES[t.optimizer] * m.parameters
+    k1_value = seed.k1(m.parameters, d.samples, d.features) if m.parameters > 1 else None
+    if device.cuda_cores and device.clock_hz:
+        r = seed.peak_flops(device.cuda_cores, device.clock_hz)
+        r_note = f"R = 2·N·C with N = {device.cuda_cores} CUDA cores, C = {device.clock_hz / 1e9:.3f} GHz"
+    else:
+        r = device.fp32_flops
+        r_note = "no CUDA cores: the device's FP32 peak stands in for R"
+    c = seed.c_train(m.parameters, d.samples, t.epochs)
+    t_peak = seed.t_train(c, r)
+    lo, hi = seed.REAL_OVERHEAD
+    clock = device.clock_hz or 1e9
+    return {
+        "n_na_bytes": seed.n_na(eta_b, d.samples, d.features, d.outputs, eta_w, m.parameters, 4, n_v),
+        "n_na_inputs": {
+            "eta_b": eta_b,
+            "S": d.samples,
+            "N": d.features,
+            "N_M": d.outputs,
+            "eta_w": eta_w,
+            "N_w": m.parameters,
+            "eta_v": 4,
+            "N_v": n_v,
+        },
+        "k1": k1_value,
+        "k1_meaning": seed.k1_meaning(k1_value) if k1_value is not None else "K1 needs N_w > 1",
+        "t1_ops": m.t1_ops,
+        "t2_ops": m.t2_ops,
+        "parallelism_t1_over_t2": m.t1_ops / m.t2_ops if m.t2_ops else None,
+        "t1_s": m.t1_ops / r,
+        "t2_s": m.t2_ops / clock,
+        "peak_flops": r,
+        "peak_flops_note": r_note,
+        "c_train_flop": c,
+        "t_train_s": t_peak,
+        "t_train_real_s": [t_peak / (1 - lo), t_peak / (1 - hi)],
+        "device": device.name,
+        "sources": {
+            "n_na_bytes": f"{seed.JAMGHARYAN}, eq. 1",
+            "t1_ops": f"{seed.JAMGHARYAN}, eq. 2",
+            "t2_ops": f"{seed.JAMGHARYAN}, eq. 3",
+            "k1": f"{seed.JAMGHARYAN}, eq. 4",
+            "peak_flops": f"{seed.HOODA}, eq. 1",
+            "c_train_flop": f"{seed.HOODA}, eq. 3",
+            "t_train_s": f"{seed.HOODA}, eq. 4",
+        },
+    }

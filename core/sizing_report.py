@@ -1,0 +1,143 @@
+"""A sizing result as a JSON-ready dict (``size --json``) and as a readable text summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.sizing import ENGINE_SOURCE, CandidateResult, SizingResult
+from core.timing import train_flops_per_sample
+from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
+
+FLOP_CONVENTION = (
+    "a multiply-add counts 2 FLOP in linear, convolution, recurrent and attention matmuls "
+    "(torch.utils.flop_counter); elementwise work is not counted"
+)
+
+
+def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
+    mem = c.memory.as_dict()
+    return {
+        "device": c.device.name,
+        "kind": c.device.kind,
+        "count": c.count,
+        "nodes": c.nodes,
+        "fits": c.fits,
+        "capacity_bytes": c.capacity_bytes,
+        "memory_per_device": mem,
+        "largest_batch": c.largest_batch,
+        "dataset_fits_beside_training": (
+            None if c.capacity_bytes is None else dataset_bytes + c.memory.total <= c.capacity_bytes
+        ),
+        "step_time_s": c.step.step_s,
+        "step": {
+            "compute_s": c.step.compute_s,
+            "memory_s": c.step.memory_s,
+            "input_s": c.step.input_s,
+            "communication_s": c.step.comm_s,
+            "overhead_s": c.step.overhead_s,
+            "bound": c.step.bound,
+            "efficiency": c.step.efficiency,
+            "peak_flops": c.step.peak_flops,
+        },
+        "steps_per_epoch": c.steps_per_epoch,
+        "train_time_s": c.train_time_s,
+        "gpu_hours": c.cost.gpu_hours,
+        "power_w": c.cost.power_w,
+        "energy_kwh": c.cost.energy_kwh,
+        "capex": c.cost.capex,
+        "tco": c.cost.tco,
+        "run_cost": c.cost.run_cost,
+        "cloud_cost": c.cost.cloud_cost,
+        "break_even_hours": c.cost.break_even_hours,
+        "currency": c.cost.currency,
+        "meets_deadline": c.meets_deadline,
+        "within_budget": c.within_budget,
+        "assumptions": list(c.assumptions),
+        "source": c.device.source,
+        "price_date": c.device.price_date,
+    }
+
+
+def sizing_to_dict(r: SizingResult) -> dict[str, Any]:
+    w, m, t = r.workload, r.workload.analysis, r.workload.training
+    first = r.candidates[0]
+    return {
+        "workload": w.name,
+        "model": {
+            "preset": w.model_ref,
+            "kind": m.kind,
+            "input_shape": list(m.input_shape),
+            "input_dtype": m.input_dtype,
+            "output_shape": list(m.output_shape),
+        },
+        "parameters": m.parameters,
+        "flops": {
+            "forward_per_sample": m.forward_flops,
+            "train_per_sample": train_flops_per_sample(m, t.checkpointing),
+            "train_total": r.train_flops,
+            "convention": FLOP_CONVENTION,
+        },
+        "memory": {**first.memory.as_dict(), "device": first.device.name, "count": first.count},
+        "dataset": {"bytes": r.dataset_bytes, "samples": w.data.samples},
+        "seed": r.seed,
+        "candidates": [candidate_dict(c, r.dataset_bytes) for c in r.candidates],
+        "layers": [
+            {
+                "path": row.path,
+                "type": row.type,
+                "output_shape": list(row.output_shape),
+                "params": row.params,
+                "flops": row.flops,
+                "count": row.count,
+            }
+            for row in m.rows
+        ],
+        "notes": list(r.notes),
+        "source": ENGINE_SOURCE,
+    }
+
+
+def sizing_to_text(r: SizingResult) -> str:
+    w, m, t, d = r.workload, r.workload.analysis, r.workload.training, r.workload.data
+    s = r.seed
+    lines = [
+        f"Workload: {w.name}" + (f" (preset {w.model_ref})" if w.model_ref else ""),
+        f"  model: {m.parameters:,} parameters, input {list(m.input_shape)} → output {list(m.output_shape)}",
+        f"  data: {d.samples:,} samples × {d.features:,} features, {fmt_bytes(r.dataset_bytes)}",
+        f"  training: batch {t.batch_size}, {t.epochs} epochs, {t.optimizer}, {t.precision}"
+        + (", activation checkpointing" if t.checkpointing else "")
+        + (f", {t.sharding}" if t.sharding != "none" else ""),
+        "",
+        "Compute",
+        f"  forward: {fmt_count(m.forward_flops, 'FLOP')} per sample; "
+        f"training: {fmt_count(r.train_flops, 'FLOP')} in all",
+        "",
+        "Seed formulas (as published)",
+        f"  N_na = {fmt_bytes(float(s['n_na_bytes']))} (Jamgharyan eq. 1: whole training set resident)",
+        f"  K1 = {s['k1']:.4g} — {s['k1_meaning']} (Jamgharyan eq. 4)" if s["k1"] is not None else "  K1: n/a",
+        f"  T1 = {fmt_count(float(s['t1_ops']), 'op')}, T2 = {fmt_count(float(s['t2_ops']), 'op')} per sample "
+        "(Jamgharyan eq. 2, 3)",
+        f"  R = {fmt_count(float(s['peak_flops']), 'FLOP/s')} on {s['device']} (Hooda eq. 1; {s['peak_flops_note']})",
+        f"  C_train = {fmt_count(float(s['c_train_flop']), 'FLOP')} (Hooda eq. 3), "
+        f"T_train = {fmt_seconds(float(s['t_train_s']))} at peak (Hooda eq. 4)",
+        "",
+        "Candidates",
+    ]
+    for c in r.candidates:
+        mem = c.memory
+        fit = {True: "fits", False: "DOES NOT FIT", None: "capacity unknown"}[c.fits]
+        lines += [
+            f"  {c.device.name} × {c.count}" + (f" × {c.nodes} nodes" if c.nodes > 1 else "") + f": {fit}",
+            f"    memory per device: {fmt_bytes(mem.total)} peak ({mem.peak_phase}) of "
+            f"{fmt_bytes(c.capacity_bytes)}; weights {fmt_bytes(mem.weights)}, gradients "
+            f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
+            f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, overhead {fmt_bytes(mem.overhead)}",
+            f"    largest batch that fits: {c.largest_batch if c.largest_batch is not None else 'unknown'}",
+            f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound), training {fmt_seconds(c.train_time_s)}",
+            f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
+            + (f"{c.cost.energy_kwh:.3g} kWh" if c.cost.energy_kwh is not None else "unknown")
+            + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}, cloud {fmt_money(c.cost.cloud_cost, c.cost.currency)}",
+        ]
+    for note in r.notes:
+        lines.append(f"Note: {note}")
+    return "\n".join(lines)

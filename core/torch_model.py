@@ -1,0 +1,253 @@
+"""Build a real torch.nn.Module from a layer list, for tracing, training and parity checks.
+
+torch is imported inside the functions (never at module level, so importing core stays light);
+import-linter allows this one module to reach torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def build_module(model: Mapping[str, Any]) -> Any:
+    """An nn.Module equivalent to a layer-list model (``input_shape`` + ``layers``)."""
+    import torch
+    from torch import nn
+
+    from core.layers_seq import expand_transformer_block
+
+    class Residual(nn.Module):
+        def __init__(self, branch: nn.Module, shortcut: nn.Module) -> None:
+            super().__init__()
+            self.branch, self.shortcut = branch, shortcut
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.branch(x) + self.shortcut(x)
+
+    class Attention(nn.Module):
+        def __init__(self, dim: int, heads: int, kv_heads: int, bias: bool, causal: bool, p: float) -> None:
+            super().__init__()
+            self.heads, self.kv_heads, self.causal, self.p = heads, kv_heads, causal, p
+            kv_dim = dim * kv_heads // heads
+            self.q = nn.Linear(dim, dim, bias=bias)
+            self.k = nn.Linear(dim, kv_dim, bias=bias)
+            self.v = nn.Linear(dim, kv_dim, bias=bias)
+            self.o = nn.Linear(dim, dim, bias=bias)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, length, dim = x.shape
+            d = dim // self.heads
+            q = self.q(x).view(b, length, self.heads, d).transpose(1, 2)
+            k = self.k(x).view(b, length, self.kv_heads, d).transpose(1, 2)
+            v = self.v(x).view(b, length, self.kv_heads, d).transpose(1, 2)
+            y = nn.functional.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                dropout_p=self.p if self.training else 0.0,
+                is_causal=self.causal,
+                enable_gqa=self.kv_heads != self.heads,
+            )
+            return self.o(y.transpose(1, 2).reshape(b, length, dim))
+
+    class SwiGLU(nn.Module):
+        def __init__(self, dim: int, hidden: int, bias: bool) -> None:
+            super().__init__()
+            self.gate = nn.Linear(dim, hidden, bias=bias)
+            self.up = nn.Linear(dim, hidden, bias=bias)
+            self.down = nn.Linear(hidden, dim, bias=bias)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
+
+    class Positional(nn.Module):
+        def __init__(self, num: int, dim: int) -> None:
+            super().__init__()
+            self.table = nn.Parameter(torch.zeros(num, dim))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.table[: x.shape[1]]
+
+    class Recurrent(nn.Module):
+        def __init__(self, rnn: nn.Module) -> None:
+            super().__init__()
+            self.rnn = rnn
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.rnn(x)[0]
+
+    embeddings: list[nn.Embedding] = []
+
+    def one(spec: Mapping[str, Any], shape: list[int]) -> tuple[nn.Module, list[int]]:
+        kind = spec["type"].lower()
+        args = {k: v for k, v in spec.items() if k != "type"}
+        if kind == "linear":
+            n = nn.Linear(shape[-1], args["out_features"], bias=args.get("bias", True))
+            if args.get("tie_weights"):
+                n.weight = embeddings[0].weight
+            return n, [*shape[:-1], args["out_features"]]
+        if kind == "conv2d":
+            args.pop("in_channels", None)
+            n = nn.Conv2d(shape[0], **args)
+            return n, list(_meta_shape(n, shape))
+        if kind in ("maxpool2d", "avgpool2d", "adaptive_avgpool2d"):
+            cls = {"maxpool2d": nn.MaxPool2d, "avgpool2d": nn.AvgPool2d, "adaptive_avgpool2d": nn.AdaptiveAvgPool2d}[
+                kind
+            ]
+            n = cls(**args)
+            return n, list(_meta_shape(n, shape))
+        if kind in ("batchnorm1d", "batchnorm2d"):
+            args.pop("num_features", None)
+            return (nn.BatchNorm1d if kind == "batchnorm1d" else nn.BatchNorm2d)(shape[0], **args), shape
+        if kind in ("layernorm", "rmsnorm"):
+            args.pop("normalized_shape", None)
+            return (nn.LayerNorm if kind == "layernorm" else nn.RMSNorm)(shape[-1], **args), shape
+        simple = {
+            "relu": nn.ReLU,
+            "tanh": nn.Tanh,
+            "sigmoid": nn.Sigmoid,
+            "silu": nn.SiLU,
+            "gelu": nn.GELU,
+            "leaky_relu": nn.LeakyReLU,
+            "dropout": nn.Dropout,
+        }
+        if kind in simple:
+            return simple[kind](**args), shape
+        if kind == "softmax":
+            return nn.Softmax(dim=-1), shape
+        if kind == "flatten":
+            return nn.Flatten(), [math.prod(shape)]
+        if kind == "embedding":
+            e = nn.Embedding(args["num_embeddings"], args["embedding_dim"], padding_idx=args.get("padding_idx"))
+            embeddings.append(e)
+            return e, [*shape, args["embedding_dim"]]
+        if kind == "positional_embedding":
+            return Positional(args["num_embeddings"], shape[-1]), shape
+        if kind in ("lstm", "gru"):
+            args.pop("input_size", None)
+            args["batch_first"] = True
+            rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(shape[-1], **args)
+            dirs = 2 if args.get("bidirectional") else 1
+            return Recurrent(rnn), [shape[0], dirs * args["hidden_size"]]
+        if kind == "multihead_attention":
+            heads = args["num_heads"]
+            return Attention(
+                shape[-1],
+                heads,
+                args.get("kv_heads", heads),
+                args.get("bias", True),
+                args.get("causal", False),
+                args.get("dropout", 0.0),
+            ), shape
+        if kind == "swiglu":
+            return SwiGLU(shape[-1], args["hidden_features"], args.get("bias", False)), shape
+        if kind == "transformer_block":
+            specs = expand_transformer_block(
+                shape[-1],
+                args["nhead"],
+                args.get("kv_heads", args["nhead"]),
+                args.get("dim_feedforward", 2048),
+                args.get("dropout", 0.1),
+                args.get("activation", "relu"),
+                args.get("norm_first", False),
+                args.get("bias", True),
+                args.get("causal", False),
+                args.get("norm", "layernorm"),
+                args.get("mlp", "standard"),
+            )
+            return seq(specs, shape)
+        if kind == "repeat":
+            mods = []
+            for _ in range(args["times"]):
+                m, shape = seq(args["layers"], shape)
+                mods.append(m)
+            return nn.Sequential(*mods), shape
+        if kind == "residual":
+            branch, out = seq(args["layers"], shape)
+            shortcut = seq(args["shortcut"], shape)[0] if "shortcut" in args else nn.Identity()
+            return Residual(branch, shortcut), out
+        raise ValueError(f"no PyTorch equivalent for layer type {kind!r}")
+
+    def seq(specs: Sequence[Mapping[str, Any]], shape: list[int]) -> tuple[nn.Module, list[int]]:
+        mods = []
+        for s in specs:
+            m, shape = one(s, shape)
+            mods.append(m)
+        return nn.Sequential(*mods), shape
+
+    module, _ = seq(model["layers"], list(model["input_shape"]))
+    return module
+
+
+def _meta_shape(module: Any, shape: list[int]) -> Any:
+    """Output shape of ``module`` for one sample, computed on the meta device (no memory)."""
+    import copy
+
+    import torch
+
+    probe = copy.deepcopy(module).to("meta")
+    return probe(torch.empty(1, *shape, device="meta")).shape[1:]
+
+
+def example_batch(model: Mapping[str, Any], batch: int, device: str = "cpu") -> Any:
+    """A random input batch of the model's shape and dtype."""
+    import torch
+
+    shape = (batch, *model["input_shape"])
+    if model.get("input_dtype", "float32") == "int64":
+        return torch.zeros(shape, dtype=torch.long, device=device)
+    return torch.randn(shape, device=device)
+
+
+def make_optimizer(module: Any, name: str, lr: float = 1e-3) -> Any:
+    """The torch.optim optimizer a workload's ``training.optimizer`` names."""
+    import torch
+
+    params = module.parameters()
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if name == "sgd_momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    cls = {
+        "adam": torch.optim.Adam,
+        "adamw": torch.optim.AdamW,
+        "adagrad": torch.optim.Adagrad,
+        "rmsprop": torch.optim.RMSprop,
+    }[name]
+    return cls(params, lr=lr)
+
+
+def measure_step_memory(model: Mapping[str, Any], batch: int, optimizer: str, seed: int = 0) -> dict[str, int]:
+    """Live-tensor high-water mark of a steady-state fp32 training step on the CPU, in bytes.
+
+    Two steps (forward, cross-entropy loss, backward, optimizer step, ``zero_grad()``) run under
+    ``torch.distributed._tools.mem_tracker.MemTracker``; the statistics of the first are reset,
+    so the second — with optimizer state present — is measured. The batch is created inside
+    the tracked region, as a data loader would.
+    """
+    import torch
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    torch.manual_seed(seed)
+    module = build_module(model)
+    opt = make_optimizer(module, optimizer)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    tracker = MemTracker()
+    tracker.track_external(module, opt)
+    with tracker:
+        for step in range(2):
+            x = example_batch(model, batch)
+            out = module(x)
+            target = torch.zeros(out.shape[:-1], dtype=torch.long)
+            loss = loss_fn(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            del x, out, target, loss
+            if step == 0:
+                tracker.reset_mod_stats()
+    peak = tracker.get_tracker_snapshot("peak")
+    stats = next(iter(peak.values()))
+    return {str(k).rsplit(".", 1)[-1].lower(): int(v) for k, v in stats.items()}

@@ -1,0 +1,155 @@
+"""Small typed readers for JSON values that raise WorkloadError with the key path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from core.errors import WorkloadError
+
+
+def require_mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise WorkloadError(path, f"must be an object, got {_kind(value)}")
+    return value
+
+
+def reject_unknown(obj: Mapping[str, Any], allowed: Iterable[str], path: str) -> None:
+    allowed_set = set(allowed)
+    for key in obj:
+        if key not in allowed_set:
+            choices = ", ".join(sorted(allowed_set))
+            raise WorkloadError(_join(path, str(key)), f"unknown key (allowed: {choices})")
+
+
+def get_int(
+    obj: Mapping[str, Any],
+    key: str,
+    path: str,
+    *,
+    default: int | None = None,
+    minimum: int = 1,
+    maximum: int = 10**9,
+) -> int:
+    """Read an integer in [minimum, maximum]; ``default`` None means the key is required."""
+    p = _join(path, key)
+    if key not in obj:
+        if default is None:
+            raise WorkloadError(p, "is required")
+        return default
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise WorkloadError(p, f"must be an integer, got {_kind(value)}")
+    if value < minimum:
+        word = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise WorkloadError(p, f"must be {word}, got {value}")
+    if value > maximum:
+        raise WorkloadError(p, f"{value} is out of range (at most {maximum:,})")
+    return value
+
+
+def get_float(
+    obj: Mapping[str, Any],
+    key: str,
+    path: str,
+    *,
+    default: float | None = None,
+    minimum: float = 0.0,
+    maximum: float = 1e18,
+    exclusive_min: bool = False,
+    exclusive_max: bool = False,
+) -> float:
+    p = _join(path, key)
+    if key not in obj:
+        if default is None:
+            raise WorkloadError(p, "is required")
+        return default
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WorkloadError(p, f"must be a number, got {_kind(value)}")
+    v = float(value)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise WorkloadError(p, "must be a finite number")
+    low_bad = v <= minimum if exclusive_min else v < minimum
+    high_bad = v >= maximum if exclusive_max else v > maximum
+    if low_bad or high_bad:
+        lo = "(" if exclusive_min else "["
+        hi = ")" if exclusive_max else "]"
+        raise WorkloadError(p, f"must be in {lo}{minimum:g}, {maximum:g}{hi}, got {v:g}")
+    return v
+
+
+def get_bool(obj: Mapping[str, Any], key: str, path: str, *, default: bool) -> bool:
+    if key not in obj:
+        return default
+    value = obj[key]
+    if not isinstance(value, bool):
+        raise WorkloadError(_join(path, key), f"must be true or false, got {_kind(value)}")
+    return value
+
+
+def get_choice(obj: Mapping[str, Any], key: str, path: str, choices: Iterable[str], *, default: str | None) -> str:
+    p = _join(path, key)
+    options = list(choices)
+    if key not in obj:
+        if default is None:
+            raise WorkloadError(p, f"is required (one of: {', '.join(options)})")
+        return default
+    value = obj[key]
+    if not isinstance(value, str) or value.lower() not in options:
+        raise WorkloadError(p, f"must be one of: {', '.join(options)}; got {value!r}")
+    return value.lower()
+
+
+def get_str(obj: Mapping[str, Any], key: str, path: str, *, default: str | None = None) -> str:
+    p = _join(path, key)
+    if key not in obj:
+        if default is None:
+            raise WorkloadError(p, "is required")
+        return default
+    value = obj[key]
+    if not isinstance(value, str) or not value.strip():
+        raise WorkloadError(p, f"must be a non-empty string, got {_kind(value)}")
+    return value.strip()
+
+
+def get_shape(obj: Mapping[str, Any], key: str, path: str) -> tuple[int, ...]:
+    p = _join(path, key)
+    if key not in obj:
+        raise WorkloadError(p, "is required (a list of positive integers, e.g. [75] or [3, 224, 224])")
+    value = obj[key]
+    if not isinstance(value, list) or not value:
+        raise WorkloadError(p, "must be a non-empty list of positive integers")
+    if len(value) > 4:
+        raise WorkloadError(p, f"has {len(value)} dimensions; at most 4 are supported")
+    dims = []
+    for i, d in enumerate(value):
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise WorkloadError(f"{p}[{i}]", f"must be a positive integer, got {d!r}")
+        if d > 10**8:
+            raise WorkloadError(f"{p}[{i}]", f"{d} is out of range (at most 100,000,000)")
+        dims.append(d)
+    return tuple(dims)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

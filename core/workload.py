@@ -1,0 +1,249 @@
+"""The workload document (docs/workload.md): model, data, training, hardware, cost.
+
+``parse_workload`` validates a JSON object and returns a frozen ``Workload``; every error names
+the key path and the allowed values or range.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import WorkloadError
+from core.memory import OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
+from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
+from core.presets import get_preset
+from core.validate import get_bool, get_choice, get_float, get_int, get_str, reject_unknown, require_mapping
+
+DATA_FORMATS = ("raw", "npy", "csv", "jpeg", "png", "tiff")
+STORAGE_TIERS = ("hdd", "hdd_10k", "sata_ssd", "nvme", "ramdisk", "network")
+SCALING_MODELS = (
+    "analytic",
+    "wuensche-cntk",
+    "wuensche-mxnet",
+    "wuensche-caffe",
+    "wuensche-torch",
+    "wuensche-tensorflow",
+)
+MAX_SAMPLES = 10**13
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    samples: int  # S
+    features: int  # N, elements per input sample
+    outputs: int  # N_M
+    dtype: str
+    format: str
+    storage: str
+    bytes_per_sample_on_disk: int | None
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    batch_size: int  # global batch, split over data-parallel devices
+    epochs: int
+    optimizer: str
+    precision: str
+    checkpointing: bool
+    sharding: str
+    nodes: int
+    reserve_percent: float  # Jamgharyan's +25–30 % for reverse-engineering overfitted models
+    scaling_model: str
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    candidates: tuple[str, ...]
+    counts: tuple[int, ...]
+    custom: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    currency: str = "USD"
+    electricity_per_kwh: float = 0.20
+    pue: float = 1.2
+    utilisation: float = 0.7
+    amortisation_years: float = 3.0
+    cloud_per_gpu_hour: float = 2.50
+    host_cost: float = 3000.0
+    host_power_w: float = 250.0
+    maintenance_percent: float = 5.0
+    deadline_hours: float | None = None
+    budget: float | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    model_ref: str | None  # preset name, if the model came from one
+    model: Mapping[str, Any] = field(repr=False)
+    analysis: ModelAnalysis = field(repr=False)
+    data: DataSpec = field()
+    training: TrainingSpec = field()
+    hardware: HardwareSpec = field()
+    cost: CostSpec = field()
+
+
+def load_workload(path: str | Path) -> Workload:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WorkloadError("", f"workload file {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError("", f"workload file {str(p)!r} cannot be read: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(
+            "", f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    return parse_workload(doc)
+
+
+def parse_workload(doc: Any) -> Workload:
+    doc = require_mapping(doc, "workload")
+    reject_unknown(doc, {"name", "model", "data", "training", "hardware", "cost", "description"}, "")
+    name = get_str(doc, "name", "", default="unnamed workload")
+    model_doc = require_mapping(doc.get("model"), "model") if "model" in doc else None
+    if model_doc is None:
+        raise WorkloadError("model", "is required (a preset, or input_shape and layers)")
+    preset: dict[str, Any] = {}
+    model_ref = None
+    if "preset" in model_doc:
+        reject_unknown(model_doc, {"preset"}, "model")
+        preset = get_preset(model_doc["preset"], "model.preset")
+        model_ref = preset["name"]
+        model = preset["model"]
+    elif "torch" in model_doc or "onnx" in model_doc:
+        raise WorkloadError("model", "PyTorch and ONNX model files are not supported by this version yet")
+    else:
+        model = model_doc
+    analysis = analyze_model(model, "model" if model_ref is None else f"preset {model_ref}.model")
+    data = _data({**preset.get("data", {}), **require_mapping(doc.get("data", {}), "data")}, analysis)
+    training = _training({**preset.get("training", {}), **require_mapping(doc.get("training", {}), "training")})
+    hardware = _hardware(require_mapping(doc.get("hardware", {}), "hardware"))
+    cost = _cost(require_mapping(doc.get("cost", {}), "cost"))
+    return Workload(name, model_ref, model, analysis, data, training, hardware, cost)
+
+
+def _data(d: Mapping[str, Any], model: ModelAnalysis) -> DataSpec:
+    reject_unknown(
+        d, {"samples", "features", "outputs", "dtype", "format", "storage", "bytes_per_sample_on_disk"}, "data"
+    )
+    default_outputs = model.output_shape[-1]
+    dtype = get_choice(d, "dtype", "data", INPUT_DTYPES, default=model.input_dtype)
+    return DataSpec(
+        samples=get_int(d, "samples", "data", maximum=MAX_SAMPLES),
+        features=get_int(d, "features", "data", default=model.input_elems, maximum=10**12),
+        outputs=get_int(d, "outputs", "data", default=default_outputs, maximum=10**9),
+        dtype=dtype,
+        format=get_choice(d, "format", "data", DATA_FORMATS, default="npy"),
+        storage=get_choice(d, "storage", "data", STORAGE_TIERS, default="nvme"),
+        bytes_per_sample_on_disk=(
+            get_int(d, "bytes_per_sample_on_disk", "data", maximum=10**12) if "bytes_per_sample_on_disk" in d else None
+        ),
+    )
+
+
+def _training(t: Mapping[str, Any]) -> TrainingSpec:
+    allowed = {
+        "batch_size",
+        "epochs",
+        "optimizer",
+        "precision",
+        "checkpointing",
+        "sharding",
+        "nodes",
+        "reserve_percent",
+        "scaling_model",
+        "learning_rate",
+    }
+    reject_unknown(t, allowed, "training")
+    get_float(t, "learning_rate", "training", default=1e-3, maximum=100.0)
+    return TrainingSpec(
+        batch_size=get_int(t, "batch_size", "training", maximum=10**8),
+        epochs=get_int(t, "epochs", "training", maximum=10**7),
+        optimizer=get_choice(t, "optimizer", "training", OPTIMIZER_STATES, default="adam"),
+        precision=get_choice(t, "precision", "training", PRECISION_BYTES, default="fp32"),
+        checkpointing=get_bool(t, "checkpointing", "training", default=False),
+        sharding=get_choice(t, "sharding", "training", SHARDINGS, default="none"),
+        nodes=get_int(t, "nodes", "training", default=1, maximum=10**4),
+        reserve_percent=get_float(t, "reserve_percent", "training", default=0.0, maximum=100.0),
+        scaling_model=get_choice(t, "scaling_model", "training", SCALING_MODELS, default="analytic"),
+    )
+
+
+def _hardware(h: Mapping[str, Any]) -> HardwareSpec:
+    reject_unknown(h, {"candidates", "gpu_count", "custom"}, "hardware")
+    cands = h.get("candidates", [])
+    if not isinstance(cands, list) or not all(isinstance(c, str) and c.strip() for c in cands):
+        raise WorkloadError("hardware.candidates", 'must be a list of device names (or "this-machine")')
+    counts: tuple[int, ...] = (1,)
+    if "gpu_count" in h:
+        gc = h["gpu_count"]
+        if isinstance(gc, Mapping):
+            reject_unknown(gc, {"min", "max"}, "hardware.gpu_count")
+            lo = get_int(gc, "min", "hardware.gpu_count", default=1, maximum=4096)
+            hi = get_int(gc, "max", "hardware.gpu_count", default=lo, maximum=4096)
+            if hi < lo:
+                raise WorkloadError("hardware.gpu_count.max", f"{hi} is below min {lo}")
+            counts = tuple(sorted({lo, hi} | {2**k for k in range(13) if lo <= 2**k <= hi}))
+        else:
+            counts = (get_int(h, "gpu_count", "hardware", maximum=4096),)
+    custom = h.get("custom", [])
+    if not isinstance(custom, list):
+        raise WorkloadError("hardware.custom", "must be a list of device objects")
+    for i, c in enumerate(custom):
+        p = f"hardware.custom[{i}]"
+        c = require_mapping(c, p)
+        get_str(c, "name", p)
+        get_choice(c, "kind", p, ("gpu", "cpu", "tpu"), default="gpu")
+        get_float(c, "fp32_tflops", p, minimum=0, exclusive_min=True, maximum=1e6)
+        if c.get("kind", "gpu") != "cpu":
+            get_float(c, "memory_gb", p, minimum=0, exclusive_min=True, maximum=1e6)
+    return HardwareSpec(tuple(c.strip() for c in cands), counts, tuple(custom))
+
+
+def _cost(c: Mapping[str, Any]) -> CostSpec:
+    allowed = {
+        "currency",
+        "electricity_per_kwh",
+        "pue",
+        "utilisation",
+        "amortisation_years",
+        "cloud_per_gpu_hour",
+        "host_cost",
+        "host_power_w",
+        "maintenance_percent",
+        "deadline_hours",
+        "budget",
+    }
+    reject_unknown(c, allowed, "cost")
+    d = CostSpec()
+    return CostSpec(
+        currency=get_str(c, "currency", "cost", default=d.currency),
+        electricity_per_kwh=get_float(c, "electricity_per_kwh", "cost", default=d.electricity_per_kwh, maximum=100),
+        pue=get_float(c, "pue", "cost", default=d.pue, minimum=1.0, maximum=5.0),
+        utilisation=get_float(
+            c, "utilisation", "cost", default=d.utilisation, minimum=0, exclusive_min=True, maximum=1
+        ),
+        amortisation_years=get_float(
+            c, "amortisation_years", "cost", default=d.amortisation_years, minimum=0, exclusive_min=True, maximum=50
+        ),
+        cloud_per_gpu_hour=get_float(c, "cloud_per_gpu_hour", "cost", default=d.cloud_per_gpu_hour, maximum=1e4),
+        host_cost=get_float(c, "host_cost", "cost", default=d.host_cost, maximum=1e9),
+        host_power_w=get_float(c, "host_power_w", "cost", default=d.host_power_w, maximum=1e6),
+        maintenance_percent=get_float(c, "maintenance_percent", "cost", default=d.maintenance_percent, maximum=100),
+        deadline_hours=(
+            get_float(c, "deadline_hours", "cost", minimum=0, exclusive_min=True, maximum=1e7)
+            if "deadline_hours" in c
+            else None
+        ),
+        budget=get_float(c, "budget", "cost", minimum=0, exclusive_min=True, maximum=1e12) if "budget" in c else None,
+    )

@@ -1,0 +1,46 @@
+"""Start the Qt application: palette-aware plots, the database, the main window."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QThreadPool
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from core.errors import StoreError
+from core.store import Store
+
+
+def configure_app(app: QApplication) -> None:
+    import pyqtgraph as pg
+
+    QCoreApplication.setOrganizationName("TrainRig")
+    QCoreApplication.setApplicationName("TrainRig")
+    app.setStyle("Fusion")
+    palette = app.palette()
+    pg.setConfigOptions(
+        antialias=True,
+        background=palette.color(palette.ColorRole.Base),
+        foreground=palette.color(palette.ColorRole.Text),
+    )
+
+
+def run_app(db_path: Path) -> int:
+    app = QApplication.instance() or QApplication(sys.argv)
+    assert isinstance(app, QApplication)
+    configure_app(app)
+    try:
+        store: Store | None = Store.open(db_path)
+    except StoreError as exc:
+        QMessageBox.warning(None, "TrainRig — database", f"{exc}\n\nTrainRig starts without saving results this time.")
+        store = None
+    from gui.main_window import MainWindow
+
+    window = MainWindow(store)
+    window.show()
+    code = app.exec()
+    QThreadPool.globalInstance().waitForDone(2000)
+    if store is not None:
+        store.close()
+    return int(code)

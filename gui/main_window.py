@@ -1,0 +1,59 @@
+"""The main window: one tab per part of the app, remembered geometry, keyboard shortcuts."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
+
+from core.store import Store
+from gui.tabs.sizing_tab import SizingTab
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, store: Store | None) -> None:
+        super().__init__()
+        self.setWindowTitle("TrainRig")
+        self.store = store
+        self.tabs = QTabWidget()
+        self.sizing_tab = SizingTab(store)
+        self.tabs.addTab(self.sizing_tab, "&Sizing")
+        self.setCentralWidget(self.tabs)
+        self._menus()
+        settings = QSettings()
+        geometry = settings.value("main_window/geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 760)
+        self.tabs.setCurrentIndex(int(settings.value("main_window/tab", 0) or 0))
+        if store is not None and store.path is not None:
+            self.statusBar().showMessage(f"Database: {store.path}")
+
+    def _menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        open_action = QAction("&Open workload…", self, shortcut=QKeySequence.StandardKey.Open)
+        open_action.triggered.connect(self.sizing_tab.open_workload)
+        file_menu.addAction(open_action)
+        quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
+        help_menu = self.menuBar().addMenu("&Help")
+        about = QAction("&About TrainRig", self)
+        about.triggered.connect(self._about)
+        help_menu.addAction(about)
+
+    def _about(self) -> None:
+        QMessageBox.about(
+            self,
+            "About TrainRig",
+            "TrainRig sizes the hardware a neural network needs to train.\n\n"
+            "Formulas: Jamgharyan 2024 (after Subbotin 2003), Hooda 2023; scaling observations: Wünsche 2016; "
+            "hyperparameter effects: Finocchiaro; storage: Panaite & Leba 2024.",
+        )
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        settings = QSettings()
+        settings.setValue("main_window/geometry", self.saveGeometry())
+        settings.setValue("main_window/tab", self.tabs.currentIndex())
+        super().closeEvent(event)

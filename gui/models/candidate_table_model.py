@@ -1,0 +1,120 @@
+"""Table model of sized candidates (one row per device × count)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+from core.sizing import CandidateResult
+from core.units import fmt_bytes, fmt_money, fmt_seconds
+
+COL_DEVICE, COL_COUNT, COL_FITS, COL_MEMORY, COL_CAPACITY, COL_LARGEST, COL_STEP, COL_TIME, COL_CAPEX, COL_TCO = range(
+    10
+)
+HEADERS = [
+    "Device",
+    "Count",
+    "Fits",
+    "Peak memory",
+    "Capacity",
+    "Largest batch",
+    "Step",
+    "Training time",
+    "Capex",
+    "TCO",
+]
+TOOLTIPS = [
+    "Candidate device (catalogue datasheet figures; source in the row tooltip)",
+    "Devices per node (data parallel)",
+    "Does the peak training memory fit in the device memory (RAM for a CPU)?",
+    "Peak memory per device of a steady-state training step, incl. CUDA context or runtime overhead",
+    "Device memory (GPU) or this machine's RAM (CPU)",
+    "Largest global batch that still fits",
+    "Predicted time of one training step",
+    "Predicted time of the whole run (epochs × steps)",
+    "Devices × count + host, at the catalogue's indicative price",
+    "Capex + energy and maintenance over the amortisation period (Hooda §3.3.4)",
+]
+SORT_ROLE = Qt.ItemDataRole.UserRole
+ROW_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class CandidateTableModel(QAbstractTableModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[CandidateResult] = []
+
+    def set_rows(self, rows: list[CandidateResult]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return HEADERS[section]
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return TOOLTIPS[section]
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        r = self._rows[index.row()]
+        col = index.column()
+        if role == ROW_ROLE:
+            return r
+        if role == SORT_ROLE:
+            return self._raw(r, col)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(r, col)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return "\n".join([r.device.source, *r.assumptions])
+        if role == Qt.ItemDataRole.TextAlignmentRole and col != COL_DEVICE:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and col == COL_FITS and r.fits is False:
+            from PySide6.QtGui import QColor
+
+            return QColor("#d9534f")
+        return None
+
+    def row_at(self, row: int) -> CandidateResult:
+        return self._rows[row]
+
+    @staticmethod
+    def _raw(r: CandidateResult, col: int) -> Any:
+        return [
+            r.device.name,
+            r.count,
+            {True: 2, None: 1, False: 0}[r.fits],
+            r.memory.total,
+            r.capacity_bytes or 0,
+            r.largest_batch or 0,
+            r.step.step_s,
+            r.train_time_s,
+            r.cost.capex or 0.0,
+            r.cost.tco or 0.0,
+        ][col]
+
+    @staticmethod
+    def _text(r: CandidateResult, col: int) -> str:
+        cur = r.cost.currency
+        return [
+            r.device.name,
+            str(r.count),
+            {True: "yes", False: "no", None: "unknown"}[r.fits],
+            fmt_bytes(r.memory.total),
+            fmt_bytes(r.capacity_bytes),
+            "unknown" if r.largest_batch is None else f"{r.largest_batch:,}",
+            fmt_seconds(r.step.step_s),
+            fmt_seconds(r.train_time_s),
+            fmt_money(r.cost.capex, cur),
+            fmt_money(r.cost.tco, cur),
+        ][col]

@@ -1,0 +1,59 @@
+"""TrainRig: start the window (no arguments) or run a command (``python main.py --help``).
+
+Bootstrap only: parse the command line, resolve the database path, open and migrate the store,
+then hand over to the GUI or to the CLI command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from cli import size
+
+    parser = argparse.ArgumentParser(
+        prog="trainrig",
+        description="TrainRig: what hardware a neural network needs to train, with sources.",
+    )
+    parser.add_argument("--db", type=Path, help="database file (default: $TRAINRIG_DB, else the user data dir)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    size.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.errors import StoreError, TrainRigError
+    from core.paths import default_db_path
+    from core.store import Store
+
+    args = build_parser().parse_args(argv)
+    db_path = args.db or default_db_path()
+    if args.command is None:
+        from gui.app import run_app
+
+        return run_app(db_path)
+    store = None
+    try:
+        if getattr(args, "needs_store", False):
+            store = Store.open(db_path)
+        return int(args.func(args, store))
+    except StoreError as exc:
+        print(f"trainrig: database: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except TrainRigError as exc:
+        print(f"trainrig {args.command}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return 0
+    finally:
+        if store is not None:
+            store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""GUI-free machine probes and (later) the telemetry sampler."""

@@ -1,0 +1,69 @@
+"""Shared fixtures: a temporary database per test, workload documents, the CLI runner."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SEED_MLP_LAYERS = [
+    {"type": "linear", "out_features": 512},
+    {"type": "leaky_relu"},
+    {"type": "linear", "out_features": 512},
+    {"type": "leaky_relu"},
+    {"type": "linear", "out_features": 512},
+    {"type": "leaky_relu"},
+    {"type": "linear", "out_features": 10},
+]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    db = tmp_path / "trainrig.db"
+    monkeypatch.setenv("TRAINRIG_DB", str(db))
+    return db
+
+
+@pytest.fixture
+def seed_doc() -> dict[str, Any]:
+    return copy.deepcopy(
+        {
+            "name": "seed MLP",
+            "model": {"input_shape": [75], "layers": SEED_MLP_LAYERS},
+            "data": {"samples": 80909, "outputs": 10},
+            "training": {"batch_size": 512, "epochs": 400, "optimizer": "adam", "precision": "fp32"},
+        }
+    )
+
+
+@pytest.fixture
+def write_json(tmp_path: Path):
+    def write(doc: Any, name: str = "workload.json") -> Path:
+        p = tmp_path / name
+        p.write_text(json.dumps(doc) if not isinstance(doc, str) else doc, encoding="utf-8")
+        return p
+
+    return write
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run ``main.main(argv)``; returns (exit code, stdout, stderr)."""
+    import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main.main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -1,0 +1,56 @@
+"""The hardware catalogue: lookup by a unique part of a name, and internal consistency."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.catalogue import catalogue_entries, find_device, load_catalogue
+from core.errors import CatalogueError
+from core.seed_formulas import peak_flops
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("4090", "NVIDIA GeForce RTX 4090"),
+        ("Tesla P40", "NVIDIA Tesla P40"),
+        ("tesla p40", "NVIDIA Tesla P40"),
+        ("H100", "NVIDIA H100 SXM"),
+        ("ryzen 7 2700", "AMD Ryzen 7 2700"),
+        ("NVIDIA T4", "NVIDIA T4"),
+    ],
+)
+def test_unique_part_of_a_name_finds_the_device(query: str, name: str) -> None:
+    assert find_device(query, load_catalogue()).name == name
+
+
+def test_ambiguous_name_lists_the_matches() -> None:
+    with pytest.raises(CatalogueError) as err:
+        find_device("geforce", load_catalogue())
+    assert "ambiguous" in str(err.value)
+    assert "RTX 4090" in str(err.value) and "RTX 3060" in str(err.value)
+
+
+def test_unknown_name_lists_the_closest_entries() -> None:
+    with pytest.raises(CatalogueError) as err:
+        find_device("RTX 4900", load_catalogue())
+    assert "no device matches 'RTX 4900'" in str(err.value)
+    assert "4090" in str(err.value)
+
+
+def test_every_gpu_agrees_with_r_equals_2nc_and_its_memory_bus() -> None:
+    gpus = [e for e in catalogue_entries() if e["kind"] == "gpu"]
+    assert len(gpus) >= 7
+    for e in gpus:
+        r = peak_flops(e["cuda_cores"], e["boost_clock_mhz"] * 1e6) / 1e12
+        assert e["fp32_tflops"] == pytest.approx(r, rel=0.03), e["name"]
+        bw = e["memory_bus_bits"] / 8 * e["memory_data_rate_gbps"]
+        assert e["memory_bandwidth_gbs"] == pytest.approx(bw, rel=0.03), e["name"]
+        for key in ("source", "price_date", "architecture", "compute_capability", "interconnect"):
+            assert e[key], (e["name"], key)
+
+
+def test_every_cpu_peak_is_cores_times_clock_times_flops_per_cycle() -> None:
+    for e in (e for e in catalogue_entries() if e["kind"] == "cpu"):
+        expected = e["cores"] * e["base_clock_mhz"] * 1e6 * e["flops_per_cycle_fp32"] / 1e12
+        assert e["fp32_tflops"] == pytest.approx(expected, rel=0.02), e["name"]

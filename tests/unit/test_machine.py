@@ -1,0 +1,73 @@
+"""The quick machine probe behind the "this-machine" candidate."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+
+from core.catalogue import load_catalogue
+from telemetry.machine import fp32_flops_per_cycle, probe_machine, this_machine_device
+
+CPUINFO_RYZEN_2700 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 23
+model\t\t: 8
+model name\t: AMD Ryzen 7 2700 Eight-Core Processor
+cpu MHz\t\t: 1550.000
+flags\t\t: fpu sse sse2 avx fma avx2
+TLB size\t: 2560 4K pages
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+"""
+
+
+def fake_roots(tmp_path: Path, cpuinfo: str, max_khz: int | None) -> tuple[Path, Path]:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text(cpuinfo)
+    sys_root = tmp_path / "sys"
+    if max_khz:
+        freq = sys_root / "devices/system/cpu/cpu0/cpufreq"
+        freq.mkdir(parents=True)
+        (freq / "cpuinfo_max_freq").write_text(f"{max_khz}\n")
+    return proc, sys_root
+
+
+def test_ryzen_2700_fixture_gives_zen_plus_peak(tmp_path: Path) -> None:
+    proc, sys_root = fake_roots(tmp_path, CPUINFO_RYZEN_2700, 4_100_000)
+    m = probe_machine(proc, sys_root)
+    assert m.cpu_model == "AMD Ryzen 7 2700 Eight-Core Processor"
+    assert m.clock_mhz == 4100.0 and m.clock_source == "cpufreq cpuinfo_max_freq"
+    assert fp32_flops_per_cycle(m) == 16  # Zen+: two 128-bit FMA pipes
+
+
+def test_without_cpufreq_the_clock_source_says_so(tmp_path: Path) -> None:
+    proc, sys_root = fake_roots(tmp_path, CPUINFO_RYZEN_2700, None)
+    m = probe_machine(proc, sys_root)
+    assert m.clock_mhz == 1550.0
+    assert "no cpufreq" in m.clock_source
+
+
+def test_missing_cpuinfo_is_unknown_not_a_crash(tmp_path: Path) -> None:
+    m = probe_machine(tmp_path / "none", tmp_path / "none")
+    assert m.cpu_model == "unknown CPU"
+    assert this_machine_device(m, load_catalogue()).fp32_flops > 0
+
+
+def test_real_machine_matches_the_kernel() -> None:
+    m = probe_machine()
+    assert m.logical_cores == os.cpu_count()
+    assert m.usable_cores == len(os.sched_getaffinity(0))
+    assert m.ram_total_bytes == psutil.virtual_memory().total
+    with open("/proc/cpuinfo") as fh:
+        names = [line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")]
+    assert m.cpu_model == names[0]
+    if not m.gpus:
+        assert m.gpu_note  # the reason there is no GPU is stated
+        device = this_machine_device(m, load_catalogue())
+        assert device.kind == "cpu"
+        cores = min(m.physical_cores, m.usable_cores)
+        assert device.fp32_flops == cores * m.clock_mhz * 1e6 * fp32_flops_per_cycle(m)

@@ -1,0 +1,92 @@
+"""The database: creation, migration with a backup first, refusal of newer or foreign files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.errors import StoreError
+from core.store import SCHEMA_VERSION, Store
+
+
+def test_new_database_is_created_in_wal_mode_at_the_current_schema(tmp_path: Path) -> None:
+    p = tmp_path / "sub" / "t.db"
+    store = Store.open(p)
+    assert store.schema_version == SCHEMA_VERSION
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    wid = store.save_workload("seed", {"model": {"preset": "seed-mlp"}})
+    store.save_sizing(wid, ["NVIDIA GeForce RTX 4090"], {"parameters": 569354})
+    store.close()
+    again = Store.open(p)
+    rows = again.sizings()
+    assert [(r["name"], r["candidates"]) for r in rows] == [("seed", '["NVIDIA GeForce RTX 4090"]')]
+    again.close()
+
+
+def test_database_from_a_newer_version_is_refused_and_untouched(tmp_path: Path) -> None:
+    p = tmp_path / "newer.db"
+    conn = sqlite3.connect(p)
+    conn.execute("create table meta (key text primary key, value text)")
+    conn.execute("insert into meta values ('schema_version', '99')")
+    conn.commit()
+    conn.close()
+    before = p.read_bytes()
+    with pytest.raises(StoreError) as err:
+        Store.open(p)
+    assert "newer TrainRig (schema 99" in str(err.value)
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all" * 10, b"SQLite format 3\x00" + b"\x13" * 200])
+def test_corrupt_file_is_refused_and_never_overwritten(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "broken.db"
+    p.write_bytes(content)
+    with pytest.raises(StoreError):
+        Store.open(p)
+    assert p.read_bytes() == content
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "other.db"
+    conn = sqlite3.connect(p)
+    conn.execute("create table photos (id integer)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError) as err:
+        Store.open(p)
+    assert "another program" in str(err.value)
+
+
+def test_migration_from_an_older_schema_copies_the_file_first(tmp_path: Path, monkeypatch) -> None:
+    import core.store as store_mod
+
+    p = tmp_path / "old.db"
+    Store.open(p).close()  # a version-1 database
+    calls = []
+
+    def m2_add_tags(db) -> None:  # a future migration
+        calls.append(True)
+        db["workloads"].add_column("tags", str)
+
+    monkeypatch.setattr(store_mod, "MIGRATIONS", [*store_mod.MIGRATIONS, m2_add_tags])
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 2)
+    store = Store.open(p)
+    assert calls == [True]
+    assert store.schema_version == 2
+    backup = tmp_path / "old.db.v1.bak"
+    assert backup.exists()
+    old = sqlite3.connect(backup)
+    assert old.execute("select value from meta where key='schema_version'").fetchone()[0] == "1"
+    old.close()
+    store.close()
+
+
+def test_cli_reports_a_bad_database_with_exit_code_2(cli, tmp_path: Path, write_json, seed_doc) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"garbage" * 100)
+    code, _, err = cli("--db", str(bad), "size", str(write_json(seed_doc)))
+    assert code == 2
+    assert "not a TrainRig database" in err
+    assert bad.read_bytes() == b"garbage" * 100

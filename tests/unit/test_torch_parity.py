@@ -1,0 +1,201 @@
+"""The layer-list engine against PyTorch itself: parameters, forward FLOPs, peak memory.
+
+FLOPs are counted by torch.utils.flop_counter.FlopCounterMode with the math SDPA kernel and
+oneDNN off, so that fused CPU kernels (flash attention, oneDNN LSTM) do not hide their matmuls.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is installed in CI (torch==2.13.0)")
+
+from core.memory import estimate_peak_memory  # noqa: E402
+from core.model import analyze_model  # noqa: E402
+from core.presets import load_presets  # noqa: E402
+from core.torch_model import build_module, example_batch, measure_step_memory  # noqa: E402
+
+BIG = {"llama-8b", "gpt2-small", "bert-base"}  # built on the meta device: no memory, shapes only
+
+LAYER_CASES: dict[str, dict[str, Any]] = {
+    "linear": {"input_shape": [7, 20], "layers": [{"type": "linear", "out_features": 13}]},
+    "linear_nobias": {"input_shape": [20], "layers": [{"type": "linear", "out_features": 13, "bias": False}]},
+    "conv2d": {
+        "input_shape": [3, 17, 19],
+        "layers": [{"type": "conv2d", "out_channels": 8, "kernel_size": [3, 5], "stride": 2, "padding": 1}],
+    },
+    "conv2d_groups": {
+        "input_shape": [8, 12, 12],
+        "layers": [{"type": "conv2d", "out_channels": 16, "kernel_size": 3, "groups": 4, "dilation": 2}],
+    },
+    "pools": {
+        "input_shape": [4, 16, 16],
+        "layers": [
+            {"type": "maxpool2d", "kernel_size": 3, "stride": 2, "padding": 1},
+            {"type": "avgpool2d", "kernel_size": 2},
+            {"type": "adaptive_avgpool2d", "output_size": 2},
+            {"type": "flatten"},
+            {"type": "linear", "out_features": 5},
+        ],
+    },
+    "norms": {
+        "input_shape": [6, 10],
+        "layers": [
+            {"type": "batchnorm1d"},
+            {"type": "layernorm"},
+            {"type": "rmsnorm"},
+            {"type": "linear", "out_features": 4},
+        ],
+    },
+    "batchnorm2d": {
+        "input_shape": [3, 8, 8],
+        "layers": [{"type": "batchnorm2d"}, {"type": "conv2d", "out_channels": 2, "kernel_size": 1}],
+    },
+    "activations": {
+        "input_shape": [12],
+        "layers": [{"type": t} for t in ("relu", "leaky_relu", "tanh", "sigmoid", "silu", "gelu", "softmax")]
+        + [{"type": "dropout", "p": 0.2}, {"type": "linear", "out_features": 3}],
+    },
+    "embedding": {
+        "input_shape": [9],
+        "input_dtype": "int64",
+        "layers": [
+            {"type": "embedding", "num_embeddings": 50, "embedding_dim": 16},
+            {"type": "positional_embedding", "num_embeddings": 32},
+            {"type": "linear", "out_features": 50, "bias": False, "tie_weights": True},
+        ],
+    },
+    "lstm": {"input_shape": [11, 6], "layers": [{"type": "lstm", "hidden_size": 10, "num_layers": 2}]},
+    "gru_bidirectional": {"input_shape": [5, 6], "layers": [{"type": "gru", "hidden_size": 7, "bidirectional": True}]},
+    "multihead_attention": {"input_shape": [12, 32], "layers": [{"type": "multihead_attention", "num_heads": 4}]},
+    "gqa_causal_attention": {
+        "input_shape": [12, 32],
+        "layers": [{"type": "multihead_attention", "num_heads": 8, "kv_heads": 2, "causal": True, "bias": False}],
+    },
+    "swiglu": {"input_shape": [5, 16], "layers": [{"type": "swiglu", "hidden_features": 40}]},
+    "transformer_post_ln": {
+        "input_shape": [10, 32],
+        "layers": [{"type": "transformer_block", "nhead": 4, "dim_feedforward": 64, "activation": "gelu"}],
+    },
+    "transformer_pre_rms_swiglu": {
+        "input_shape": [10, 32],
+        "layers": [
+            {
+                "type": "transformer_block",
+                "nhead": 4,
+                "kv_heads": 2,
+                "dim_feedforward": 48,
+                "norm_first": True,
+                "norm": "rmsnorm",
+                "mlp": "swiglu",
+                "bias": False,
+                "causal": True,
+                "dropout": 0.0,
+            }
+        ],
+    },
+    "repeat_residual": {
+        "input_shape": [8, 10, 10],
+        "layers": [
+            {
+                "type": "repeat",
+                "times": 3,
+                "layers": [
+                    {
+                        "type": "residual",
+                        "layers": [
+                            {"type": "conv2d", "out_channels": 8, "kernel_size": 3, "padding": 1},
+                            {"type": "relu"},
+                        ],
+                    }
+                ],
+            },
+            {
+                "type": "residual",
+                "layers": [{"type": "conv2d", "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": 1}],
+                "shortcut": [{"type": "conv2d", "out_channels": 4, "kernel_size": 1, "stride": 2}],
+            },
+        ],
+    },
+}
+
+
+def torch_counts(model: dict[str, Any], device: str = "cpu") -> tuple[int, int]:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device(device):
+        module = build_module(model)
+    params = sum(p.numel() for p in module.parameters())
+    x = example_batch(model, 2, device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with sdpa_kernel(SDPBackend.MATH), torch.backends.mkldnn.flags(enabled=False):
+            with FlopCounterMode(display=False) as counter:
+                module(x)
+    return params, counter.get_total_flops() // 2
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_CASES))
+def test_every_layer_type_matches_pytorch(name: str) -> None:
+    model = LAYER_CASES[name]
+    analysis = analyze_model(model)
+    params, flops = torch_counts(model)
+    assert analysis.parameters == params
+    assert analysis.forward_flops == flops
+    assert analysis.forward_flops > 0 or name in ("norms",)
+
+
+@pytest.mark.parametrize("name", [n for n, p in load_presets().items() if "layers" in p["model"]])
+def test_every_layer_preset_matches_pytorch(name: str) -> None:
+    model = load_presets()[name]["model"]
+    analysis = analyze_model(model)
+    params, flops = torch_counts(model, "meta" if name in BIG else "cpu")
+    assert analysis.parameters == params
+    # FLOPs within 1 % is the bar; the engine counts the same matmuls, so it is exact
+    assert analysis.forward_flops == flops
+
+
+def test_known_parameter_counts_of_famous_presets() -> None:
+    presets = load_presets()
+    assert analyze_model(presets["resnet-50"]["model"]).parameters == 25_557_032  # torchvision resnet50
+    assert analyze_model(presets["gpt2-small"]["model"]).parameters == 124_439_808  # Hugging Face gpt2
+    assert analyze_model(presets["llama-8b"]["model"]).parameters == 8_030_261_248  # Llama 3 8B
+
+
+SMALL_CNN = {
+    "input_shape": [3, 32, 32],
+    "layers": [
+        {"type": "conv2d", "out_channels": 16, "kernel_size": 3, "padding": 1},
+        {"type": "batchnorm2d"},
+        {"type": "relu"},
+        {"type": "maxpool2d", "kernel_size": 2},
+        {"type": "conv2d", "out_channels": 32, "kernel_size": 3, "padding": 1},
+        {"type": "relu"},
+        {"type": "avgpool2d", "kernel_size": 2},
+        {"type": "flatten"},
+        {"type": "dropout", "p": 0.5},
+        {"type": "linear", "out_features": 10},
+    ],
+}
+MEMORY_MODELS = {
+    "seed-mlp": load_presets()["seed-mlp"]["model"],
+    "lenet-5": load_presets()["lenet-5"]["model"],
+    "small-cnn": SMALL_CNN,
+    "residual-cnn": LAYER_CASES["repeat_residual"],
+}
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "sgd_momentum", "adam", "adamw", "adagrad", "rmsprop"])
+@pytest.mark.parametrize("batch", [8, 128, 1024])
+@pytest.mark.parametrize("name", sorted(MEMORY_MODELS))
+def test_peak_memory_within_10_percent_of_memtracker(name: str, batch: int, optimizer: str) -> None:
+    model = MEMORY_MODELS[name]
+    measured = measure_step_memory(model, batch, optimizer)["total"]
+    predicted = estimate_peak_memory(
+        analyze_model(model), batch_size=batch, precision="fp32", optimizer=optimizer, device_kind="cpu"
+    ).tensor_peak
+    assert abs(predicted - measured) / measured < 0.10, (predicted, measured)
