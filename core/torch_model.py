@@ -251,3 +251,28 @@ def measure_step_memory(model: Mapping[str, Any], batch: int, optimizer: str, se
     peak = tracker.get_tracker_snapshot("peak")
     stats = next(iter(peak.values()))
     return {str(k).rsplit(".", 1)[-1].lower(): int(v) for k, v in stats.items()}
+
+
+def measure_step_time(model: Mapping[str, Any], batch: int, optimizer: str, steps: int = 5, warmup: int = 2) -> float:
+    """Median wall time of a full fp32 training step on the CPU, in seconds."""
+    import statistics
+    import time
+
+    import torch
+
+    torch.manual_seed(0)
+    module = build_module(model)
+    opt = make_optimizer(module, optimizer)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = example_batch(model, batch)
+    times = []
+    for i in range(warmup + steps):
+        t = time.perf_counter()
+        out = module(x)
+        loss = loss_fn(out.reshape(-1, out.shape[-1]), torch.zeros(out.shape[:-1], dtype=torch.long).reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if i >= warmup:
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)

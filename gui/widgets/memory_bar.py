@@ -42,24 +42,28 @@ class MemoryBar(QWidget):
     def show_breakdown(self, mem: MemoryBreakdown, capacity: int | None, title: str) -> None:
         self.plot.clear()
         self.legend.clear()
-        gib = 2**30
+        parts = [(name, color, getattr(mem, name)) for name, color in PARTS if getattr(mem, name) > 0]
+        stacked = sum(v for _, _, v in parts)
+        # the axis follows the workload; a far larger capacity is named instead of squashing the bar
+        show_cap = capacity is not None and capacity <= 3 * max(stacked, mem.total)
+        largest = max(stacked, mem.total, capacity if show_cap and capacity else 0)
+        unit, scale = ("GiB", 2**30) if largest >= 2**31 else ("MiB", 2**20)
+        self.plot.setLabel("bottom", unit)
         x0 = 0.0
-        for name, color in PARTS:
-            width = getattr(mem, name) / gib
-            if width <= 0:
-                continue
-            item = pg.BarGraphItem(x0=[x0], y=[0], width=[width], height=[0.6], brush=color, pen=None)
+        for name, color, value in parts:
+            item = pg.BarGraphItem(x0=[x0], y=[0], width=[value / scale], height=[0.6], brush=color, pen=None)
             self.plot.addItem(item)
-            self.legend.addItem(item, f"{name.replace('_', ' ')} {fmt_bytes(getattr(mem, name))}")
-            x0 += width
-        peak = pg.InfiniteLine(pos=mem.total / gib, angle=90, pen=pg.mkPen(pg.getConfigOption("foreground"), width=2))
-        self.plot.addItem(peak)
-        if capacity:
-            cap = pg.InfiniteLine(
-                pos=capacity / gib, angle=90, pen=pg.mkPen("#d9534f", width=2, style=Qt.PenStyle.DashLine)
-            )
-            self.plot.addItem(cap)
-        self.plot.setTitle(f"{title}: peak {fmt_bytes(mem.total)} ({mem.peak_phase})", size="9pt")
-        right = max(x0, mem.total / gib, (capacity or 0) / gib) * 1.05 or 1.0
-        self.plot.setXRange(0, right, padding=0)
+            self.legend.addItem(item, f"{name.replace('_', ' ')} {fmt_bytes(value)}")
+            x0 += value / scale
+        fg = pg.getConfigOption("foreground")
+        self.plot.addItem(pg.InfiniteLine(pos=mem.total / scale, angle=90, pen=pg.mkPen(fg, width=2)))
+        cap_text = ""
+        if capacity is not None:
+            if show_cap:
+                pen = pg.mkPen("#d9534f", width=2, style=Qt.PenStyle.DashLine)
+                self.plot.addItem(pg.InfiniteLine(pos=capacity / scale, angle=90, pen=pen))
+            else:
+                cap_text = f"; capacity {fmt_bytes(capacity)} (off the scale)"
+        self.plot.setTitle(f"{title}: peak {fmt_bytes(mem.total)} ({mem.peak_phase}){cap_text}", size="9pt")
+        self.plot.setXRange(0, largest / scale * 1.08 or 1.0, padding=0)
         self.plot.setYRange(-0.5, 1.2, padding=0)

@@ -6,6 +6,7 @@ oneDNN off, so that fused CPU kernels (flash attention, oneDNN LSTM) do not hide
 
 from __future__ import annotations
 
+import json
 import warnings
 from typing import Any
 
@@ -15,6 +16,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is installed in CI (torch==
 
 from core.memory import estimate_peak_memory  # noqa: E402
 from core.model import analyze_model  # noqa: E402
+from core.paths import resource_path  # noqa: E402
 from core.presets import load_presets  # noqa: E402
 from core.torch_model import build_module, example_batch, measure_step_memory  # noqa: E402
 
@@ -166,26 +168,12 @@ def test_known_parameter_counts_of_famous_presets() -> None:
     assert analyze_model(presets["llama-8b"]["model"]).parameters == 8_030_261_248  # Llama 3 8B
 
 
-SMALL_CNN = {
-    "input_shape": [3, 32, 32],
-    "layers": [
-        {"type": "conv2d", "out_channels": 16, "kernel_size": 3, "padding": 1},
-        {"type": "batchnorm2d"},
-        {"type": "relu"},
-        {"type": "maxpool2d", "kernel_size": 2},
-        {"type": "conv2d", "out_channels": 32, "kernel_size": 3, "padding": 1},
-        {"type": "relu"},
-        {"type": "avgpool2d", "kernel_size": 2},
-        {"type": "flatten"},
-        {"type": "dropout", "p": 0.5},
-        {"type": "linear", "out_features": 10},
-    ],
-}
+REFERENCE = json.loads(resource_path("reference_models.json").read_text())["models"]
 MEMORY_MODELS = {
     "seed-mlp": load_presets()["seed-mlp"]["model"],
     "lenet-5": load_presets()["lenet-5"]["model"],
-    "small-cnn": SMALL_CNN,
-    "residual-cnn": LAYER_CASES["repeat_residual"],
+    "small-cnn": REFERENCE["small-cnn"],
+    "residual-cnn": REFERENCE["residual-cnn"],
 }
 
 
