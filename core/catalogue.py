@@ -107,3 +107,42 @@ def find_device(name: str, devices: Sequence[DeviceSpec]) -> DeviceSpec:
     by_lower = {d.name.lower(): d.name for d in devices}
     hint = ", ".join(by_lower[c] for c in close) if close else ", ".join(d.name for d in devices[:8])
     raise CatalogueError(f"no device matches {name!r}; closest entries: {hint}")
+
+
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro", "rtx", "gb", "amd", "intel"}
+
+
+def _tokens(name: str) -> set[str]:
+    import re
+
+    return {t for t in re.split(r"[^a-z0-9]+", name.lower()) if t}
+
+
+def match_detected_gpu(name: str, memory_bytes: int | None, devices: Sequence[DeviceSpec]) -> DeviceSpec | None:
+    """The catalogue GPU an NVML name denotes, e.g. "NVIDIA H100 80GB HBM3" → H100 SXM.
+
+    The model token (h100, 4090, p40, …) must match; among several entries (H100 SXM and PCIe)
+    the one sharing more name tokens, then the closest memory size, wins. None if nothing fits.
+    """
+    detected = _tokens(name)
+    best: tuple[float, DeviceSpec] | None = None
+    for d in devices:
+        if d.kind != "gpu":
+            continue
+        model_tokens = _tokens(d.name) - _VENDOR_WORDS
+        key = [t for t in model_tokens if _is_model_token(t)]
+        if not key or not all(t in detected for t in key):
+            continue
+        score = float(len(model_tokens & detected))
+        if memory_bytes and d.memory_bytes:
+            score -= abs(d.memory_bytes - memory_bytes) / max(d.memory_bytes, memory_bytes)
+        if best is None or score > best[0]:
+            best = (score, d)
+    return best[1] if best else None
+
+
+def _is_model_token(t: str) -> bool:
+    """h100, p40, t4, 4090, m4000 — not memory sizes such as 12 or 80gb."""
+    if t.endswith("gb") or not any(c.isdigit() for c in t):
+        return False
+    return not t.isdigit() or len(t) >= 3

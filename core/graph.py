@@ -28,6 +28,7 @@ class Op:
     largest_param: int  # biggest single parameter tensor, elements
     segment: int  # checkpoint segment (top-level layer or one repeat iteration)
     pending_grad: int = 0  # gradient elements held for a residual's other path during this backward
+    math_scores: int = 0  # L×L×heads score elements the math attention kernel keeps (CPU with dropout)
 
 
 @dataclass(frozen=True)

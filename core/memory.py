@@ -15,7 +15,7 @@ a ``repeat``) and recomputes one segment at a time during backward.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -38,6 +38,10 @@ SHARDINGS = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp")
 CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + cuBLAS/cuDNN workspaces, typical of CUDA 12
 CUDA_FRAGMENTATION = 0.05  # caching allocator reserve beyond the live-tensor peak
 CPU_RUNTIME_BYTES = 300 * 2**20  # resident size of a Python process with PyTorch imported
+# cuBLAS and cuBLASLt workspaces come from PyTorch's caching allocator, so they count in
+# max_memory_allocated: 2 × 32 MiB on Hopper and newer (measured 65 MiB on an H100 with PyTorch
+# 2.11), 2 × 8 MiB before.
+CUBLAS_WORKSPACE_BYTES = {"hopper+": 64 * 2**20, "older": 16 * 2**20}
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class MemoryProfile:
     saved_float: int  # all saved activations at the end of forward
     saved_fixed: int
     step_mask: np.ndarray  # 1 for forward/backward instants, 0 for the optimizer step (last row)
+    loss_saved: np.ndarray  # bytes per sample: the loss's fp32 log-softmax, alive through backward
+    loss_grad: np.ndarray  # bytes per sample: the loss gradient (fp32) as backward starts
     largest_param: int
     largest_segment_params: int
     matmul_params: int
@@ -77,17 +83,27 @@ class MemoryBreakdown:
         return dict(self.__dict__)
 
 
-def memory_profile(model: ModelAnalysis, checkpointing: bool) -> MemoryProfile:
+def memory_profile(model: ModelAnalysis, checkpointing: bool, math_attention: bool = False) -> MemoryProfile:
+    """The step replay of ``model``; ``math_attention``: attention with dropout runs the math
+    kernel, which keeps the L×L scores (PyTorch on the CPU), instead of a memory-efficient one."""
     assert model.graph is not None
-    return _profile(model.graph, model.output_elems, checkpointing)
+    return _profile(model.graph, model.output_elems, checkpointing, math_attention)
 
 
 @lru_cache(maxsize=256)
-def _profile(g: Graph, output_elems: int, checkpointing: bool) -> MemoryProfile:
-    ops = g.ops
+def _profile(g: Graph, output_elems: int, checkpointing: bool, math_attention: bool) -> MemoryProfile:
+    ops = list(g.ops)
     size_f = [t.elems if t.dtype_bytes is None else 0 for t in g.tensors]
     size_x = [t.elems * t.dtype_bytes if t.dtype_bytes is not None else 0 for t in g.tensors]
     size_f[0] = size_x[0] = 0  # the input batch is counted as data
+    if math_attention:
+        for i, op in enumerate(ops):
+            if op.math_scores:
+                # measured on PyTorch 2.13 (CPU): about five score-sized float tensors and a bool
+                # dropout mask per attention layer
+                size_f.append(5 * op.math_scores)
+                size_x.append(op.math_scores)
+                ops[i] = replace(op, saved=(*op.saved, len(size_f) - 1))
     params = [op.params for op in ops]
     grads_after = np.cumsum(params[::-1])[::-1]  # gradients of op i and everything after it
 
@@ -121,8 +137,6 @@ def _profile(g: Graph, output_elems: int, checkpointing: bool) -> MemoryProfile:
         rows.append((af + out_f, ax, 0, 0))
     saved_f_end = af if not checkpointing else sum(size_f[t] for t in set(seg_input.values()))
     saved_x_end = ax if not checkpointing else sum(size_x[t] for t in set(seg_input.values()))
-    # the loss keeps log-softmax of the logits; backward starts from its gradient
-    loss_f = output_elems
     # backward, in reverse
     cum_f = np.cumsum([sum(size_f[t] for t in op.saved if first_saver[t] == i) for i, op in enumerate(ops)])
     cum_x = np.cumsum([sum(size_x[t] for t in op.saved if first_saver[t] == i) for i, op in enumerate(ops)])
@@ -135,12 +149,19 @@ def _profile(g: Graph, output_elems: int, checkpointing: bool) -> MemoryProfile:
         else:
             act_f, act_x = int(cum_f[i]), int(cum_x[i])
         grad_in = size_f[op.input_id] if op.input_id != 0 else 0
-        temp = size_f[op.output_id] + grad_in + op.pending_grad + (loss_f if i == len(ops) - 1 else 0)
-        rows.append((act_f + loss_f, act_x, temp, int(grads_after[i])))
+        temp = size_f[op.output_id] + grad_in + op.pending_grad
+        rows.append((act_f, act_x, temp, int(grads_after[i])))
     rows.append((0, 0, 0, 0))  # the optimizer step: no activations; its memory is added per precision
     arr = np.array(rows, dtype=np.float64)
     step_mask = np.ones(len(rows))
     step_mask[-1] = 0.0
+    # cross-entropy runs in fp32 (also under autocast): it keeps log-softmax of the logits through
+    # backward, and backward starts from fp32 gradients of the logits
+    n = len(ops)
+    loss_saved = np.zeros(len(rows))
+    loss_saved[n:-1] = output_elems * 4.0
+    loss_grad = np.zeros(len(rows))
+    loss_grad[n] = output_elems * 4.0
     seg_params: dict[int, int] = {}
     for op in ops:
         seg_params[op.segment] = seg_params.get(op.segment, 0) + op.params
@@ -149,11 +170,13 @@ def _profile(g: Graph, output_elems: int, checkpointing: bool) -> MemoryProfile:
         act_fixed=arr[:, 1],
         temp_float=arr[:, 2],
         grad_params=arr[:, 3],
-        saved_float=saved_f_end + loss_f,
+        saved_float=saved_f_end,
         saved_fixed=saved_x_end,
         largest_param=max((op.largest_param for op in ops), default=0),
         largest_segment_params=max(seg_params.values(), default=0),
         step_mask=step_mask,
+        loss_saved=loss_saved,
+        loss_grad=loss_grad,
         matmul_params=sum(op.matmul_params for op in ops),
     )
 
@@ -218,6 +241,7 @@ def phase_lines(
     sharding: str = "none",
     checkpointing: bool = False,
     target_bytes_per_sample: int = 8,
+    workspace_bytes: int = 0,
 ) -> PhaseLines:
     """Memory of every instant of a steady-state step, linear in the per-device batch."""
     pb, gb, ab, ob = PRECISION_BYTES[precision]
@@ -242,21 +266,23 @@ def phase_lines(
         grad_fixed = np.array([float(grads), 0.0])
         copies, n_fwd, largest = 0, 0, p
     else:
-        prof = memory_profile(model, checkpointing)
+        prof = memory_profile(model, checkpointing, math_attention=device_kind == "cpu")
         step_mask = prof.step_mask
         temp_per = prof.temp_float * ab
-        act_per = prof.act_float * ab + prof.act_fixed + temp_per
+        # under autocast the half-precision logits are upcast for the loss: one more fp32 gradient
+        loss = prof.loss_saved + prof.loss_grad * (2.0 if precision.endswith("_mixed") else 1.0)
+        act_per = prof.act_float * ab + prof.act_fixed + temp_per + loss
         grad_fixed = prof.grad_params * (gb / shard_g)
         # autocast keeps half-precision copies of matmul weights from forward through backward
         copies = prof.matmul_params * 2 if precision.endswith("_mixed") else 0
         n_fwd = len(model.graph.ops)
-        acts_ps = prof.saved_float * ab + prof.saved_fixed
+        acts_ps = prof.saved_float * ab + prof.saved_fixed + model.output_elems * 4
         largest = prof.largest_param
     opt_temp = _optimizer_temporaries(optimizer, device_kind, p // shard_o, largest) * ob
     opt_mask = 1.0 - step_mask
     return PhaseLines(
         per_sample=act_per + data_ps,
-        fixed=weights + opt_states + grad_fixed + step_mask * copies + opt_mask * (grads + opt_temp),
+        fixed=weights + opt_states + grad_fixed + step_mask * copies + opt_mask * (grads + opt_temp) + workspace_bytes,
         temp_per_sample=temp_per,
         temp_fixed=opt_mask * opt_temp,
         n_forward=n_fwd,
@@ -280,6 +306,7 @@ def estimate_peak_memory(
     checkpointing: bool = False,
     reserve_fraction: float = 0.0,
     target_bytes_per_sample: int = 8,
+    workspace_bytes: int = 0,
 ) -> MemoryBreakdown:
     """Peak memory of one device in bytes for one steady-state step.
 
@@ -299,6 +326,7 @@ def estimate_peak_memory(
         sharding=sharding,
         checkpointing=checkpointing,
         target_bytes_per_sample=target_bytes_per_sample,
+        workspace_bytes=workspace_bytes,
     )
     return breakdown_at(lines, -(-batch_size // max(1, devices)), device_kind, reserve_fraction)
 
@@ -366,3 +394,12 @@ def _largest_segment(model: ModelAnalysis) -> int:
     if model.graph is None:
         return model.parameters
     return memory_profile(model, False).largest_segment_params
+
+
+def gpu_workspace_bytes(compute_capability: str | None) -> int:
+    """cuBLAS/cuBLASLt workspace PyTorch allocates for a GPU of this compute capability."""
+    try:
+        major = int(str(compute_capability).split(".")[0])
+    except ValueError:
+        major = 0
+    return CUBLAS_WORKSPACE_BYTES["hopper+" if major >= 9 else "older"]

@@ -14,6 +14,7 @@ from core.memory import (
     PRECISION_BYTES,
     MemoryBreakdown,
     breakdown_at,
+    gpu_workspace_bytes,
     largest_batch_per_device,
     phase_lines,
 )
@@ -114,6 +115,7 @@ def size_candidate(
         sharding=t.sharding,
         checkpointing=t.checkpointing,
         target_bytes_per_sample=target_bytes,
+        workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if kind == "gpu" else 0,
     )
     mem = breakdown_at(lines, -(-t.batch_size // devices), kind, reserve)
     capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes

@@ -276,3 +276,54 @@ def measure_step_time(model: Mapping[str, Any], batch: int, optimizer: str, step
         if i >= warmup:
             times.append(time.perf_counter() - t)
     return statistics.median(times)
+
+
+def measure_cuda_step(
+    model: Mapping[str, Any], batch: int, optimizer: str, precision: str, steps: int = 10
+) -> dict[str, float]:
+    """Peak allocated bytes and median time of a steady-state CUDA training step.
+
+    ``torch.cuda.max_memory_allocated`` is reset after the first step (optimizer state then
+    exists) and read after the next; time is the median of ``steps`` synchronised steps.
+    Mixed precisions run under ``torch.autocast``.
+    """
+    import statistics
+    import time
+
+    import torch
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    module = build_module(model).to(dev)
+    opt = make_optimizer(module, optimizer)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
+    scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16_mixed")
+
+    def step() -> None:
+        x = example_batch(model, batch, "cuda")
+        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = module(x)
+            target = torch.zeros(out.shape[:-1], dtype=torch.long, device=dev)
+            loss = loss_fn(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    reserved = torch.cuda.max_memory_reserved()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    return {"peak_allocated": float(peak), "peak_reserved": float(reserved), "step_s": statistics.median(times)}

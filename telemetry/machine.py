@@ -7,13 +7,12 @@ The full inventory (caches, disks, NUMA, software) builds on this in telemetry/i
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
 
-from core.catalogue import DeviceSpec, find_device
-from core.errors import CatalogueError
+from core.catalogue import DeviceSpec, match_detected_gpu
 
 
 @dataclass(frozen=True)
@@ -91,21 +90,18 @@ def fp32_flops_per_cycle(m: MachineSummary) -> int:
 
 def this_machine_device(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) -> DeviceSpec:
     """This machine as a sizing candidate: its first NVIDIA GPU if NVML sees one, else its CPU."""
+    note = ""
     if m.gpus:
         gpu = m.gpus[0]
-        try:
-            match = find_device(gpu.name.replace("NVIDIA ", ""), catalogue)
-        except CatalogueError:
-            match = None
+        match = match_detected_gpu(gpu.name, gpu.memory_bytes, catalogue)
         if match is not None:
-            return DeviceSpec(
-                **{
-                    **match.__dict__,
-                    "name": f"this machine ({gpu.name})",
-                    "memory_bytes": gpu.memory_bytes,
-                    "source": f"NVML on this machine; datasheet figures: {match.source}",
-                }
+            return replace(
+                match,
+                name=f"this machine ({gpu.name})",
+                memory_bytes=gpu.memory_bytes,
+                source=f"NVML on this machine, matched to {match.name}; datasheet: {match.source}",
             )
+        note = f"; the GPU {gpu.name} is not in the catalogue (add it as a custom device), so the CPU is sized"
     clock = (m.clock_mhz or 2000.0) * 1e6
     per_cycle = fp32_flops_per_cycle(m)
     cores = min(m.physical_cores, m.usable_cores)
@@ -119,7 +115,7 @@ def this_machine_device(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) ->
         clock_hz=clock,
         source=(
             f"/proc/cpuinfo: {cores} usable physical cores × {clock / 1e9:.2f} GHz ({m.clock_source}) × "
-            f"{per_cycle} FP32 FLOP/cycle (from the CPU flags)"
+            f"{per_cycle} FP32 FLOP/cycle (from the CPU flags){note}"
         ),
     )
 

@@ -54,3 +54,21 @@ def test_every_cpu_peak_is_cores_times_clock_times_flops_per_cycle() -> None:
     for e in (e for e in catalogue_entries() if e["kind"] == "cpu"):
         expected = e["cores"] * e["base_clock_mhz"] * 1e6 * e["flops_per_cycle_fp32"] / 1e12
         assert e["fp32_tflops"] == pytest.approx(expected, rel=0.02), e["name"]
+
+
+@pytest.mark.parametrize(
+    ("nvml_name", "memory_gb", "expected"),
+    [
+        ("NVIDIA H100 80GB HBM3", 85.0, "NVIDIA H100 SXM"),
+        ("NVIDIA A100-SXM4-80GB", 85.0, "NVIDIA A100 80GB SXM"),
+        ("NVIDIA GeForce RTX 3060", 12.8, "NVIDIA GeForce RTX 3060 12 GB"),
+        ("Tesla P40", 24.0, "NVIDIA Tesla P40"),
+        ("Tesla T4", 16.0, "NVIDIA T4"),
+        ("NVIDIA GeForce GTX 1080", 8.0, None),
+    ],
+)
+def test_nvml_names_match_catalogue_entries(nvml_name: str, memory_gb: float, expected: str | None) -> None:
+    from core.catalogue import match_detected_gpu
+
+    found = match_detected_gpu(nvml_name, int(memory_gb * 1e9), load_catalogue())
+    assert (found.name if found else None) == expected

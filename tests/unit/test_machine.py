@@ -71,3 +71,20 @@ def test_real_machine_matches_the_kernel() -> None:
         assert device.kind == "cpu"
         cores = min(m.physical_cores, m.usable_cores)
         assert device.fp32_flops == cores * m.clock_mhz * 1e6 * fp32_flops_per_cycle(m)
+
+
+def test_a_detected_gpu_becomes_the_this_machine_candidate(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from telemetry.machine import GpuSummary
+
+    m = probe_machine(*fake_roots(tmp_path, CPUINFO_RYZEN_2700, 4_100_000))
+    gpu = GpuSummary("NVIDIA GeForce RTX 4090", 25_757_220_864, "GPU-1")
+    device = this_machine_device(replace(m, gpus=(gpu,)), load_catalogue())
+    assert device.kind == "gpu" and device.name == "this machine (NVIDIA GeForce RTX 4090)"
+    assert device.memory_bytes == 25_757_220_864  # what NVML reports, not the datasheet
+    assert device.fp32_flops == 82.6e12
+    unknown = this_machine_device(
+        replace(m, gpus=(GpuSummary("NVIDIA GeForce GTX 1080", 8 * 2**30, "GPU-2"),)), load_catalogue()
+    )
+    assert unknown.kind == "cpu" and "GTX 1080 is not in the catalogue" in unknown.source
