@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 class TensorInfo:
     elems: int  # elements per sample
     dtype_bytes: int | None = None  # None: the activation precision; else fixed (1 bool, 8 int64)
+    fp32: bool = False  # stays fp32 under autocast (embeddings, norms, softmax, the residual stream)
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ class Graph:
     multiplier: int = 1
     embedding: tuple[int, int] | None = None  # (num, dim) of the first embedding, for tied heads
 
-    def tensor(self, elems: int, dtype_bytes: int | None = None) -> int:
-        self.tensors.append(TensorInfo(int(elems), dtype_bytes))
+    def tensor(self, elems: int, dtype_bytes: int | None = None, fp32: bool = False) -> int:
+        self.tensors.append(TensorInfo(int(elems), dtype_bytes, fp32))
         return len(self.tensors) - 1
 
     def op(
@@ -74,16 +75,28 @@ class Graph:
         matmul_params: int = 0,
         largest_param: int = 0,
         output_id: int | None = None,
+        autocast: str = "same",
+        out_fp32: bool | None = None,
     ) -> int:
         """Append an op reading ``input_id``; returns the id of its output tensor.
 
         ``extra`` lists further tensors the op creates and saves: (elements, dtype bytes).
         ``output_id`` given means the output aliases an existing tensor (a view).
+        ``autocast`` says what torch.autocast does with the op: "lower" (matmuls: half output; an
+        fp32 input is saved as a half copy), "fp32" (norms, softmax: fp32 output; a half input is
+        saved as an fp32 copy) or "same" (runs in its input's type).
         """
-        out = self.tensor(out_elems) if output_id is None else output_id
+        inp = self.tensors[input_id]
+        fp32_out = {"lower": False, "fp32": True}.get(autocast, inp.fp32) if out_fp32 is None else out_fp32
+        out = self.tensor(out_elems, fp32=fp32_out) if output_id is None else output_id
         saved: list[int] = []
         if save_input:
-            saved.append(input_id)
+            if input_id != 0 and inp.dtype_bytes is None and autocast == "lower" and inp.fp32:
+                saved.append(self.tensor(inp.elems))  # the half-precision copy autocast makes
+            elif input_id != 0 and inp.dtype_bytes is None and autocast == "fp32" and not inp.fp32:
+                saved.append(self.tensor(inp.elems, fp32=True))  # the fp32 copy autocast makes
+            else:
+                saved.append(input_id)
         if save_output:
             saved.append(out)
         for elems, dtype_bytes in extra:

@@ -105,6 +105,7 @@ def linear(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         "linear",
         x,
         numel(out_shape),
+        autocast="lower",
         save_input=True,
         params=params,
         matmul_params=in_f * out_f,
@@ -147,7 +148,14 @@ def conv2d(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
     out_shape = (cout, ho, wo)
     flops = 2 * fan_in * numel(out_shape)
     y = g.op(
-        "conv2d", x, numel(out_shape), save_input=True, params=params, matmul_params=weights, largest_param=weights
+        "conv2d",
+        x,
+        numel(out_shape),
+        autocast="lower",
+        save_input=True,
+        params=params,
+        matmul_params=weights,
+        largest_param=weights,
     )
     g.row(LayerRow(path, "conv2d", out_shape, params, flops, flops, 2 * fan_in, numel(out_shape)))
     return out_shape, y
@@ -240,7 +248,7 @@ def norm(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, ctx
     # LayerNorm saves its input plus mean and rstd per row; RMSNorm (decomposed) also keeps
     # the normalised tensor before the weight multiply.
     extra: tuple[tuple[int, int | None], ...] = ((2 * rows, 4),) if kind == "layernorm" else ((n, None), (rows, 4))
-    y = g.op(kind, x, n, save_input=True, extra=extra, params=params, largest_param=d if affine else 0)
+    y = g.op(kind, x, n, autocast="fp32", save_input=True, extra=extra, params=params, largest_param=d if affine else 0)
     g.row(LayerRow(path, kind, shape, params, 0, 4 * n, 4, n))
     return shape, y
 
@@ -272,7 +280,14 @@ def activation(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Grap
         raise WorkloadError(f"{path}.dim", "only the last dimension (-1) is supported")
     n = numel(shape)
     saves = ACTIVATION_SAVES[kind]
-    y = g.op(kind, x, n, save_input=saves == "input", save_output=saves == "output")
+    y = g.op(
+        kind,
+        x,
+        n,
+        autocast="fp32" if kind == "softmax" else "same",
+        save_input=saves == "input",
+        save_output=saves == "output",
+    )
     g.row(LayerRow(path, kind, shape, 0, 0, n, 1, n))
     return shape, y
 
@@ -328,9 +343,9 @@ def residual(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph,
     reject_unknown(spec, {"type", "layers", "shortcut"}, path)
     first_op = len(g.ops)
     out_shape, y = ctx.apply_list(_layer_list(spec, path), f"{path}.layers", shape, x, g)
-    short_shape = shape
+    short_shape, s = shape, x
     if "shortcut" in spec:
-        short_shape, _ = ctx.apply_list(_layer_list(spec, path, "shortcut"), f"{path}.shortcut", shape, x, g)
+        short_shape, s = ctx.apply_list(_layer_list(spec, path, "shortcut"), f"{path}.shortcut", shape, x, g)
     if short_shape != out_shape:
         raise WorkloadError(
             path,
@@ -340,7 +355,8 @@ def residual(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph,
     # while one path runs backward, the add's output gradient waits for the other path
     for i in range(first_op, len(g.ops)):
         g.ops[i] = replace(g.ops[i], pending_grad=g.ops[i].pending_grad + numel(out_shape))
-    z = g.op("add", y, numel(out_shape))  # addition saves nothing for backward
+    # addition saves nothing for backward; half + fp32 gives fp32 (the residual stream under autocast)
+    z = g.op("add", y, numel(out_shape), out_fp32=g.tensors[y].fp32 or g.tensors[s].fp32)
     g.row(LayerRow(path, "residual", out_shape, 0, 0, numel(out_shape), 1, numel(out_shape)))
     return out_shape, z
 

@@ -31,7 +31,7 @@ def embedding(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
     if g.embedding is None:
         g.embedding = (num, dim)
     # embedding backward keeps only the indices, which are the input batch itself
-    y = g.op("embedding", x, numel(out_shape), save_input=True, params=params, largest_param=params)
+    y = g.op("embedding", x, numel(out_shape), autocast="fp32", save_input=True, params=params, largest_param=params)
     g.row(LayerRow(path, "embedding", out_shape, params, 0, 0, 0, numel(out_shape)))
     return out_shape, y
 
@@ -48,7 +48,7 @@ def positional_embedding(
     if length > num:
         raise WorkloadError(f"{path}.num_embeddings", f"{num} positions are fewer than the sequence length {length}")
     params = num * dim
-    y = g.op("positional_embedding", x, numel(shape), params=params, largest_param=params)
+    y = g.op("positional_embedding", x, numel(shape), autocast="fp32", params=params, largest_param=params)
     g.row(LayerRow(path, "positional_embedding", shape, params, 0, numel(shape), 1, numel(shape)))
     return shape, y
 
@@ -90,6 +90,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             kind,
             x,
             steps * dirs * hidden,
+            autocast="lower",
             save_input=True,
             extra=extra,
             params=layer_params,
@@ -118,6 +119,7 @@ def _attention(
         "qkv_proj",
         x,
         length * (dim + 2 * kv_dim),
+        autocast="lower",
         save_input=True,
         params=params - dim * dim - (dim if bias else 0),
         matmul_params=dim * dim + 2 * dim * kv_dim,
@@ -131,6 +133,7 @@ def _attention(
         "out_proj",
         core,
         length * dim,
+        autocast="lower",
         params=dim * dim + (dim if bias else 0),
         matmul_params=dim * dim,
         largest_param=dim * dim,
@@ -174,6 +177,7 @@ def swiglu(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         "gate_up",
         x,
         2 * n_hidden,
+        autocast="lower",
         save_input=True,
         params=params - dim * hidden - (dim if bias else 0),
         matmul_params=2 * dim * hidden,
@@ -185,6 +189,7 @@ def swiglu(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         "down",
         act,
         lead * dim,
+        autocast="lower",
         save_input=True,
         params=dim * hidden + (dim if bias else 0),
         matmul_params=dim * hidden,

@@ -95,8 +95,9 @@ def memory_profile(model: ModelAnalysis, checkpointing: bool, math_attention: bo
 @lru_cache(maxsize=256)
 def _profile(g: Graph, output_elems: int, checkpointing: bool, math_attention: bool) -> MemoryProfile:
     ops = list(g.ops)
-    size_f = [t.elems if t.dtype_bytes is None else 0 for t in g.tensors]
-    size_x = [t.elems * t.dtype_bytes if t.dtype_bytes is not None else 0 for t in g.tensors]
+    # float tensors scale with the activation precision; fp32-kept and fixed-type ones do not
+    size_f = [t.elems if t.dtype_bytes is None and not t.fp32 else 0 for t in g.tensors]
+    size_x = [t.elems * (t.dtype_bytes or 4) if t.dtype_bytes is not None or t.fp32 else 0 for t in g.tensors]
     size_f[0] = size_x[0] = 0  # the input batch is counted as data
     if math_attention:
         for i, op in enumerate(ops):

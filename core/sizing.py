@@ -11,6 +11,7 @@ from core.catalogue import DeviceSpec
 from core.cost import CostEstimate, estimate_cost
 from core.memory import (
     ALGORITHM_VARIABLES,
+    CPU_RUNTIME_BYTES,
     PRECISION_BYTES,
     MemoryBreakdown,
     breakdown_at,
@@ -55,6 +56,7 @@ class SizingResult:
     workload: Workload
     candidates: tuple[CandidateResult, ...]
     dataset_bytes: int
+    dataset_fit: dict[str, object]
     train_flops: float
     seed: dict[str, object]
     notes: tuple[str, ...]
@@ -85,6 +87,7 @@ def size_workload(
         workload=workload,
         candidates=tuple(results),
         dataset_bytes=dataset,
+        dataset_fit=dataset_fit(dataset, host_ram_bytes),
         train_flops=float(train_flops_per_sample(workload.analysis, workload.training.checkpointing))
         * d.samples
         * workload.training.epochs,
@@ -160,6 +163,25 @@ def size_candidate(
     return CandidateResult(
         device, count, nodes, fits, capacity, mem, largest, st, steps, total, cost, deadline, budget, tuple(assumptions)
     )
+
+
+TMPFS_DEFAULT_FRACTION = 0.5  # Linux mounts tmpfs with at most half of RAM unless told otherwise
+
+
+def dataset_fit(dataset_bytes: int, host_ram_bytes: int | None) -> dict[str, object]:
+    """Whether the whole dataset fits in this machine's RAM or a RAM disk (tmpfs).
+
+    A RAM disk takes its size from RAM and loses its content on power loss: Jamgharyan 2024 asks
+    for an uninterruptible power supply with it.
+    """
+    if host_ram_bytes is None:
+        return {"host_ram_bytes": None, "fits_in_ram": None, "fits_in_ramdisk": None}
+    return {
+        "host_ram_bytes": host_ram_bytes,
+        "fits_in_ram": dataset_bytes <= host_ram_bytes - CPU_RUNTIME_BYTES,
+        "fits_in_ramdisk": dataset_bytes <= host_ram_bytes * TMPFS_DEFAULT_FRACTION,
+        "ramdisk_note": "a RAM disk subtracts its size from RAM and needs a UPS (Jamgharyan 2024)",
+    }
 
 
 def seed_figures(workload: Workload, device: DeviceSpec) -> dict[str, object]:

@@ -25,7 +25,7 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
         "capacity_bytes": c.capacity_bytes,
         "memory_per_device": mem,
         "largest_batch": c.largest_batch,
-        "dataset_fits_beside_training": (
+        "dataset_fits_in_device_memory": (
             None if c.capacity_bytes is None else dataset_bytes + c.memory.total <= c.capacity_bytes
         ),
         "step_time_s": c.step.step_s,
@@ -78,7 +78,7 @@ def sizing_to_dict(r: SizingResult) -> dict[str, Any]:
             "convention": FLOP_CONVENTION,
         },
         "memory": {**first.memory.as_dict(), "device": first.device.name, "count": first.count},
-        "dataset": {"bytes": r.dataset_bytes, "samples": w.data.samples},
+        "dataset": {"bytes": r.dataset_bytes, "samples": w.data.samples, **r.dataset_fit},
         "seed": r.seed,
         "candidates": [candidate_dict(c, r.dataset_bytes) for c in r.candidates],
         "layers": [
@@ -103,7 +103,8 @@ def sizing_to_text(r: SizingResult) -> str:
     lines = [
         f"Workload: {w.name}" + (f" (preset {w.model_ref})" if w.model_ref else ""),
         f"  model: {m.parameters:,} parameters, input {list(m.input_shape)} → output {list(m.output_shape)}",
-        f"  data: {d.samples:,} samples × {d.features:,} features, {fmt_bytes(r.dataset_bytes)}",
+        f"  data: {d.samples:,} samples × {d.features:,} features, {fmt_bytes(r.dataset_bytes)}"
+        + _fit_text(r.dataset_fit),
         f"  training: batch {t.batch_size}, {t.epochs} epochs, {t.optimizer}, {t.precision}"
         + (", activation checkpointing" if t.checkpointing else "")
         + (f", {t.sharding}" if t.sharding != "none" else ""),
@@ -141,3 +142,11 @@ def sizing_to_text(r: SizingResult) -> str:
     for note in r.notes:
         lines.append(f"Note: {note}")
     return "\n".join(lines)
+
+
+def _fit_text(fit: dict[str, Any]) -> str:
+    if fit.get("fits_in_ram") is None:
+        return ""
+    ram = "fits" if fit["fits_in_ram"] else "does not fit"
+    disk = "fits" if fit["fits_in_ramdisk"] else "does not fit"
+    return f" ({ram} in this machine's RAM of {fmt_bytes(fit['host_ram_bytes'])}; {disk} in a RAM disk)"

@@ -50,6 +50,9 @@ def test_size_json_has_every_documented_field(cli, write_json, seed_doc) -> None
         assert c["fits"] is True
         assert c["largest_batch"] > 512
         assert c["train_time_s"] == pytest.approx(c["step_time_s"] * 159 * 400)  # ceil(80909/512) = 159
+    assert doc["dataset"]["bytes"] == 80_909 * 85 * 4
+    assert doc["dataset"]["fits_in_ram"] is True and doc["dataset"]["fits_in_ramdisk"] is True
+    assert all(c["dataset_fits_in_device_memory"] for c in doc["candidates"])
     # the P40 has no tensor cores and a third of the 4090's FP32 peak: it must be slower
     assert doc["candidates"][1]["step"]["compute_s"] > doc["candidates"][0]["step"]["compute_s"]
 
