@@ -14,7 +14,7 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import size
+    from cli import catalogue, size
 
     parser = argparse.ArgumentParser(
         prog="trainrig",
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", type=Path, help="database file (default: $TRAINRIG_DB, else the user data dir)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     size.add_parser(sub)
+    catalogue.add_parser(sub)
     return parser
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from core.catalogue import DeviceSpec, device_from_entry, find_device, load_catalogue
+from core.catalogue import DeviceSpec, device_from_entry, find_device, load_catalogue, merge_user_devices
 from core.workload import Workload
 from telemetry.machine import MachineSummary, probe_machine, this_machine_device
 
@@ -12,12 +13,19 @@ THIS_MACHINE = "this-machine"
 
 
 def resolve_candidates(
-    names: Sequence[str], workload: Workload, machine: MachineSummary | None = None
+    names: Sequence[str],
+    workload: Workload,
+    machine: MachineSummary | None = None,
+    user_devices: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[DeviceSpec], MachineSummary]:
-    """Devices for ``names`` (default: the workload's candidates, else this machine)."""
-    catalogue = load_catalogue()
+    """Devices for ``names`` (default: the workload's candidates, else this machine).
+
+    Names are looked up among the workload's custom devices, the catalogue and the user's own
+    devices from the database.
+    """
+    catalogue = tuple(merge_user_devices(load_catalogue(), user_devices))
     custom = tuple(
-        device_from_entry({"kind": "gpu", "tf32_tflops": None, "fp16_tflops": None, "source": "custom device", **c})
+        device_from_entry({**c, "source": f"custom device in the workload: {c['source']}"})
         for c in workload.hardware.custom
     )
     wanted = list(names) or list(workload.hardware.candidates) or [THIS_MACHINE]

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
         return 2
     workload = load_workload(args.workload)
-    devices, machine = resolve_candidates(args.candidate, workload)
+    devices, machine = resolve_candidates(args.candidate, workload, user_devices=store.user_devices() if store else ())
     result = size_workload(workload, devices, host_ram_bytes=machine.ram_total_bytes)
     doc = sizing_to_dict(result)
     if store is not None and not args.no_save:

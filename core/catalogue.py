@@ -10,8 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.errors import CatalogueError
+from core.errors import CatalogueError, WorkloadError
 from core.paths import resource_path
+from core.validate import get_choice, get_float, get_int, get_str, require_mapping
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class DeviceSpec:
     """One candidate device. Rates in FLOP/s and bytes/s, sizes in bytes; None means unknown."""
 
     name: str
-    kind: str  # "gpu", "cpu" or "tpu"
+    kind: str  # "gpu", "cpu", "tpu" or "accelerator"
     fp32_flops: float
     tf32_flops: float | None = None
     half_flops: float | None = None  # dense FP16/BF16 tensor peak
@@ -47,11 +48,15 @@ class DeviceSpec:
 def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
     tera = 1e12
     boost = entry.get("boost_clock_mhz")
+    # TPUs publish no FP32 matmul rate: XLA runs FP32 matmuls as BF16 passes by default
+    fp32 = entry.get("fp32_tflops") or entry.get("fp16_tflops")
+    if not fp32:
+        raise CatalogueError(f"device {entry.get('name')!r} has neither fp32_tflops nor fp16_tflops")
     mem = entry.get("memory_gb") if entry.get("kind") != "cpu" else None
     return DeviceSpec(
         name=str(entry["name"]),
         kind=str(entry["kind"]),
-        fp32_flops=float(entry["fp32_tflops"]) * tera,
+        fp32_flops=float(fp32) * tera,
         tf32_flops=entry["tf32_tflops"] * tera if entry.get("tf32_tflops") else None,
         half_flops=entry["fp16_tflops"] * tera if entry.get("fp16_tflops") else None,
         memory_bytes=int(mem * 1e9) if mem else None,
@@ -131,9 +136,11 @@ def match_detected_gpu(name: str, memory_bytes: int | None, devices: Sequence[De
             continue
         model_tokens = _tokens(d.name) - _VENDOR_WORDS
         key = [t for t in model_tokens if _is_model_token(t)]
-        if not key or not all(t in detected for t in key):
+        required = {t for t in model_tokens if t not in _OPTIONAL_WORDS and not _is_size_token(t)}
+        if not key or not required <= detected:
             continue
-        score = float(len(model_tokens & detected))
+        # NVML names carry the form factor or memory type ("H100 PCIe", "H100 80GB HBM3")
+        score = float(len((model_tokens | _tokens(str(d.extra.get("memory_type", "")))) & detected))
         if memory_bytes and d.memory_bytes:
             score -= abs(d.memory_bytes - memory_bytes) / max(d.memory_bytes, memory_bytes)
         if best is None or score > best[0]:
@@ -141,8 +148,58 @@ def match_detected_gpu(name: str, memory_bytes: int | None, devices: Sequence[De
     return best[1] if best else None
 
 
+_OPTIONAL_WORDS = {"sxm", "sxm2", "sxm4", "sxm5", "pcie", "hgx"}  # form factors NVML may leave out
+
+
+def _is_size_token(t: str) -> bool:
+    return t.endswith("gb") or (t.isdigit() and len(t) < 3)
+
+
 def _is_model_token(t: str) -> bool:
     """h100, p40, t4, 4090, m4000 — not memory sizes such as 12 or 80gb."""
     if t.endswith("gb") or not any(c.isdigit() for c in t):
         return False
     return not t.isdigit() or len(t) >= 3
+
+
+DEVICE_KINDS = ("gpu", "cpu", "tpu", "accelerator")
+
+
+def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
+    """Validate a user's device (custom in a workload, or added to the catalogue).
+
+    Required: ``name``, ``fp32_tflops`` and, for anything but a CPU, ``memory_gb``. Optional
+    figures are checked for range. Raises WorkloadError naming the key path.
+    """
+    e = dict(require_mapping(entry, path))
+    e["name"] = get_str(e, "name", path)
+    e["kind"] = get_choice(e, "kind", path, DEVICE_KINDS, default="gpu")
+    e["fp32_tflops"] = get_float(e, "fp32_tflops", path, minimum=0, exclusive_min=True, maximum=1e6)
+    if e["kind"] != "cpu":
+        e["memory_gb"] = get_float(e, "memory_gb", path, minimum=0, exclusive_min=True, maximum=1e6)
+    for key in ("tf32_tflops", "fp16_tflops", "memory_bandwidth_gbs", "tdp_w", "price_usd", "interconnect_gbs"):
+        if e.get(key) is not None:
+            e[key] = get_float(e, key, path, minimum=0, exclusive_min=True, maximum=1e7)
+    for key in ("cuda_cores", "boost_clock_mhz"):
+        if e.get(key) is not None:
+            e[key] = get_int(e, key, path, maximum=10**7)
+    e.setdefault("tf32_tflops", None)
+    e.setdefault("fp16_tflops", None)
+    e.setdefault("source", "user entry")
+    return e
+
+
+def merge_user_devices(shipped: Sequence[DeviceSpec], user_entries: Sequence[Mapping[str, Any]]) -> list[DeviceSpec]:
+    """Shipped devices followed by the user's, each marked; a user entry never replaces a shipped one."""
+    names = {d.name.lower() for d in shipped}
+    merged = list(shipped)
+    for entry in user_entries:
+        if entry["name"].lower() in names:
+            continue  # refused when added; an old database may still hold one: the shipped entry wins
+        merged.append(device_from_entry({**entry, "user": True, "source": f"user entry: {entry.get('source', '')}"}))
+    return merged
+
+
+def check_user_device_name(name: str, shipped: Sequence[DeviceSpec]) -> None:
+    if any(d.name.lower() == name.lower() for d in shipped):
+        raise WorkloadError("name", f"{name!r} is a shipped catalogue device; give your entry another name")

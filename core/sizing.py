@@ -104,7 +104,7 @@ def size_candidate(
     calibrated: dict[str, float] | None = None,
 ) -> CandidateResult:
     t, m, d = workload.training, workload.analysis, workload.data
-    kind = "gpu" if device.kind in ("gpu", "tpu") else "cpu"
+    kind = "cpu" if device.kind == "cpu" else "gpu"  # accelerators hold their own memory, as GPUs do
     nodes = max(t.nodes, 1)
     devices = count * nodes
     reserve = t.reserve_percent / 100
@@ -118,7 +118,7 @@ def size_candidate(
         sharding=t.sharding,
         checkpointing=t.checkpointing,
         target_bytes_per_sample=target_bytes,
-        workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if kind == "gpu" else 0,
+        workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
     )
     mem = breakdown_at(lines, -(-t.batch_size // devices), kind, reserve)
     capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes

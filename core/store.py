@@ -33,7 +33,11 @@ def _m1_workloads_sizings(db: sqlite_utils.Database) -> None:
     db["sizings"].create_index(["workload_id"], if_not_exists=True)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_m1_workloads_sizings]
+def _m2_user_devices(db: sqlite_utils.Database) -> None:
+    db["user_devices"].create({"name": str, "created": str, "entry": str}, pk="name", if_not_exists=True)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_m1_workloads_sizings, _m2_user_devices]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -120,6 +124,21 @@ class Store:
             "order by s.id"
         )
         return [dict(r) for r in self.db.query(sql)]
+
+    def save_user_device(self, entry: dict[str, Any]) -> None:
+        """Add or replace the user's device ``entry["name"]`` (validated by the caller)."""
+        self.db["user_devices"].upsert(
+            {"name": entry["name"], "created": _now(), "entry": json.dumps(entry, sort_keys=True)}, pk="name"
+        )
+
+    def user_devices(self) -> list[dict[str, Any]]:
+        return [json.loads(r["entry"]) for r in self.db.query("select entry from user_devices order by name")]
+
+    def remove_user_device(self, name: str) -> bool:
+        found = self.db.execute("select 1 from user_devices where name = ?", [name]).fetchone() is not None
+        if found:
+            self.db.execute("delete from user_devices where name = ?", [name])
+        return found
 
     def close(self) -> None:
         self.db.close()

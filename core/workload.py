@@ -7,11 +7,13 @@ the key path and the allowed values or range.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.catalogue import normalise_device_entry
 from core.errors import WorkloadError
 from core.memory import OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
@@ -136,7 +138,9 @@ def _data(d: Mapping[str, Any], model: ModelAnalysis) -> DataSpec:
     reject_unknown(
         d, {"samples", "features", "outputs", "dtype", "format", "storage", "bytes_per_sample_on_disk"}, "data"
     )
-    default_outputs = model.output_shape[-1]
+    # a class score vector → its classes; a sequence of scores → one target per position
+    shape = model.output_shape
+    default_outputs = shape[-1] if len(shape) == 1 else math.prod(shape[:-1])
     dtype = get_choice(d, "dtype", "data", INPUT_DTYPES, default=model.input_dtype)
     return DataSpec(
         samples=get_int(d, "samples", "data", maximum=MAX_SAMPLES),
@@ -199,15 +203,8 @@ def _hardware(h: Mapping[str, Any]) -> HardwareSpec:
     custom = h.get("custom", [])
     if not isinstance(custom, list):
         raise WorkloadError("hardware.custom", "must be a list of device objects")
-    for i, c in enumerate(custom):
-        p = f"hardware.custom[{i}]"
-        c = require_mapping(c, p)
-        get_str(c, "name", p)
-        get_choice(c, "kind", p, ("gpu", "cpu", "tpu"), default="gpu")
-        get_float(c, "fp32_tflops", p, minimum=0, exclusive_min=True, maximum=1e6)
-        if c.get("kind", "gpu") != "cpu":
-            get_float(c, "memory_gb", p, minimum=0, exclusive_min=True, maximum=1e6)
-    return HardwareSpec(tuple(c.strip() for c in cands), counts, tuple(custom))
+    entries = tuple(normalise_device_entry(c, f"hardware.custom[{i}]") for i, c in enumerate(custom))
+    return HardwareSpec(tuple(c.strip() for c in cands), counts, entries)
 
 
 def _cost(c: Mapping[str, Any]) -> CostSpec:

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.catalogue import DeviceSpec, load_catalogue
+from core.catalogue import DeviceSpec, load_catalogue, merge_user_devices
 from core.errors import TrainRigError
 from core.memory import OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 from core.presets import load_presets
@@ -68,7 +68,7 @@ class SizingTab(QWidget):
         self.machine: MachineSummary | None = None
         self.result: SizingResult | None = None
         self._base_doc: dict[str, Any] | None = None
-        self._catalogue = load_catalogue()
+        self._catalogue = tuple(merge_user_devices(load_catalogue(), store.user_devices() if store else ()))
         self._build()
         self._load_preset_defaults()
         self._probe_machine()
@@ -114,7 +114,7 @@ class SizingTab(QWidget):
         self._this_item.setCheckState(Qt.CheckState.Checked)
         self.candidates.addItem(self._this_item)
         for d in self._catalogue:
-            item = QListWidgetItem(d.name)
+            item = QListWidgetItem(d.name + (" (yours)" if d.extra.get("user") else ""))
             item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
             item.setCheckState(Qt.CheckState.Checked if "4090" in d.name else Qt.CheckState.Unchecked)
             item.setData(Qt.ItemDataRole.UserRole, d)

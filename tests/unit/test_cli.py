@@ -101,7 +101,7 @@ def test_list_presets_names_the_spec_presets(cli) -> None:
 
 def test_preset_workload_with_multi_gpu_sharding(cli, write_json) -> None:
     doc = {"name": "llama", "model": {"preset": "llama-8b"}, "hardware": {"gpu_count": {"min": 1, "max": 8}}}
-    code, out, err = cli("size", str(write_json(doc)), "-c", "H100", "--json", "--no-save")
+    code, out, err = cli("size", str(write_json(doc)), "-c", "H100 SXM", "--json", "--no-save")
     assert code == 0, err
     cands = json.loads(out)["candidates"]
     assert [c["count"] for c in cands] == [1, 2, 4, 8]

@@ -59,28 +59,50 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     assert "another program" in str(err.value)
 
 
-def test_migration_from_an_older_schema_copies_the_file_first(tmp_path: Path, monkeypatch) -> None:
+def test_migration_from_version_1_copies_the_file_first_and_keeps_the_data(tmp_path: Path) -> None:
+    import sqlite_utils
+
     import core.store as store_mod
 
     p = tmp_path / "old.db"
-    Store.open(p).close()  # a version-1 database
-    calls = []
-
-    def m2_add_tags(db) -> None:  # a future migration
-        calls.append(True)
-        db["workloads"].add_column("tags", str)
-
-    monkeypatch.setattr(store_mod, "MIGRATIONS", [*store_mod.MIGRATIONS, m2_add_tags])
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 2)
+    db = sqlite_utils.Database(p)  # a database as the first TrainRig release left it
+    store_mod.MIGRATIONS[0](db)
+    db["meta"].insert({"key": "schema_version", "value": "1"}, pk="key")
+    db["workloads"].insert({"name": "kept", "created": "2026-01-01", "document": "{}"})
+    db.close()
     store = Store.open(p)
-    assert calls == [True]
-    assert store.schema_version == 2
+    assert store.schema_version == SCHEMA_VERSION
+    assert [r["name"] for r in store.db.query("select name from workloads")] == ["kept"]
+    store.save_user_device({"name": "lab gpu", "kind": "gpu", "fp32_tflops": 10.0, "memory_gb": 8.0})
+    assert store.user_devices()[0]["name"] == "lab gpu"
     backup = tmp_path / "old.db.v1.bak"
     assert backup.exists()
     old = sqlite3.connect(backup)
     assert old.execute("select value from meta where key='schema_version'").fetchone()[0] == "1"
+    assert "user_devices" not in {r[0] for r in old.execute("select name from sqlite_master")}
     old.close()
     store.close()
+
+
+def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path, monkeypatch) -> None:
+    import core.store as store_mod
+
+    p = tmp_path / "t.db"
+    Store.open(p).close()
+
+    def broken(db) -> None:
+        db["workloads"].add_column("tags", str)
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store_mod, "MIGRATIONS", [*store_mod.MIGRATIONS, broken])
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", len(store_mod.MIGRATIONS))
+    with pytest.raises(RuntimeError):
+        Store.open(p)
+    monkeypatch.undo()
+    again = Store.open(p)
+    assert again.schema_version == SCHEMA_VERSION
+    assert "tags" not in again.db["workloads"].columns_dict
+    again.close()
 
 
 def test_cli_reports_a_bad_database_with_exit_code_2(cli, tmp_path: Path, write_json, seed_doc) -> None:

@@ -1,0 +1,108 @@
+"""`python main.py catalogue`: the shipped devices, and the user's own devices in the database."""
+
+from __future__ import annotations
+
+import json
+
+GPU_FIELDS = (
+    "name",
+    "kind",
+    "architecture",
+    "compute_capability",
+    "cuda_cores",
+    "tensor_cores",
+    "boost_clock_mhz",
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "memory_gb",
+    "memory_type",
+    "memory_bandwidth_gbs",
+    "tdp_w",
+    "interconnect",
+    "price_usd",
+    "price_date",
+    "source",
+)
+
+
+def test_catalogue_lists_thirty_devices_from_maxwell_to_blackwell(cli) -> None:
+    code, out, _ = cli("catalogue", "--json")
+    assert code == 0
+    devices = json.loads(out)
+    assert len(devices) >= 30
+    names = {d["name"] for d in devices}
+    for required in (
+        "NVIDIA Quadro M4000",
+        "NVIDIA Tesla P40",
+        "NVIDIA T4",
+        "NVIDIA Tesla V100 SXM2 32GB",
+        "NVIDIA GeForce RTX 3060 12 GB",
+        "NVIDIA GeForce RTX 3090",
+        "NVIDIA GeForce RTX 4090",
+        "NVIDIA RTX A6000",
+        "NVIDIA L4",
+        "NVIDIA L40S",
+        "NVIDIA A100 40GB SXM",
+        "NVIDIA A100 80GB SXM",
+        "NVIDIA H100 PCIe",
+        "NVIDIA H100 SXM",
+        "NVIDIA H200 SXM",
+        "NVIDIA B200 (HGX)",
+        "Google TPU v3",
+        "Google TPU v4",
+        "Google TPU v5e",
+        "AWS Trainium",
+        "Intel Xeon E5-2683 v3",
+        "AMD Ryzen 7 2700",
+    ):
+        assert required in names, required
+    architectures = {d["architecture"] for d in devices if d["kind"] == "gpu"}
+    assert {"Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"} <= architectures
+    for d in (d for d in devices if d["kind"] == "gpu"):
+        missing = [f for f in GPU_FIELDS if f not in d]
+        assert not missing, (d["name"], missing)
+        assert d["source"] and d["user"] is False
+
+
+def test_gpu_filter_and_text_table(cli) -> None:
+    code, out, _ = cli("catalogue", "--kind", "tpu")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 4 and all("Google TPU" in line for line in lines[1:])
+
+
+def test_user_device_is_added_listed_sized_and_removed(cli, write_json, seed_doc) -> None:
+    dev = write_json({"name": "Lab GPU 16G", "fp32_tflops": 20, "memory_gb": 16, "price_usd": 900}, "dev.json")
+    code, out, err = cli("catalogue", "--add", str(dev))
+    assert code == 0, err
+    code, out, _ = cli("catalogue", "--json")
+    (mine,) = [d for d in json.loads(out) if d["user"]]
+    assert mine["name"] == "Lab GPU 16G" and mine["kind"] == "gpu"
+    code, out, _ = cli("size", str(write_json(seed_doc)), "-c", "lab gpu", "--json", "--no-save")
+    (cand,) = json.loads(out)["candidates"]
+    assert cand["device"] == "Lab GPU 16G" and cand["capex"] == 900 + 3000  # device + default host
+    assert cand["capacity_bytes"] == 16 * 10**9
+    code, out, _ = cli("catalogue", "--remove", "Lab GPU 16G")
+    assert code == 0
+    code, out, err = cli("size", str(write_json(seed_doc)), "-c", "lab gpu", "--no-save")
+    assert code == 2 and "no device matches" in err
+
+
+def test_user_device_never_overrides_a_shipped_one(cli, write_json) -> None:
+    dev = write_json({"name": "nvidia t4", "fp32_tflops": 99, "memory_gb": 99}, "dev.json")
+    code, _, err = cli("catalogue", "--add", str(dev))
+    assert code == 2 and "shipped catalogue device" in err
+    code, out, _ = cli("catalogue", "--json")
+    t4 = [d for d in json.loads(out) if d["name"].lower() == "nvidia t4"]
+    assert len(t4) == 1 and t4[0]["fp32_tflops"] == 8.1
+
+
+def test_bad_user_device_names_the_field(cli, write_json) -> None:
+    dev = write_json([{"name": "ok", "fp32_tflops": 1, "memory_gb": 1}, {"name": "bad", "fp32_tflops": -2}], "d.json")
+    code, _, err = cli("catalogue", "--add", str(dev))
+    assert code == 2 and "devices[1].fp32_tflops" in err
+    code, out, _ = cli("catalogue", "--json")
+    assert not [d for d in json.loads(out) if d["user"]]  # nothing half-saved
+    code, _, err = cli("catalogue", "--remove", "nothing-like-this")
+    assert code == 2 and "no user device" in err
