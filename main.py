@@ -14,7 +14,7 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import catalogue, size
+    from cli import catalogue, inventory, size
 
     parser = argparse.ArgumentParser(
         prog="trainrig",
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     size.add_parser(sub)
     catalogue.add_parser(sub)
+    inventory.add_parser(sub)
     return parser
 
 

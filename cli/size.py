@@ -12,6 +12,8 @@ from core.sizing import size_workload
 from core.sizing_report import sizing_to_dict, sizing_to_text
 from core.store import Store
 from core.workload import load_workload
+from telemetry.inventory import collect_inventory
+from telemetry.machine import summary_from_inventory
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +54,12 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
         return 2
     workload = load_workload(args.workload)
-    devices, machine = resolve_candidates(args.candidate, workload, user_devices=store.user_devices() if store else ())
+    inventory = collect_inventory()
+    if store is not None and not args.no_save:
+        store.save_inventory_if_changed(inventory)  # "this machine" as it was sized
+    devices, machine = resolve_candidates(
+        args.candidate, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
+    )
     result = size_workload(workload, devices, host_ram_bytes=machine.ram_total_bytes)
     doc = sizing_to_dict(result)
     if store is not None and not args.no_save:

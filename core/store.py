@@ -37,7 +37,14 @@ def _m2_user_devices(db: sqlite_utils.Database) -> None:
     db["user_devices"].create({"name": str, "created": str, "entry": str}, pk="name", if_not_exists=True)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_m1_workloads_sizings, _m2_user_devices]
+def _m3_inventories(db: sqlite_utils.Database) -> None:
+    db["inventories"].create(
+        {"id": int, "created": str, "fingerprint": str, "host": str, "snapshot": str}, pk="id", if_not_exists=True
+    )
+    db["inventories"].create_index(["fingerprint"], if_not_exists=True)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_m1_workloads_sizings, _m2_user_devices, _m3_inventories]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -139,6 +146,35 @@ class Store:
         if found:
             self.db.execute("delete from user_devices where name = ?", [name])
         return found
+
+    def save_inventory(self, snapshot: dict[str, Any]) -> int:
+        table = self.db["inventories"]
+        table.insert(
+            {
+                "created": _now(),
+                "fingerprint": snapshot.get("fingerprint", ""),
+                "host": snapshot.get("host", ""),
+                "snapshot": json.dumps(snapshot, sort_keys=True),
+            }
+        )
+        return int(table.last_pk)
+
+    def latest_inventory(self, fingerprint: str | None = None) -> dict[str, Any] | None:
+        sql = "select snapshot from inventories"
+        params: list[str] = []
+        if fingerprint is not None:
+            sql += " where fingerprint = ?"
+            params.append(fingerprint)
+        row = self.db.execute(sql + " order by id desc limit 1", params).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def save_inventory_if_changed(self, snapshot: dict[str, Any]) -> bool:
+        """Record a snapshot unless the latest one is of the same hardware (same fingerprint)."""
+        latest = self.latest_inventory()
+        if latest is not None and latest.get("fingerprint") == snapshot.get("fingerprint"):
+            return False
+        self.save_inventory(snapshot)
+        return True
 
     def close(self) -> None:
         self.db.close()

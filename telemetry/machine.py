@@ -1,18 +1,14 @@
-"""A fast probe of this machine for the sizing engine's "this-machine" candidate.
-
-Reads /proc/cpuinfo and psutil directly (py-cpuinfo takes over a second) and NVML when present.
-The full inventory (caches, disks, NUMA, software) builds on this in telemetry/inventory.
-"""
+"""This machine as a sizing candidate, from its inventory (telemetry/inventory)."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-
-import psutil
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
 
 from core.catalogue import DeviceSpec, match_detected_gpu
+from telemetry.inventory import SystemRoots, collect_inventory
+from telemetry.inventory.collect import _DEFAULT_NVML
 
 
 @dataclass(frozen=True)
@@ -24,6 +20,8 @@ class GpuSummary:
 
 @dataclass(frozen=True)
 class MachineSummary:
+    """The figures the sizing engine needs from an inventory."""
+
     cpu_model: str
     vendor: str
     physical_cores: int
@@ -38,35 +36,41 @@ class MachineSummary:
     ram_available_bytes: int
     gpus: tuple[GpuSummary, ...] = ()
     gpu_note: str = ""
-    notes: tuple[str, ...] = field(default=())
+    fingerprint: str = ""
 
 
-def probe_machine(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> MachineSummary:
-    info = _cpuinfo(proc_root / "cpuinfo")
-    logical = psutil.cpu_count(logical=True) or os.cpu_count() or 1
-    physical = psutil.cpu_count(logical=False) or logical
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = logical
-    clock, clock_source = _max_clock(sys_root, info)
-    vm = psutil.virtual_memory()
-    gpus, note = _nvml_gpus()
+def probe_machine(roots: SystemRoots | None = None, nvml: ModuleType | object | None = _DEFAULT_NVML) -> MachineSummary:
+    return summary_from_inventory(collect_inventory(roots, nvml))
+
+
+def summary_from_inventory(inv: dict[str, Any]) -> MachineSummary:
+    cpu, mem, src = inv.get("cpu", {}), inv.get("memory", {}), inv.get("sources", {})
+    clock, clock_source = None, "unknown (no max, base or current clock readable)"
+    for key in ("max_clock_mhz", "base_clock_mhz", "current_clock_mhz"):
+        if cpu.get(key):
+            clock, clock_source = cpu[key], src.get(f"cpu.{key}", key)
+            break
+    logical = cpu.get("logical_cores") or 1
     return MachineSummary(
-        cpu_model=info.get("model name", "unknown CPU"),
-        vendor=info.get("vendor_id", "unknown"),
-        physical_cores=physical,
+        cpu_model=cpu.get("model") or "unknown CPU",
+        vendor=cpu.get("vendor") or "unknown",
+        physical_cores=cpu.get("physical_cores") or logical,
         logical_cores=logical,
-        usable_cores=usable,
+        usable_cores=cpu.get("usable_cores") or logical,
         clock_mhz=clock,
         clock_source=clock_source,
-        flags=frozenset(info.get("flags", "").split()),
-        family=_int(info.get("cpu family")),
-        model=_int(info.get("model")),
-        ram_total_bytes=vm.total,
-        ram_available_bytes=vm.available,
-        gpus=gpus,
-        gpu_note=note,
+        flags=frozenset(cpu.get("flags") or ()),
+        family=cpu.get("family"),
+        model=cpu.get("model_number"),
+        ram_total_bytes=mem.get("total_bytes") or 0,
+        ram_available_bytes=mem.get("available_bytes") or 0,
+        gpus=tuple(
+            GpuSummary(g.get("name") or "unknown GPU", g.get("memory_bytes") or 0, g.get("uuid") or "")
+            for g in inv.get("gpus", [])
+            if "error" not in g
+        ),
+        gpu_note=inv.get("gpu_note", ""),
+        fingerprint=inv.get("fingerprint", ""),
     )
 
 
@@ -76,7 +80,7 @@ def fp32_flops_per_cycle(m: MachineSummary) -> int:
     Two FMA pipes × vector lanes × 2: Intel AVX-512 = 64, Zen 4 AVX-512 (2×256-bit) = 32,
     Zen 5 = 64, AVX2+FMA = 32, Zen/Zen+ (2×128-bit) = 16, otherwise SSE = 8.
     """
-    amd = m.vendor == "AuthenticAMD"
+    amd = m.vendor == "AMD"
     if "avx512f" in m.flags:
         if amd and (m.family or 0) < 26:
             return 32
@@ -114,73 +118,7 @@ def this_machine_device(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) ->
         tdp_w=None,
         clock_hz=clock,
         source=(
-            f"/proc/cpuinfo: {cores} usable physical cores × {clock / 1e9:.2f} GHz ({m.clock_source}) × "
+            f"{cores} usable physical cores × {clock / 1e9:.2f} GHz ({m.clock_source}) × "
             f"{per_cycle} FP32 FLOP/cycle (from the CPU flags){note}"
         ),
     )
-
-
-def _cpuinfo(path: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return out
-    for line in text.splitlines():
-        if not line.strip():
-            if out:
-                break  # the first processor block is enough here
-            continue
-        key, _, value = line.partition(":")
-        out.setdefault(key.strip(), value.strip())
-    return out
-
-
-def _max_clock(sys_root: Path, info: dict[str, str]) -> tuple[float | None, str]:
-    f = sys_root / "devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"
-    try:
-        return int(f.read_text().strip()) / 1000.0, "cpufreq cpuinfo_max_freq"
-    except (OSError, ValueError):
-        pass
-    mhz = info.get("cpu MHz")
-    if mhz:
-        try:
-            return float(mhz), "/proc/cpuinfo current clock (no cpufreq)"
-        except ValueError:
-            pass
-    return None, "unknown (no cpufreq, no cpu MHz)"
-
-
-def _nvml_gpus() -> tuple[tuple[GpuSummary, ...], str]:
-    try:
-        import pynvml
-    except ImportError:
-        return (), "nvidia-ml-py is not installed"
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return (), f"NVML unavailable: {exc}"
-    try:
-        gpus = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            name = name.decode() if isinstance(name, bytes) else name
-            uuid = pynvml.nvmlDeviceGetUUID(h)
-            uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-            gpus.append(GpuSummary(name, int(pynvml.nvmlDeviceGetMemoryInfo(h).total), uuid))
-        return tuple(gpus), "" if gpus else "NVML found no GPU"
-    except pynvml.NVMLError as exc:
-        return (), f"NVML error: {exc}"
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None

@@ -57,6 +57,28 @@ def write_json(tmp_path: Path):
 
 
 @pytest.fixture
+def machine(tmp_path: Path):
+    """Write a recorded machine (tests/fixtures/machines/NAME.json) and return its SystemRoots."""
+    import base64
+
+    from telemetry.inventory import SystemRoots
+
+    def make(name: str) -> SystemRoots:
+        doc = json.loads((ROOT / "tests/fixtures/machines" / f"{name}.json").read_text())
+        root = tmp_path / name
+        for rel, content in doc["files"].items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, dict):
+                p.write_bytes(base64.b64decode(content["base64"]))
+            else:
+                p.write_text(content)
+        return SystemRoots(proc=root / "proc", sys=root / "sys", real=False, machine="x86_64")
+
+    return make
+
+
+@pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run ``main.main(argv)``; returns (exit code, stdout, stderr)."""
     import main
