@@ -203,3 +203,15 @@ def merge_user_devices(shipped: Sequence[DeviceSpec], user_entries: Sequence[Map
 def check_user_device_name(name: str, shipped: Sequence[DeviceSpec]) -> None:
     if any(d.name.lower() == name.lower() for d in shipped):
         raise WorkloadError("name", f"{name!r} is a shipped catalogue device; give your entry another name")
+
+
+def match_detected_cpu(model: str, devices: Sequence[DeviceSpec]) -> DeviceSpec | None:
+    """The catalogue CPU whose name's every token appears in the model string /proc/cpuinfo gives.
+
+    "Intel(R) Xeon(R) CPU E5-2683 v3 @ 2.00GHz" → Intel Xeon E5-2683 v3.
+    """
+    detected = _tokens(model)
+    for d in devices:
+        if d.kind == "cpu" and (_tokens(d.name) - {"intel", "amd"}) <= detected:
+            return d
+    return None

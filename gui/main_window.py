@@ -7,6 +7,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 
 from core.store import Store
+from gui.tabs.inventory_tab import InventoryTab
 from gui.tabs.sizing_tab import SizingTab
 
 
@@ -16,8 +17,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("TrainRig")
         self.store = store
         self.tabs = QTabWidget()
+        self.inventory_tab = InventoryTab(store)
         self.sizing_tab = SizingTab(store)
+        self.tabs.addTab(self.inventory_tab, "&Inventory")
         self.tabs.addTab(self.sizing_tab, "&Sizing")
+        self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
         self.setCentralWidget(self.tabs)
         self._menus()
         settings = QSettings()

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, QThreadPool, Signal
+from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -44,8 +44,7 @@ from core.units import fmt_bytes, fmt_count, fmt_seconds
 from core.workload import parse_workload
 from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
-from gui.workers import Job
-from telemetry.machine import MachineSummary, probe_machine, this_machine_device
+from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
 
 SEED_TIPS = {
     "n_na": "Jamgharyan 2024 eq. 1 (after Subbotin 2003): N_na = η_b·S·(N + N_M) + η_w·N_w + η_v·N_v — "
@@ -71,7 +70,6 @@ class SizingTab(QWidget):
         self._catalogue = tuple(merge_user_devices(load_catalogue(), store.user_devices() if store else ()))
         self._build()
         self._load_preset_defaults()
-        self._probe_machine()
         self.recompute()
 
     # --- layout -------------------------------------------------------------------------------
@@ -263,15 +261,9 @@ class SizingTab(QWidget):
                 devices.append(item.data(Qt.ItemDataRole.UserRole))
         return devices
 
-    # --- machine probe off the GUI thread -----------------------------------------------------
-    def _probe_machine(self) -> None:
-        job = Job(probe_machine)
-        job.signals.finished.connect(self._machine_ready)
-        job.signals.failed.connect(lambda msg: self._this_item.setText(f"This machine (not detected: {msg})"))
-        self._probe_job = job  # keep the signals object alive until it reports
-        QThreadPool.globalInstance().start(job)
-
-    def _machine_ready(self, machine: MachineSummary) -> None:
+    # --- this machine, from the Inventory tab's detection --------------------------------------
+    def set_inventory(self, inventory: dict[str, Any]) -> None:
+        machine = summary_from_inventory(inventory)
         self.machine = machine
         device = this_machine_device(machine, self._catalogue)
         self._this_item.setText(device.name)

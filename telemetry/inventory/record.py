@@ -30,6 +30,12 @@ class Record:
             self.set(path, value, source)
         return value
 
+    def merge(self, other: Record) -> None:
+        """Take over another record's top-level values, sources and unknowns."""
+        self.data.update(other.data)
+        self.sources.update(other.sources)
+        self.unknown.update(other.unknown)
+
     def _put(self, path: str, value: Any) -> None:
         node = self.data
         keys = path.split(".")
