@@ -56,6 +56,9 @@ def cpuinfo_blocks(text: str) -> list[dict[str, str]]:
 def read_cpu(roots: SystemRoots, rec: Record) -> None:
     src = "/proc/cpuinfo"
     text = read_text(roots.proc / "cpuinfo")
+    if text is None and roots.real:
+        read_cpu_portable(roots, rec)
+        return
     blocks = [b for b in cpuinfo_blocks(text or "") if "processor" in b]
     first = blocks[0] if blocks else {}
     if text is None:
@@ -98,6 +101,42 @@ def read_cpu(roots: SystemRoots, rec: Record) -> None:
     rec.set("cpu.caches", read_caches(roots), "sysfs cpu*/cache/index*")
     if not rec.data["cpu"]["caches"]:
         rec.miss("cpu.caches", "no cache information in sysfs")
+
+
+def read_cpu_portable(roots: SystemRoots, rec: Record) -> None:
+    """Windows, macOS and anything without /proc: what platform, sysctl and psutil tell."""
+    import subprocess
+
+    import psutil
+
+    model = None
+    source = "platform.processor()"
+    if platform.system() == "Darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=2
+            )
+            model, source = out.stdout.strip() or None, "sysctl machdep.cpu.brand_string"
+        except (OSError, subprocess.SubprocessError):
+            model = None
+    model = model or platform.processor() or None
+    rec.value_or_miss("cpu.model", model, source, "the system does not name its CPU")
+    rec.miss("cpu.vendor", "not read on this system (Linux reads /proc/cpuinfo)")
+    rec.set("cpu.architecture", platform.machine(), "platform.machine()")
+    logical = psutil.cpu_count(logical=True)
+    rec.value_or_miss("cpu.logical_cores", logical, "psutil", "psutil cannot count CPUs here")
+    rec.value_or_miss("cpu.physical_cores", psutil.cpu_count(logical=False), "psutil", "psutil cannot tell")
+    rec.miss("cpu.sockets", "not read on this system (Linux reads /proc/cpuinfo)")
+    _usable_cores(roots, rec, logical)
+    freq = psutil.cpu_freq() if hasattr(psutil, "cpu_freq") else None
+    rec.value_or_miss("cpu.max_clock_mhz", (freq.max or None) if freq else None, "psutil.cpu_freq", "not reported")
+    rec.miss("cpu.base_clock_mhz", "not read on this system")
+    rec.value_or_miss(
+        "cpu.current_clock_mhz", (freq.current or None) if freq else None, "psutil.cpu_freq", "not reported"
+    )
+    rec.set("cpu.flags", [], "not read on this system")
+    rec.miss("cpu.tlb", "not read on this system")
+    rec.miss("cpu.caches", "cache sizes are read from Linux sysfs only")
 
 
 def read_caches(roots: SystemRoots) -> list[dict[str, object]]:

@@ -30,14 +30,21 @@ SMBIOS_MEMORY_TYPES = {
 
 
 def read_memory(roots: SystemRoots, rec: Record) -> None:
-    text = read_text(roots.proc / "meminfo") or ""
-    fields = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(\w+):\s+(\d+) kB", text, re.M)}
-    rec.value_or_miss(
-        "memory.total_bytes", fields.get("MemTotal"), "/proc/meminfo MemTotal", "/proc/meminfo unreadable"
-    )
-    rec.value_or_miss(
-        "memory.available_bytes", fields.get("MemAvailable"), "/proc/meminfo MemAvailable", "/proc/meminfo unreadable"
-    )
+    text = read_text(roots.proc / "meminfo")
+    if text is None and roots.real:  # Windows, macOS: psutil
+        import psutil
+
+        vm = psutil.virtual_memory()
+        rec.set("memory.total_bytes", vm.total, "psutil.virtual_memory")
+        rec.set("memory.available_bytes", vm.available, "psutil.virtual_memory")
+    else:
+        found = re.finditer(r"^(\w+):\s+(\d+) kB", text or "", re.M)
+        fields = {m.group(1): int(m.group(2)) * 1024 for m in found}
+        unreadable = "/proc/meminfo unreadable"
+        rec.value_or_miss("memory.total_bytes", fields.get("MemTotal"), "/proc/meminfo MemTotal", unreadable)
+        rec.value_or_miss(
+            "memory.available_bytes", fields.get("MemAvailable"), "/proc/meminfo MemAvailable", unreadable
+        )
     dmi = roots.sys / "firmware/dmi/entries"
     dimms = _smbios_dimms(roots)
     if dimms is None:

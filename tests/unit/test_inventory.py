@@ -170,3 +170,17 @@ def test_this_machine_matches_what_the_kernel_reports() -> None:
     for path in inv["sources"]:
         assert path not in inv["unknown"]
     assert inv["fingerprint"] == collect_inventory()["fingerprint"]
+
+
+def test_a_system_without_proc_and_sys_falls_back_to_psutil(tmp_path) -> None:
+    # as on Windows or macOS: no /proc, no /sys — what psutil knows, the rest unknown with reasons
+    from telemetry.inventory import SystemRoots
+
+    roots = SystemRoots(proc=tmp_path / "no-proc", sys=tmp_path / "no-sys", real=True)
+    inv = collect_inventory(roots, NO_NVML)
+    assert inv["cpu"]["logical_cores"] == psutil.cpu_count(logical=True)
+    assert inv["sources"]["cpu.logical_cores"] == "psutil"
+    assert inv["memory"]["total_bytes"] == psutil.virtual_memory().total
+    assert inv["cpu"]["caches"] is None and "sysfs" in inv["unknown"]["cpu.caches"]
+    assert inv["disks"] is None and inv["raid"] == [] and inv["gpus"] == []
+    assert inventory_to_text(inv).startswith("CPU: ")
