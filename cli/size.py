@@ -7,7 +7,9 @@ import json
 import sys
 
 from cli.candidates import resolve_candidates
+from core.bom import recommend_bom
 from core.presets import load_presets
+from core.rules import evaluate_rules
 from core.sizing import size_workload
 from core.sizing_report import sizing_to_dict, sizing_to_text
 from core.store import Store
@@ -61,10 +63,12 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         args.candidate, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
     )
     result = size_workload(workload, devices, host_ram_bytes=machine.ram_total_bytes)
-    doc = sizing_to_dict(result)
+    findings = evaluate_rules(result, inventory)
+    bom = recommend_bom(result)
+    doc = sizing_to_dict(result, findings, bom)
     if store is not None and not args.no_save:
         with open(args.workload, encoding="utf-8") as fh:
             wid = store.save_workload(workload.name, json.load(fh))
         store.save_sizing(wid, [d.name for d in devices], doc)
-    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(result))
+    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(result, findings, bom))
     return 0

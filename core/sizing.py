@@ -28,6 +28,7 @@ from core.timing import (
     step_time,
     train_flops_per_sample,
 )
+from core.units import fmt_bytes
 from core.workload import Workload
 
 ENGINE_SOURCE = "TrainRig sizing engine (docs/sizing.md)"
@@ -127,6 +128,7 @@ def size_candidate(
     if capacity is not None:
         largest = largest_batch_per_device(lines, capacity, kind, reserve) * devices
     dtype_bytes = INPUT_DTYPES[d.dtype]
+    read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
         m,
         device,
@@ -137,7 +139,7 @@ def size_candidate(
         optimizer=t.optimizer,
         checkpointing=t.checkpointing,
         sharding=t.sharding,
-        read_bps=STORAGE_READ_BPS[d.storage],
+        read_bps=read_bps,
         disk_bytes_per_sample=disk_bytes_per_sample(d.features, dtype_bytes, d.format, d.bytes_per_sample_on_disk),
         calibrated=calibrated,
     )
@@ -147,7 +149,7 @@ def size_candidate(
         f"efficiency {st.efficiency:.0%} of the {t.precision} peak {st.peak_flops / 1e12:.3g} TFLOP/s"
         + (" (calibrated)" if calibrated else " (default for the device class)"),
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
-        f"data read from {d.storage} at {STORAGE_READ_BPS[d.storage] / 1e6:.0f} MB/s ({d.format})",
+        read_note,
     ]
     if t.scaling_model != "analytic" and devices > 1:
         one = size_candidate(workload, device, 1, host_ram_bytes, calibrated) if count > 1 or nodes > 1 else None
@@ -182,6 +184,29 @@ def dataset_fit(dataset_bytes: int, host_ram_bytes: int | None) -> dict[str, obj
         "fits_in_ramdisk": dataset_bytes <= host_ram_bytes * TMPFS_DEFAULT_FRACTION,
         "ramdisk_note": "a RAM disk subtracts its size from RAM and needs a UPS (Jamgharyan 2024)",
     }
+
+
+DEFAULT_HOST_RAM = 64 * 10**9  # a workstation's RAM, for catalogue candidates whose host is not known
+
+
+def effective_read_bps(workload: Workload, host_ram_bytes: int | None) -> tuple[float, str]:
+    """Read rate averaged over the epochs: after the first, a dataset that fits in half the RAM
+    comes from the page cache (RAM speed) rather than from its storage tier."""
+    d, epochs = workload.data, workload.training.epochs
+    tier = STORAGE_READ_BPS[d.storage]
+    ram = host_ram_bytes or DEFAULT_HOST_RAM
+    dataset = d.samples * disk_bytes_per_sample(d.features, INPUT_DTYPES[d.dtype], d.format, d.bytes_per_sample_on_disk)
+    note = f"data read from {d.storage} at {tier / 1e6:.0f} MB/s ({d.format})"
+    if d.storage == "ramdisk" or dataset > ram / 2 or epochs == 1:
+        return tier, note
+    cached = STORAGE_READ_BPS["ramdisk"]
+    # time per epoch-average byte: one epoch from the tier, the rest from the page cache
+    bps = epochs / (1 / tier + (epochs - 1) / cached)
+    return (
+        bps,
+        note + f" for the first epoch, then from the page cache ({fmt_bytes(dataset)} fits in half of "
+        f"{fmt_bytes(ram)} RAM{'' if host_ram_bytes else ', assumed'})",
+    )
 
 
 def seed_figures(workload: Workload, device: DeviceSpec) -> dict[str, object]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from core.bom import BomLine
+from core.rules import Finding
 from core.sizing import ENGINE_SOURCE, CandidateResult, SizingResult
 from core.timing import train_flops_per_sample
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
@@ -58,7 +61,7 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
     }
 
 
-def sizing_to_dict(r: SizingResult) -> dict[str, Any]:
+def sizing_to_dict(r: SizingResult, findings: Sequence[Finding] = (), bom: Sequence[BomLine] = ()) -> dict[str, Any]:
     w, m, t = r.workload, r.workload.analysis, r.workload.training
     first = r.candidates[0]
     return {
@@ -93,11 +96,13 @@ def sizing_to_dict(r: SizingResult) -> dict[str, Any]:
             for row in m.rows
         ],
         "notes": list(r.notes),
+        "rules": [f.as_dict() for f in findings],
+        "recommendation": [line.as_dict() for line in bom],
         "source": ENGINE_SOURCE,
     }
 
 
-def sizing_to_text(r: SizingResult) -> str:
+def sizing_to_text(r: SizingResult, findings: Sequence[Finding] = (), bom: Sequence[BomLine] = ()) -> str:
     w, m, t, d = r.workload, r.workload.analysis, r.workload.training, r.workload.data
     s = r.seed
     lines = [
@@ -141,6 +146,18 @@ def sizing_to_text(r: SizingResult) -> str:
         ]
     for note in r.notes:
         lines.append(f"Note: {note}")
+    if findings:
+        lines += ["", "Findings"]
+        for f in findings:
+            lines.append(f"  [{f.severity}] {f.message}")
+            if f.today:
+                lines.append(f"      today: {f.today}")
+            lines.append(f"      source: {f.source}")
+    if bom:
+        lines += ["", "Recommended bill of materials"]
+        for b in bom:
+            lines.append(f"  {b.item}: {b.spec}")
+            lines.append(f"      why: {b.reason}")
     return "\n".join(lines)
 
 

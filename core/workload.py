@@ -79,6 +79,15 @@ class CostSpec:
     budget: float | None = None
 
 
+PURPOSES = ("scratch", "finetune", "hpo", "reverse_engineering")
+
+
+@dataclass(frozen=True)
+class GoalSpec:
+    purpose: str = "scratch"  # train from scratch, fine-tune, hyperparameter study, reverse-engineer
+    concurrent_runs: int = 1  # networks training at the same time on one machine
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -89,6 +98,7 @@ class Workload:
     training: TrainingSpec = field()
     hardware: HardwareSpec = field()
     cost: CostSpec = field()
+    goal: GoalSpec = field(default_factory=GoalSpec)
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -110,7 +120,7 @@ def load_workload(path: str | Path) -> Workload:
 
 def parse_workload(doc: Any) -> Workload:
     doc = require_mapping(doc, "workload")
-    reject_unknown(doc, {"name", "model", "data", "training", "hardware", "cost", "description"}, "")
+    reject_unknown(doc, {"name", "goal", "model", "data", "training", "hardware", "cost", "description"}, "")
     name = get_str(doc, "name", "", default="unnamed workload")
     model_doc = require_mapping(doc.get("model"), "model") if "model" in doc else None
     if model_doc is None:
@@ -131,7 +141,16 @@ def parse_workload(doc: Any) -> Workload:
     training = _training({**preset.get("training", {}), **require_mapping(doc.get("training", {}), "training")})
     hardware = _hardware(require_mapping(doc.get("hardware", {}), "hardware"))
     cost = _cost(require_mapping(doc.get("cost", {}), "cost"))
-    return Workload(name, model_ref, model, analysis, data, training, hardware, cost)
+    goal = _goal(require_mapping(doc.get("goal", {}), "goal"))
+    return Workload(name, model_ref, model, analysis, data, training, hardware, cost, goal)
+
+
+def _goal(g: Mapping[str, Any]) -> GoalSpec:
+    reject_unknown(g, {"purpose", "concurrent_runs"}, "goal")
+    return GoalSpec(
+        purpose=get_choice(g, "purpose", "goal", PURPOSES, default="scratch"),
+        concurrent_runs=get_int(g, "concurrent_runs", "goal", default=1, maximum=1000),
+    )
 
 
 def _data(d: Mapping[str, Any], model: ModelAnalysis) -> DataSpec:

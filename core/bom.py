@@ -1,0 +1,154 @@
+"""The recommended bill of materials for a sized workload: each line with its reason and source."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from core.memory import OPTIMIZER_STATES
+from core.model import INPUT_DTYPES
+from core.sizing import CandidateResult, SizingResult
+from core.timing import disk_bytes_per_sample
+from core.units import fmt_bytes, fmt_seconds
+
+RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+DISK_SIZES_TB = (0.5, 1, 2, 4, 8, 16, 32, 64)
+CPU_HOST_W, OTHER_W, PSU_HEADROOM = 250, 150, 1.25
+
+
+@dataclass(frozen=True)
+class BomLine:
+    item: str
+    spec: str
+    reason: str
+    source: str
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+
+def choose_candidate(result: SizingResult) -> CandidateResult | None:
+    """The candidate to buy: it fits; then meets the deadline and budget; then the lowest TCO
+    among those (fastest when costs are unknown)."""
+    fitting = [c for c in result.candidates if c.fits]
+    if not fitting:
+        return None
+
+    def key(c: CandidateResult) -> tuple[Any, ...]:
+        return (
+            c.meets_deadline is False,
+            c.within_budget is False,
+            c.cost.tco if c.cost.tco is not None else math.inf,
+            c.train_time_s,
+        )
+
+    return min(fitting, key=key)
+
+
+def recommend_bom(result: SizingResult) -> list[BomLine]:
+    w, m, t, d = result.workload, result.workload.analysis, result.workload.training, result.workload.data
+    best = choose_candidate(result)
+    lines: list[BomLine] = []
+    if best is None:
+        lines.append(
+            BomLine(
+                "Accelerator",
+                "none of the candidates fits",
+                "every candidate lacks memory at this batch: see the critical findings for a way out",
+                "Jamgharyan 2024, GPU recommendations",
+            )
+        )
+        count, gpu_mem, gpu_w, link_bw = 1, 0, 0.0, 0.0
+    else:
+        count = best.count
+        gpu_mem = (best.capacity_bytes or 0) * count if best.device.kind != "cpu" else 0
+        gpu_w = (best.device.tdp_w or 0) * count if best.device.kind != "cpu" else 0.0
+        link_bw = (best.device.interconnect_bw or 0) * count
+        verdict = []
+        if best.meets_deadline is not None:
+            verdict.append("meets the deadline" if best.meets_deadline else "misses the deadline")
+        if best.within_budget is not None:
+            verdict.append("within budget" if best.within_budget else "over budget")
+        why = (
+            f"fits ({fmt_bytes(best.memory.total)} of {fmt_bytes(best.capacity_bytes)} per device), trains in "
+            f"{fmt_seconds(best.train_time_s)}"
+            + (f", {', '.join(verdict)}" if verdict else "")
+            + (f", TCO {best.cost.tco:,.0f} {best.cost.currency}" if best.cost.tco is not None else "")
+        )
+        if best.device.kind == "cpu":
+            lines.append(BomLine("Processor for training", best.device.name, why, best.device.source))
+        else:
+            lines.append(BomLine("Accelerator", f"{best.device.name} × {count}", why, best.device.source))
+    # CPU: cores for loaders and one process per GPU, never more threads than physical cores
+    cores = max(8, 4 * count + 2) if best is not None and best.device.kind != "cpu" else 8
+    cpu_spec = f"≥ {cores} physical cores, one socket"
+    cpu_reason = (
+        f"{4 * count} cores feed {count} GPU(s) with data, 2 run the training processes; use no more threads "
+        "than physical cores"
+    )
+    if w.goal.concurrent_runs > 1:
+        l3 = max(16, 8 * w.goal.concurrent_runs)
+        cpu_spec += f", ≥ {l3} MB L3"
+        cpu_reason += f"; {w.goal.concurrent_runs} networks at once need cache, and one socket avoids NUMA traffic"
+    lines.append(
+        BomLine(
+            "CPU",
+            cpu_spec,
+            cpu_reason,
+            "Jamgharyan 2024 (multi-core CPU, cache, sockets); Wünsche 2016 (threads ≤ physical cores)",
+        )
+    )
+    # RAM: twice the GPU memory for pinned staging, the dataset cached when it is reasonable
+    dataset = result.dataset_bytes
+    want = max(32 * 10**9, 2 * gpu_mem, 1.5 * dataset if dataset <= 2 * 10**12 else 0)
+    ram_gb = next((s for s in RAM_SIZES_GB if s * 10**9 >= want), RAM_SIZES_GB[-1])
+    channels = 8 if count >= 4 else 4
+    ram_reason = f"≥ 2 × the GPUs' memory ({fmt_bytes(gpu_mem)})" if gpu_mem else "room for the framework and data"
+    if dataset <= 2 * 10**12:
+        ram_reason += f" and 1.5 × the dataset ({fmt_bytes(dataset)}) so it stays cached after the first epoch"
+    lines.append(
+        BomLine(
+            "Memory",
+            f"{ram_gb} GB in {channels} channels",
+            ram_reason + f"; {channels}-channel memory keeps host bandwidth above what the GPUs pull",
+            "Jamgharyan 2024 (four-channel RAM, memory bandwidth ≥ GPU consumption)",
+        )
+    )
+    # storage: dataset twice (raw + working copy), checkpoints, system
+    disk_sample = disk_bytes_per_sample(d.features, INPUT_DTYPES[d.dtype], d.format, d.bytes_per_sample_on_disk)
+    on_disk = disk_sample * d.samples
+    checkpoint = m.parameters * 4 * (1 + OPTIMIZER_STATES[t.optimizer])
+    need = 2 * on_disk + 5 * checkpoint + 200 * 10**9
+    size_tb = next((s for s in DISK_SIZES_TB if s * 10**12 >= need), DISK_SIZES_TB[-1])
+    input_bound = best is not None and best.step.bound == "input pipeline"
+    kind = "NVMe SSD" if input_bound or on_disk > 50 * 10**9 or d.storage == "nvme" else "SATA SSD"
+    raid = ", 2 drives in RAID 0 (or 4 in RAID 10 for redundancy)" if input_bound else ""
+    lines.append(
+        BomLine(
+            "Storage",
+            f"{size_tb:g} TB {kind}{raid}",
+            f"dataset {fmt_bytes(on_disk)} on disk ({d.format}) twice, 5 checkpoints of {fmt_bytes(checkpoint)}, "
+            "system" + ("; steps wait for data, so reads are striped" if input_bound else ""),
+            "Jamgharyan 2024 (RAID 0 / RAID 10); Panaite & Leba 2024 (storage tiers and formats)",
+        )
+    )
+    psu = math.ceil((gpu_w + CPU_HOST_W + OTHER_W) * PSU_HEADROOM / 100) * 100
+    lines.append(
+        BomLine(
+            "Power supply",
+            f"{psu:,} W",
+            f"GPUs {gpu_w:,.0f} W + CPU {CPU_HOST_W} W + rest {OTHER_W} W, with 25 % headroom",
+            "vendor TDPs from the catalogue",
+        )
+    )
+    if link_bw and count > 1 and best is not None and "nvlink" not in (best.device.interconnect or "").lower():
+        lines.append(
+            BomLine(
+                "Platform",
+                f"{count} × PCIe x16 slots at full width",
+                "PCIe-connected GPUs exchange gradients through the host; NVLink boards avoid that",
+                "Hooda 2023 §3.3.1",
+            )
+        )
+    return lines

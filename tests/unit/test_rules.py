@@ -1,0 +1,173 @@
+"""Every recommendation rule: one workload where it fires, one where it does not."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from core.bom import choose_candidate, recommend_bom
+from core.catalogue import device_from_entry, find_device, load_catalogue
+from core.errors import TrainRigError
+from core.expressions import ExpressionError, evaluate
+from core.rules import Rule, evaluate_rules, load_rules
+from core.sizing import size_workload
+from core.workload import parse_workload
+
+CATALOGUE = load_catalogue()
+CPU = device_from_entry({"name": "Test CPU", "kind": "cpu", "fp32_tflops": 1.0, "source": "test"})
+HOST = {  # a plain 8-core, 64 GB, single-socket host with what the rules read from an inventory
+    "cpu": {
+        "physical_cores": 8,
+        "logical_cores": 8,
+        "sockets": 1,
+        "tlb": "2048 4K pages",
+        "caches": [{"level": 3, "total_bytes": 32 * 2**20}],
+    },
+    "memory": {"total_bytes": 64 * 10**9, "channels": None},
+    "software": {"blas": [{"threads": 8}]},
+}
+
+
+def host(**changes: Any) -> dict[str, Any]:
+    h = copy.deepcopy(HOST)
+    for path, value in changes.items():
+        section, key = path.split("__")
+        h[section][key] = value
+    return h
+
+
+def fired(
+    doc: dict[str, Any] | None = None,
+    devices: tuple[str, ...] = ("4090",),
+    count: int = 1,
+    inventory: dict[str, Any] | None = None,
+) -> set[str]:
+    base: dict[str, Any] = {"model": {"preset": "seed-mlp"}, "hardware": {"gpu_count": count}}
+    for key, value in (doc or {}).items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) and key != "model" else value
+    w = parse_workload(base)
+    devs = [CPU if d == "cpu" else find_device(d, CATALOGUE) for d in devices]
+    inv = inventory if inventory is not None else HOST
+    result = size_workload(w, devs, host_ram_bytes=inv["memory"]["total_bytes"])
+    return {f.rule for f in evaluate_rules(result, inv)}
+
+
+BIG_SAMPLES = {"data": {"samples": 100_000_000}}
+INPUT_BOUND = {"data": {"storage": "network", "bytes_per_sample_on_disk": 10_000_000}}
+BERT_512 = {"model": {"preset": "bert-base"}, "training": {"batch_size": 512}}
+RESNET = {"model": {"preset": "resnet-50"}}
+CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("cpu-multicore-parallel", {"count": 2}, {}),
+    ("cpu-tlb-single-network", {"devices": ("cpu",)}, {}),
+    ("cpu-cache-several-networks", {"doc": {"goal": {"concurrent_runs": 3}}}, {}),
+    (
+        "cpu-avoid-multisocket",
+        {"doc": {"goal": {"concurrent_runs": 2}}, "inventory": host(cpu__sockets=2)},
+        {"doc": {"goal": {"concurrent_runs": 2}}},
+    ),
+    (
+        "cpu-blas-threads",
+        {"devices": ("cpu",), "inventory": host(software__blas=[{"threads": 1}])},
+        {"devices": ("cpu",)},
+    ),
+    ("cpu-clock-not-priority", {}, {"devices": ("cpu",)}),
+    ("cpu-itanium-large-samples", {"doc": {"data": {"samples": 20_000_000}}}, {}),
+    (
+        "cpu-specialised-processors",
+        {"doc": {"model": {"preset": "lenet-5"}}, "devices": ("cpu", "4090")},
+        {"devices": ("cpu", "4090")},
+    ),
+    ("threads-physical-cores", {"inventory": host(cpu__logical_cores=16)}, {}),
+    ("threads-loader-per-gpu", {"count": 2, "inventory": host(cpu__physical_cores=4)}, {"count": 2}),
+    ("gpu-memory-too-small", {"doc": BERT_512}, {}),
+    ("gpu-dataset-resident", {"doc": BIG_SAMPLES}, {}),
+    ("gpu-k1-redundant", {"doc": {"data": {"samples": 100}}}, {}),
+    (
+        "gpu-overfit-reserve",
+        {"doc": {"goal": {"purpose": "reverse_engineering"}}},
+        {"doc": {"goal": {"purpose": "reverse_engineering"}, "training": {"reserve_percent": 30}}},
+    ),
+    ("gpu-tensor-cores", {}, {"doc": {"training": {"precision": "bf16_mixed"}}}),
+    ("gpu-no-tensor-cores", {"devices": ("Tesla P40",)}, {}),
+    ("gpu-bandwidth-million-params", {"doc": RESNET, "devices": ("T4",)}, {"doc": RESNET}),
+    ("gpu-batch-headroom", {}, {"doc": BERT_512}),
+    ("accelerator-pays-off", {"doc": RESNET, "devices": ("cpu", "4090")}, {"devices": ("cpu", "4090")}),
+    ("nvlink-multi-gpu", {"count": 2}, {"count": 2, "devices": ("H100 SXM",)}),
+    ("storage-iterated-data", {"doc": {"data": {"storage": "hdd"}}}, {}),
+    ("storage-ramdisk-ups", {"doc": {"data": {"storage": "ramdisk"}}}, {}),
+    ("storage-ssd-wear", {}, {"doc": {"data": {"storage": "hdd"}}}),
+    ("storage-raid-throughput", {"doc": INPUT_BOUND}, {}),
+    ("memory-four-channels", {"inventory": host(memory__channels=2)}, {"inventory": host(memory__channels=8)}),
+    ("memory-bandwidth-vs-gpus", {"count": 4}, {}),
+    ("ramdisk-data-not-programs", {"doc": INPUT_BOUND}, {}),
+    ("format-jpeg-vs-lossless", {"doc": {"data": {"format": "png"}}}, {"doc": {"data": {"format": "jpeg"}}}),
+    ("hp-gpu-load-idle", {}, {"doc": {**RESNET, "training": {"batch_size": 256}}}),
+    ("hp-activations-dominate", {"doc": BERT_512, "devices": ("H100 SXM",)}, {"doc": {"training": {"batch_size": 8}}}),
+    ("hp-batch-dominates-time", {"doc": {"training": {"batch_size": 32}}}, {}),
+    ("hp-activation-optimizer-minor", {"doc": {"goal": {"purpose": "hpo"}}}, {}),
+]
+
+
+def test_every_rule_has_a_case() -> None:
+    assert {r.id for r in load_rules()} == {c[0] for c in CASES}
+    assert len(load_rules()) >= 30
+
+
+@pytest.mark.parametrize(("rule", "fires", "quiet"), CASES, ids=[c[0] for c in CASES])
+def test_rule_fires_and_stays_quiet(rule: str, fires: dict[str, Any], quiet: dict[str, Any]) -> None:
+    assert rule in fired(**fires)
+    assert rule not in fired(**quiet)
+
+
+def test_every_rule_names_its_source_and_outdated_advice_says_so() -> None:
+    rules = {r.id: r for r in load_rules()}
+    assert all(r.source for r in rules.values())
+    assert "discontinued" in (rules["cpu-itanium-large-samples"].today or "")
+    assert "endurance" in (rules["storage-ssd-wear"].today or "")
+
+
+def test_memory_finding_is_specific() -> None:
+    w = parse_workload({"model": {"preset": "bert-base"}, "training": {"batch_size": 512}})
+    result = size_workload(w, [find_device("4090", CATALOGUE)])
+    (f,) = [f for f in evaluate_rules(result, HOST) if f.rule == "gpu-memory-too-small"]
+    assert f.severity == "critical"
+    need = result.candidates[0].memory.total / 2**30
+    assert f"NVIDIA GeForce RTX 4090: memory 22.4 GiB < {need:.3g} GiB needed at batch 512" in f.message
+    assert "reduce the batch to 256 or use 2 GPUs with ZeRO-2" in f.message
+
+
+def test_unknown_host_figures_never_fire_a_host_rule() -> None:
+    empty = {"cpu": {}, "memory": {"total_bytes": None}, "software": {}}
+    rules = fired(inventory=empty, count=2)
+    assert not rules & {"threads-physical-cores", "threads-loader-per-gpu", "memory-four-channels"}
+
+
+def test_a_bad_rule_condition_is_reported_not_evaluated() -> None:
+    with pytest.raises(ExpressionError):
+        evaluate("__import__('os').system('x')", {})
+    bad = Rule("x", "workload", "no_such_name > 1", "info", "m", "s")
+    w = parse_workload({"model": {"preset": "seed-mlp"}})
+    with pytest.raises(TrainRigError, match="rule x: unknown name 'no_such_name'"):
+        evaluate_rules(size_workload(w, [CPU]), HOST, [bad])
+
+
+def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() -> None:
+    w = parse_workload(
+        {
+            "model": {"preset": "bert-base"},
+            "training": {"batch_size": 512},
+            "hardware": {"gpu_count": {"min": 1, "max": 4}},
+            "cost": {"deadline_hours": 100},
+        }
+    )
+    result = size_workload(w, [find_device("4090", CATALOGUE), find_device("H100 SXM", CATALOGUE)])
+    best = choose_candidate(result)
+    assert best is not None and best.fits and best.meets_deadline
+    lines = {line.item: line for line in recommend_bom(result)}
+    assert set(lines) >= {"Accelerator", "CPU", "Memory", "Storage", "Power supply"}
+    assert lines["Accelerator"].spec == f"{best.device.name} × {best.count}"
+    assert all(line.reason and line.source for line in lines.values())
+    gpus_w = best.device.tdp_w * best.count
+    assert lines["Power supply"].spec == f"{-(-(gpus_w + 400) * 1.25 // 100) * 100:,.0f} W"
