@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from cli.candidates import resolve_candidates
 from core.bom import recommend_bom
 from core.presets import load_presets
 from core.rules import evaluate_rules
@@ -14,6 +13,7 @@ from core.sizing import size_workload
 from core.sizing_report import sizing_to_dict, sizing_to_text
 from core.store import Store
 from core.workload import load_workload
+from telemetry.candidates import resolve_candidates
 from telemetry.inventory import collect_inventory
 from telemetry.machine import summary_from_inventory
 

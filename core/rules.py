@@ -75,16 +75,19 @@ def evaluate_rules(
     base = rule_context(result, inventory)
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    contexts: dict[int, dict[str, Any]] = {}  # one context per candidate, made when first needed
     for rule in rules:
         if rule.scope == "workload":
             if _fires(rule, base):
                 findings.append(_finding(rule, base, None))
             continue
-        for cand in result.candidates:
+        for i, cand in enumerate(result.candidates):
             key = (rule.id, cand.device.name)
             if key in seen:
                 continue
-            ctx = {**base, **candidate_context(result, cand)}
+            if i not in contexts:
+                contexts[i] = {**base, **candidate_context(result, cand)}
+            ctx = contexts[i]
             if _fires(rule, ctx):
                 seen.add(key)
                 findings.append(_finding(rule, ctx, cand.device.name))

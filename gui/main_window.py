@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 
 from core.store import Store
 from gui.tabs.inventory_tab import InventoryTab
-from gui.tabs.sizing_tab import SizingTab
+from gui.wizard.wizard import SizingWizard
 
 
 class MainWindow(QMainWindow):
@@ -18,9 +18,9 @@ class MainWindow(QMainWindow):
         self.store = store
         self.tabs = QTabWidget()
         self.inventory_tab = InventoryTab(store)
-        self.sizing_tab = SizingTab(store)
+        self.sizing_tab = SizingWizard(store)
         self.tabs.addTab(self.inventory_tab, "&Inventory")
-        self.tabs.addTab(self.sizing_tab, "&Sizing")
+        self.tabs.addTab(self.sizing_tab, "&Sizing wizard")
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
         self.setCentralWidget(self.tabs)
         self._menus()
@@ -37,7 +37,7 @@ class MainWindow(QMainWindow):
     def _menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         open_action = QAction("&Open workload…", self, shortcut=QKeySequence.StandardKey.Open)
-        open_action.triggered.connect(self.sizing_tab.open_workload)
+        open_action.triggered.connect(self.sizing_tab.open_dialog)
         file_menu.addAction(open_action)
         quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)

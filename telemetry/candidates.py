@@ -1,4 +1,6 @@
-"""Resolve candidate names (catalogue, custom devices, "this-machine") to DeviceSpecs."""
+"""Resolve candidate names (catalogue, your devices, custom ones, "this-machine") to DeviceSpecs.
+
+Shared by the command line and the window."""
 
 from __future__ import annotations
 

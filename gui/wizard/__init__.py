@@ -1,0 +1,1 @@
+"""The sizing wizard: goal → model → data → training → candidates → results."""

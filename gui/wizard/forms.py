@@ -1,0 +1,196 @@
+"""The form pages: goal, data, training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit
+
+from core.memory import OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
+from core.model import INPUT_DTYPES
+from core.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS
+from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, spin
+
+PURPOSE_LABELS = {
+    "scratch": "Train from scratch",
+    "finetune": "Fine-tune a trained model",
+    "hpo": "Hyperparameter study (many runs)",
+    "reverse_engineering": "Reverse-engineer an overfitted model",
+}
+STORAGE_LABELS = {
+    "hdd": "HDD (7,200 rpm)",
+    "hdd_10k": "HDD (10,000 rpm)",
+    "sata_ssd": "SATA SSD",
+    "nvme": "NVMe SSD",
+    "ramdisk": "RAM disk (tmpfs)",
+    "network": "Network share (1 GbE)",
+}
+
+
+class GoalPage(WizardPage):
+    title = "Goal"
+
+    def __init__(self) -> None:
+        super().__init__()
+        form = QFormLayout(self)
+        self.name = QLineEdit()
+        self.name.setToolTip("A name for this workload (reports and the results browser use it)")
+        self.purpose = combo(PURPOSES, "What the training is for: it changes which rules apply", PURPOSE_LABELS)
+        self.runs = spin(1, 1000, "Networks training at the same time on one machine (cache and socket rules)")
+        self.use_deadline = QCheckBox("Deadline")
+        self.deadline = dspin(0.1, 1e7, 1, "Training must finish within this many hours", " h")
+        self.use_budget = QCheckBox("Budget")
+        self.budget = dspin(1, 1e12, 0, "Hardware budget (capex) in the currency below")
+        self.currency = QLineEdit("USD")
+        self.currency.setMaxLength(8)
+        self.error = error_label()
+        form.addRow("Name", self.name)
+        form.addRow("Purpose", self.purpose)
+        form.addRow("Concurrent runs", self.runs)
+        form.addRow(self.use_deadline, self.deadline)
+        form.addRow(self.use_budget, self.budget)
+        form.addRow("Currency", self.currency)
+        form.addRow(QLabel("Deadline and budget give each candidate a verdict on the results page."))
+        form.addRow(self.error)
+        for w in (self.name, self.currency):
+            w.textChanged.connect(self.changed)
+        for s in (self.runs, self.deadline, self.budget):
+            s.valueChanged.connect(self.changed)
+        self.purpose.currentIndexChanged.connect(self.changed)
+        for c, target in ((self.use_deadline, self.deadline), (self.use_budget, self.budget)):
+            c.toggled.connect(target.setEnabled)
+            c.toggled.connect(self.changed)
+
+    def load(self, doc: dict[str, Any]) -> None:
+        goal, cost = doc.get("goal", {}), doc.get("cost", {})
+        self.name.setText(doc.get("name", ""))
+        set_combo(self.purpose, goal.get("purpose", "scratch"))
+        self.runs.setValue(int(goal.get("concurrent_runs", 1)))
+        self.use_deadline.setChecked("deadline_hours" in cost)
+        self.deadline.setEnabled("deadline_hours" in cost)
+        self.deadline.setValue(float(cost.get("deadline_hours", 24)))
+        self.use_budget.setChecked("budget" in cost)
+        self.budget.setEnabled("budget" in cost)
+        self.budget.setValue(float(cost.get("budget", 10000)))
+        self.currency.setText(cost.get("currency", "USD"))
+
+    def store(self, doc: dict[str, Any]) -> None:
+        doc["name"] = self.name.text().strip() or "unnamed workload"
+        doc["goal"] = {"purpose": self.purpose.currentData(), "concurrent_runs": self.runs.value()}
+        cost = doc.setdefault("cost", {})
+        cost["currency"] = self.currency.text().strip() or "USD"
+        for key, box, spinbox in (
+            ("deadline_hours", self.use_deadline, self.deadline),
+            ("budget", self.use_budget, self.budget),
+        ):
+            if box.isChecked():
+                cost[key] = spinbox.value()
+            else:
+                cost.pop(key, None)
+
+    def problem(self) -> str | None:
+        msg = None if self.currency.text().strip() else "Currency: give a currency label, e.g. USD or EUR."
+        self.error.setText(msg or "")
+        self.error.setVisible(bool(msg))
+        return msg
+
+
+class DataPage(WizardPage):
+    title = "Data"
+
+    def __init__(self) -> None:
+        super().__init__()
+        form = QFormLayout(self)
+        self.samples = spin(1, 2_000_000_000, "Training samples S (Jamgharyan's S)")
+        self.features = QLabel()
+        self.features.setToolTip("Elements per input sample N, from the model's input shape")
+        self.outputs = spin(1, 1_000_000_000, "Outputs per sample N_M (classes, or one target per position)")
+        self.dtype = combo(tuple(INPUT_DTYPES), "Element type of the stored data")
+        self.format = combo(DATA_FORMATS, "On-disk format: JPEG is ~10× smaller than raw, PNG ~2× (Panaite & Leba)")
+        self.storage = combo(STORAGE_TIERS, "Where the dataset lives: sets the read rate", STORAGE_LABELS)
+        self.error = error_label()
+        form.addRow("Samples", self.samples)
+        form.addRow("Features per sample", self.features)
+        form.addRow("Outputs per sample", self.outputs)
+        form.addRow("Element type", self.dtype)
+        form.addRow("Format on disk", self.format)
+        form.addRow("Stored on", self.storage)
+        form.addRow(self.error)
+        self.samples.valueChanged.connect(self.changed)
+        self.outputs.valueChanged.connect(self.changed)
+        for c in (self.dtype, self.format, self.storage):
+            c.currentIndexChanged.connect(self.changed)
+
+    def load(self, doc: dict[str, Any]) -> None:
+        data = doc.get("data", {})
+        self.samples.setValue(int(data.get("samples", 10000)))
+        self.outputs.setValue(int(data.get("outputs", 10)))
+        set_combo(self.dtype, data.get("dtype", "float32"))
+        set_combo(self.format, data.get("format", "npy"))
+        set_combo(self.storage, data.get("storage", "nvme"))
+
+    def show_features(self, features: int | None) -> None:
+        self.features.setText("—" if features is None else f"{features:,} (from the model's input shape)")
+
+    def store(self, doc: dict[str, Any]) -> None:
+        data = doc.setdefault("data", {})
+        data.update(
+            samples=self.samples.value(),
+            outputs=self.outputs.value(),
+            dtype=self.dtype.currentData(),
+            format=self.format.currentData(),
+            storage=self.storage.currentData(),
+        )
+
+
+class TrainingPage(WizardPage):
+    title = "Training"
+
+    def __init__(self) -> None:
+        super().__init__()
+        form = QFormLayout(self)
+        self.batch = spin(1, 100_000_000, "Global batch size, split over the GPUs of a candidate")
+        self.epochs = spin(1, 10_000_000, "Epochs E")
+        self.optimizer = combo(tuple(OPTIMIZER_STATES), "Optimizer: sets the state kept per parameter")
+        self.precision = combo(tuple(PRECISION_BYTES), "fp16/bf16 mixed = torch.autocast; tf32 uses tensor cores")
+        self.checkpointing = QCheckBox("Activation checkpointing (recompute activations in backward)")
+        self.sharding = combo(SHARDINGS, "How data-parallel GPUs share weights, gradients and optimizer state")
+        self.nodes = spin(1, 10_000, "Machines, each with the candidate's GPU count")
+        self.reserve = dspin(0, 100, 0, "Extra memory: Jamgharyan asks 25–30 % for overfit reverse engineering", " %")
+        form.addRow("Batch size", self.batch)
+        form.addRow("Epochs", self.epochs)
+        form.addRow("Optimizer", self.optimizer)
+        form.addRow("Precision", self.precision)
+        form.addRow("", self.checkpointing)
+        form.addRow("Sharding", self.sharding)
+        form.addRow("Nodes", self.nodes)
+        form.addRow("Memory reserve", self.reserve)
+        for s in (self.batch, self.epochs, self.nodes, self.reserve):
+            s.valueChanged.connect(self.changed)
+        for c in (self.optimizer, self.precision, self.sharding):
+            c.currentIndexChanged.connect(self.changed)
+        self.checkpointing.toggled.connect(self.changed)
+
+    def load(self, doc: dict[str, Any]) -> None:
+        t = doc.get("training", {})
+        self.batch.setValue(int(t.get("batch_size", 32)))
+        self.epochs.setValue(int(t.get("epochs", 1)))
+        set_combo(self.optimizer, t.get("optimizer", "adam"))
+        set_combo(self.precision, t.get("precision", "fp32"))
+        self.checkpointing.setChecked(bool(t.get("checkpointing", False)))
+        set_combo(self.sharding, t.get("sharding", "none"))
+        self.nodes.setValue(int(t.get("nodes", 1)))
+        self.reserve.setValue(float(t.get("reserve_percent", 0)))
+
+    def store(self, doc: dict[str, Any]) -> None:
+        t = doc.setdefault("training", {})
+        t.update(
+            batch_size=self.batch.value(),
+            epochs=self.epochs.value(),
+            optimizer=self.optimizer.currentData(),
+            precision=self.precision.currentData(),
+            checkpointing=self.checkpointing.isChecked(),
+            sharding=self.sharding.currentData(),
+            nodes=self.nodes.value(),
+            reserve_percent=self.reserve.value(),
+        )

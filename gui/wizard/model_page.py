@@ -1,0 +1,277 @@
+"""Model page: a preset, or a layer list edited row by row with live parameter and FLOP counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.errors import TrainRigError
+from core.layers import HANDLERS
+from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
+from core.presets import load_presets
+from core.units import fmt_count
+from gui.wizard.base import WizardPage, combo, error_label, set_combo
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """'out_features=512, bias=false, kernel_size=[3, 3]' → a dict; values are JSON."""
+    args: dict[str, Any] = {}
+    depth, start, parts = 0, 0, []
+    for i, ch in enumerate(text):
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    for part in parts:
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise ValueError(f"'{part.strip()}' is not name=value")
+        key, value = part.split("=", 1)
+        try:
+            args[key.strip()] = json.loads(value.strip())
+        except json.JSONDecodeError:
+            raise ValueError(
+                f"{key.strip()}: '{value.strip()}' is not a number, true/false, list or \"text\""
+            ) from None
+    return args
+
+
+def format_arguments(layer: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={json.dumps(v)}" for k, v in layer.items() if k != "type")
+
+
+class ModelPage(WizardPage):
+    title = "Model"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.analysis: ModelAnalysis | None = None
+        self._problem: str | None = None
+        self.use_preset = QRadioButton("Preset")
+        self.use_layers = QRadioButton("Layer list")
+        self.use_preset.setChecked(True)
+        self.preset = QComboBox()
+        for name in load_presets():
+            self.preset.addItem(name, name)
+        self.preset_info = QLabel()
+        self.preset_info.setWordWrap(True)
+        self.edit_button = QPushButton("Edit as layers")
+        self.edit_button.setToolTip("Copy the preset's layers into the editor to change them")
+        self.import_button = QPushButton("Import JSON…")
+        self.import_button.setToolTip("A workload file or a model object with input_shape and layers")
+        self.input_shape = QLineEdit("75")
+        self.input_shape.setToolTip("Per-sample input shape without the batch: 75, or 3, 224, 224, or 128 tokens")
+        self.input_dtype = combo(tuple(INPUT_DTYPES), "float32 for features and images, int64 for token ids")
+        self.table = QTableWidget(0, 2)
+        self.table.setHorizontalHeaderLabels(["Layer type", "Arguments (PyTorch names)"])
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setToolTip(f"Types: {', '.join(sorted(HANDLERS))}")
+        self.add_button, self.remove_button = QPushButton("Add layer"), QPushButton("Remove")
+        self.up_button, self.down_button = QPushButton("Up"), QPushButton("Down")
+        self.counts = QLabel()
+        self.counts.setToolTip("Parameters as PyTorch counts them; forward FLOPs per sample, 2 per multiply-add")
+        self.error = error_label()
+
+        top = QHBoxLayout()
+        for w in (self.use_preset, self.preset, self.edit_button, self.use_layers, self.import_button):
+            top.addWidget(w)
+        top.addStretch(1)
+        shape_row = QFormLayout()
+        shape_row.addRow("Input shape", self.input_shape)
+        shape_row.addRow("Input type", self.input_dtype)
+        buttons = QHBoxLayout()
+        for b in (self.add_button, self.remove_button, self.up_button, self.down_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        self.editor = QWidget()
+        ed = QVBoxLayout(self.editor)
+        ed.setContentsMargins(0, 0, 0, 0)
+        ed.addLayout(shape_row)
+        ed.addWidget(self.table)
+        ed.addLayout(buttons)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.preset_info)
+        layout.addWidget(self.editor, 1)
+        layout.addWidget(self.counts)
+        layout.addWidget(self.error)
+
+        self.use_preset.toggled.connect(self._mode_changed)
+        self.preset.currentIndexChanged.connect(self._edited)
+        self.input_shape.textChanged.connect(self._edited)
+        self.input_dtype.currentIndexChanged.connect(self._edited)
+        self.table.itemChanged.connect(self._edited)
+        self.add_button.clicked.connect(self.add_layer)
+        self.remove_button.clicked.connect(self._remove)
+        self.up_button.clicked.connect(lambda: self._move(-1))
+        self.down_button.clicked.connect(lambda: self._move(1))
+        self.edit_button.clicked.connect(self.edit_preset_as_layers)
+        self.import_button.clicked.connect(self._import_dialog)
+        self._mode_changed()
+
+    # --- document -----------------------------------------------------------------------------
+    def load(self, doc: dict[str, Any]) -> None:
+        model = doc.get("model", {})
+        if "preset" in model:
+            set_combo(self.preset, model["preset"])
+            self.use_preset.setChecked(True)
+        else:
+            self.set_layers(model)
+            self.use_layers.setChecked(True)
+        self._edited()
+
+    def store(self, doc: dict[str, Any]) -> None:
+        doc["model"] = self.model_document()
+
+    def model_document(self) -> dict[str, Any]:
+        if self.use_preset.isChecked():
+            return {"preset": self.preset.currentData()}
+        return {"input_shape": self._shape(), "input_dtype": self.input_dtype.currentData(), "layers": self._layers()}
+
+    def problem(self) -> str | None:
+        return self._problem
+
+    # --- editing ------------------------------------------------------------------------------
+    def set_layers(self, model: dict[str, Any]) -> None:
+        self.table.blockSignals(True)
+        self.table.setRowCount(0)
+        for layer in model.get("layers", []):
+            self._append_row(str(layer.get("type", "")), format_arguments(layer))
+        self.table.blockSignals(False)
+        self.input_shape.setText(", ".join(str(d) for d in model.get("input_shape", [])))
+        set_combo(self.input_dtype, model.get("input_dtype", "float32"))
+
+    def edit_preset_as_layers(self) -> None:
+        model = load_presets()[self.preset.currentData()]["model"]
+        if "layers" not in model:
+            self._show_problem("This preset gives only published sizes (no layers) and cannot be edited as layers.")
+            return
+        self.set_layers(model)
+        self.use_layers.setChecked(True)
+        self._edited()
+
+    def add_layer(self, layer_type: str = "linear", arguments: str = "out_features=10") -> None:
+        self._append_row(layer_type, arguments)
+        self._edited()
+
+    def import_file(self, path: Path) -> bool:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self._show_problem(f"{path.name} cannot be read as JSON: {exc}")
+            return False
+        model = doc.get("model", doc) if isinstance(doc, dict) else None
+        if not isinstance(model, dict) or not ("layers" in model or "preset" in model):
+            self._show_problem(f"{path.name} holds no model (input_shape and layers, or a preset)")
+            return False
+        self.load({"model": model})
+        return True
+
+    def _append_row(self, layer_type: str, arguments: str) -> None:
+        r = self.table.rowCount()
+        self.table.insertRow(r)
+        self.table.setItem(r, 0, QTableWidgetItem(layer_type))
+        self.table.setItem(r, 1, QTableWidgetItem(arguments))
+
+    def _remove(self) -> None:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()}, reverse=True)
+        for r in rows:
+            self.table.removeRow(r)
+        self._edited()
+
+    def _move(self, delta: int) -> None:
+        r = self.table.currentRow()
+        target = r + delta
+        if r < 0 or not 0 <= target < self.table.rowCount():
+            return
+        self.table.blockSignals(True)
+        for c in range(2):
+            a, b = self.table.takeItem(r, c), self.table.takeItem(target, c)
+            self.table.setItem(r, c, b)
+            self.table.setItem(target, c, a)
+        self.table.blockSignals(False)
+        self.table.selectRow(target)
+        self._edited()
+
+    def _import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import model", "", "JSON (*.json)")
+        if path:
+            self.import_file(Path(path))
+
+    def _mode_changed(self) -> None:
+        preset = self.use_preset.isChecked()
+        self.preset.setEnabled(preset)
+        self.edit_button.setEnabled(preset)
+        self.editor.setEnabled(not preset)
+        self._edited()
+
+    def _shape(self) -> list[Any]:
+        out: list[Any] = []
+        for part in self.input_shape.text().replace("x", ",").split(","):
+            part = part.strip()
+            if part:
+                out.append(int(part) if part.isdigit() else part)
+        return out
+
+    def _layers(self) -> list[dict[str, Any]]:
+        layers = []
+        for r in range(self.table.rowCount()):
+            kind = (self.table.item(r, 0).text() if self.table.item(r, 0) else "").strip()
+            text = self.table.item(r, 1).text() if self.table.item(r, 1) else ""
+            try:
+                args = parse_arguments(text)
+            except ValueError as exc:
+                raise TrainRigError(f"model.layers[{r}]: {exc}") from None
+            layers.append({"type": kind, **args})
+        return layers
+
+    def _edited(self) -> None:
+        preset_doc = load_presets().get(self.preset.currentData() or "", {})
+        self.preset_info.setText(f"{preset_doc.get('description', '')}  Source: {preset_doc.get('source', '')}")
+        self.preset_info.setVisible(self.use_preset.isChecked())
+        try:
+            model = self.model_document()
+            resolved = preset_doc["model"] if self.use_preset.isChecked() else model
+            self.analysis = analyze_model(resolved)
+        except TrainRigError as exc:
+            self.analysis = None
+            self._show_problem(str(exc))
+        else:
+            a = self.analysis
+            self._show_problem(None)
+            self.counts.setText(
+                f"<b>{a.parameters:,}</b> parameters · forward <b>{fmt_count(a.forward_flops, 'FLOP')}</b> per sample"
+                f" · output {list(a.output_shape)}" + (f" · {a.notes[0]}" if a.notes else "")
+            )
+        self.changed.emit()
+
+    def _show_problem(self, message: str | None) -> None:
+        self._problem = message
+        self.error.setText(message or "")
+        self.error.setVisible(bool(message))
+        if message:
+            self.counts.setText("")

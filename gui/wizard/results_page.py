@@ -1,0 +1,222 @@
+"""Results page: what-if controls, ranked candidates, memory, time vs cost, seed formulas,
+findings and the bill of materials — recomputed on every change."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.bom import BomLine, choose_candidate
+from core.memory import PRECISION_BYTES
+from core.rules import Finding
+from core.sizing import CandidateResult, SizingResult
+from core.units import fmt_bytes, fmt_count, fmt_seconds
+from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
+from gui.widgets.memory_bar import MemoryBar
+from gui.wizard.base import combo, spin
+
+SEED_TIPS = {
+    "n_na": "Jamgharyan 2024 eq. 1 (after Subbotin 2003): N_na = η_b·S·(N + N_M) + η_w·N_w + η_v·N_v — "
+    "memory with the whole training set resident",
+    "k1": "Jamgharyan 2024 eq. 4: K1 = N_w / (S·N), the redundancy of the network memory",
+    "t": "Jamgharyan 2024 eq. 2 and 3: T1 = Σ_μ Σ_i T^(μ,i) (sequential), T2 = Σ_μ max_i T^(μ,i) "
+    "(hardware-parallel), operations per sample",
+    "r": "Hooda 2023 eq. 1: R = 2·N·C (CUDA cores × boost clock × 2)",
+    "c": "Hooda 2023 eq. 3 and 4: C_train = O_f·O_b·P·S·E with O_f = 2, O_b = 3; T_train = C_train / R "
+    "(real throughput typically 15–25 % lower)",
+}
+SEVERITY_COLORS = {"critical": "#d9534f", "warning": "#f0ad4e", "advice": "#5bc0de", "info": "#999999"}
+
+
+class ResultsPage(QWidget):
+    """Shows a SizingResult; the what-if controls emit ``what_if`` with changed training values."""
+
+    what_if = Signal(dict)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.result: SizingResult | None = None
+        self.batch = spin(1, 100_000_000, "What if: global batch size")
+        self.gpus = spin(1, 4096, "What if: most GPUs per candidate")
+        self.precision = combo(tuple(PRECISION_BYTES), "What if: training precision")
+        whatif = QHBoxLayout()
+        for label, w in (("Batch", self.batch), ("GPUs up to", self.gpus), ("Precision", self.precision)):
+            f = QFormLayout()
+            f.addRow(label, w)
+            whatif.addLayout(f)
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        whatif.addWidget(self.verdict, 1)
+        self.model = CandidateTableModel()
+        self.proxy = QSortFilterProxyModel()
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # keep the ranking until a header is clicked
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().hide()
+        self.memory_bar = MemoryBar()
+        self.scatter = pg.PlotWidget()
+        self.scatter.setLabel("bottom", "training time", units="h")
+        self.scatter.setLabel("left", "capex")
+        self.scatter.setMenuEnabled(False)
+        self.scatter.setToolTip(
+            "Each point is a device × count: lower left is faster and cheaper; hollow = does not fit"
+        )
+        self.seed = QLabel()
+        self.seed.setWordWrap(True)
+        self.seed.setTextFormat(Qt.TextFormat.RichText)
+        self.findings = QTreeWidget()
+        self.findings.setHeaderLabels(["Finding", "Source"])
+        self.findings.setWordWrap(True)
+        self.findings.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.bom = QTreeWidget()
+        self.bom.setHeaderLabels(["Item", "Recommendation", "Why"])
+        self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        tabs = QTabWidget()
+        tabs.addTab(self.memory_bar, "Memory")
+        tabs.addTab(self.scatter, "Time vs cost")
+        tabs.addTab(self.findings, "Findings")
+        tabs.addTab(self.bom, "Bill of materials")
+        seed_box = QGroupBox("Seed formulas (as published)")
+        QVBoxLayout(seed_box).addWidget(self.seed)
+        self.tabs = tabs
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(tabs)
+        split.setSizes([180, 260])
+        layout = QVBoxLayout(self)
+        layout.addLayout(whatif)
+        layout.addWidget(split, 1)
+        layout.addWidget(seed_box)
+        self.batch.valueChanged.connect(self._what_if)
+        self.gpus.valueChanged.connect(self._what_if)
+        self.precision.currentIndexChanged.connect(self._what_if)
+        self.table.selectionModel().selectionChanged.connect(self._show_selected)
+
+    def set_controls(self, doc: dict[str, Any]) -> None:
+        t, hw = doc.get("training", {}), doc.get("hardware", {})
+        gc = hw.get("gpu_count", 1)
+        for w in (self.batch, self.gpus, self.precision):
+            w.blockSignals(True)
+        self.batch.setValue(int(t.get("batch_size", 32)))
+        self.gpus.setValue(int(gc.get("max", 1) if isinstance(gc, dict) else gc))
+        self.precision.setCurrentIndex(max(0, self.precision.findData(t.get("precision", "fp32"))))
+        for w in (self.batch, self.gpus, self.precision):
+            w.blockSignals(False)
+
+    def _what_if(self) -> None:
+        self.what_if.emit(
+            {"batch_size": self.batch.value(), "gpus": self.gpus.value(), "precision": self.precision.currentData()}
+        )
+
+    def show_result(self, result: SizingResult, findings: list[Finding], bom: list[BomLine]) -> None:
+        self.result = result
+        self.model.set_rows(sorted(result.candidates, key=_rank))
+        self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
+        self._show_scatter(result)
+        self._show_seed(result)
+        self._show_findings(findings)
+        self._show_bom(bom)
+        best = choose_candidate(result)
+        c = result.workload.cost
+        if best is None:
+            self.verdict.setText("<b style='color:#d9534f'>No candidate fits.</b> See Findings for a way out.")
+        else:
+            extra = []
+            if c.deadline_hours is not None:
+                extra.append(f"deadline {c.deadline_hours:g} h {'met' if best.meets_deadline else 'missed'}")
+            if c.budget is not None and best.within_budget is not None:
+                extra.append("within budget" if best.within_budget else "over budget")
+            self.verdict.setText(
+                f"Recommended: <b>{html.escape(best.device.name)} × {best.count}</b> — trains in "
+                f"{fmt_seconds(best.train_time_s)}" + (f" ({', '.join(extra)})" if extra else "")
+            )
+
+    def _show_selected(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            c = self.proxy.data(rows[0], ROW_ROLE)
+            self.memory_bar.show_breakdown(c.memory, c.capacity_bytes, f"{c.device.name} × {c.count}")
+
+    def _show_scatter(self, result: SizingResult) -> None:
+        self.scatter.clear()
+        fg = pg.getConfigOption("foreground")
+        spots = []
+        for c in result.candidates:
+            cost = c.cost.capex if c.cost.capex is not None else c.cost.cloud_cost
+            spots.append(
+                {
+                    "pos": (c.train_time_s / 3600, cost),
+                    "size": 10,
+                    "brush": pg.mkBrush("#4e79a7") if c.fits else pg.mkBrush(None),
+                    "pen": pg.mkPen(fg),
+                    "data": f"{c.device.name} × {c.count}",
+                }
+            )
+        item = pg.ScatterPlotItem(spots=spots, hoverable=True, tip=lambda x, y, data: f"{data}\n{x:.3g} h, {y:,.0f}")
+        self.scatter.addItem(item)
+        currency = result.workload.cost.currency
+        self.scatter.setLabel("left", f"capex ({currency}; cloud cost where the device is not sold)")
+
+    def _show_seed(self, r: SizingResult) -> None:
+        s = r.seed
+        k1 = "n/a" if s["k1"] is None else f"{s['k1']:.4g}"
+        self.seed.setText(
+            f"<span title='{SEED_TIPS['n_na']}'>N<sub>na</sub> = {fmt_bytes(float(s['n_na_bytes']))}</span> · "
+            f"<span title='{SEED_TIPS['k1']}'>K1 = {k1} — {html.escape(str(s['k1_meaning']))}</span><br>"
+            f"<span title='{SEED_TIPS['t']}'>T1 = {fmt_count(float(s['t1_ops']), 'op')}, "
+            f"T2 = {fmt_count(float(s['t2_ops']), 'op')} per sample</span> · "
+            f"<span title='{SEED_TIPS['r']}'>R = {fmt_count(float(s['peak_flops']), 'FLOP/s')} "
+            f"({html.escape(str(s['device']))})</span><br>"
+            f"<span title='{SEED_TIPS['c']}'>C<sub>train</sub> = {fmt_count(float(s['c_train_flop']), 'FLOP')}, "
+            f"T<sub>train</sub> = {fmt_seconds(float(s['t_train_s']))} at peak</span>"
+        )
+        self.seed.setToolTip("\n".join(SEED_TIPS.values()))
+
+    def _show_findings(self, findings: list[Finding]) -> None:
+        self.findings.clear()
+        for f in findings:
+            item = QTreeWidgetItem([f"[{f.severity}] {f.message}", f.source])
+            item.setForeground(0, pg.mkColor(SEVERITY_COLORS[f.severity]))
+            item.setToolTip(0, f.message + (f"\n\nToday: {f.today}" if f.today else ""))
+            item.setToolTip(1, f.source)
+            if f.today:
+                item.addChild(QTreeWidgetItem([f"today: {f.today}", ""]))
+            self.findings.addTopLevelItem(item)
+        self.findings.expandAll()
+        self.tabs.setTabText(2, f"Findings ({len(findings)})")
+
+    def _show_bom(self, bom: list[BomLine]) -> None:
+        self.bom.clear()
+        for b in bom:
+            item = QTreeWidgetItem([b.item, b.spec, b.reason])
+            item.setToolTip(2, f"{b.reason}\n\nSource: {b.source}")
+            self.bom.addTopLevelItem(item)
+
+
+def _rank(c: CandidateResult) -> tuple[Any, ...]:
+    """Fits first, then deadline and budget verdicts, then training time."""
+    return (not c.fits, c.meets_deadline is False, c.within_budget is False, c.train_time_s)

@@ -1,0 +1,303 @@
+"""The sizing wizard: six pages over one workload document, results recomputed on every change."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.bom import recommend_bom
+from core.catalogue import load_catalogue, merge_user_devices
+from core.errors import TrainRigError
+from core.presets import load_presets
+from core.rules import evaluate_rules
+from core.sizing import SizingResult, size_workload
+from core.sizing_report import sizing_to_dict
+from core.store import Store
+from core.workload import parse_workload
+from gui.wizard.base import WizardPage
+from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
+from gui.wizard.forms import DataPage, GoalPage, TrainingPage
+from gui.wizard.model_page import ModelPage
+from gui.wizard.results_page import ResultsPage
+from telemetry.candidates import resolve_candidates
+from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
+
+
+def starter_document() -> dict[str, Any]:
+    """What a first-time user sees: the seed MLP on this machine and an RTX 4090."""
+    preset = load_presets()["seed-mlp"]
+    return {
+        "name": "seed MLP",
+        "goal": {"purpose": "scratch", "concurrent_runs": 1},
+        "model": {"preset": "seed-mlp"},
+        "data": copy.deepcopy(preset["data"]),
+        "training": {k: v for k, v in preset["training"].items() if k != "learning_rate"},
+        "hardware": {"candidates": [THIS_MACHINE, "NVIDIA GeForce RTX 4090"], "gpu_count": {"min": 1, "max": 1}},
+        "cost": {"currency": "USD"},
+    }
+
+
+class SizingWizard(QWidget):
+    sized = Signal(object)  # SizingResult after every successful recompute
+
+    def __init__(self, store: Store | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.machine: MachineSummary | None = None
+        self.inventory: dict[str, Any] | None = None
+        self.result: SizingResult | None = None
+        self.findings: list[Any] = []
+        self.bom: list[Any] = []
+        self.doc = starter_document()
+        user = store.user_devices() if store else []
+        self.user_devices = user
+        self.catalogue = tuple(merge_user_devices(load_catalogue(), user))
+        self.goal, self.model_page, self.data = GoalPage(), ModelPage(), DataPage()
+        self.training, self.candidates = TrainingPage(), CandidatesPage(self.catalogue)
+        self.results = ResultsPage()
+        self.pages: list[QWidget] = [
+            self.goal,
+            self.model_page,
+            self.data,
+            self.training,
+            self.candidates,
+            self.results,
+        ]
+        titles = ["1 Goal", "2 Model", "3 Data", "4 Training", "5 Candidates", "6 Results"]
+        self.steps = QListWidget()
+        self.steps.addItems(titles)
+        self.steps.setMaximumWidth(150)
+        self.stack = QStackedWidget()
+        for p in self.pages:
+            self.stack.addWidget(p)
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #d9534f;")
+        self.back_button, self.next_button = QPushButton("< Back"), QPushButton("Next >")
+        self.open_button, self.save_button = QPushButton("Open…"), QPushButton("Save as…")
+        self.record_button = QPushButton("Save sizing")
+        self.open_button.setToolTip("Open a workload JSON file  [Ctrl+O]")
+        self.save_button.setToolTip("Save the workload as a JSON file  [Ctrl+Shift+S]")
+        self.record_button.setToolTip("Record the workload and its sizing in the database  [Ctrl+S]")
+        self.message = QLabel()
+        nav = QHBoxLayout()
+        for b in (self.open_button, self.save_button, self.record_button):
+            nav.addWidget(b)
+        nav.addWidget(self.message)
+        nav.addWidget(self.problem, 1)
+        nav.addWidget(self.back_button)
+        nav.addWidget(self.next_button)
+        body = QHBoxLayout()
+        body.addWidget(self.steps)
+        body.addWidget(self.stack, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(body, 1)
+        layout.addLayout(nav)
+
+        self._loading = False
+        for p in self.pages[:-1]:
+            assert isinstance(p, WizardPage)
+            p.changed.connect(self._changed)
+        self.model_page.preset.currentIndexChanged.connect(self._preset_chosen)
+        self.results.what_if.connect(self._what_if)
+        self.back_button.clicked.connect(lambda: self.go(self.stack.currentIndex() - 1))
+        self.next_button.clicked.connect(lambda: self.go(self.stack.currentIndex() + 1))
+        self.steps.currentRowChanged.connect(self._step_clicked)
+        self.open_button.clicked.connect(self.open_dialog)
+        self.save_button.clicked.connect(self.save_dialog)
+        self.record_button.clicked.connect(self.save_sizing)
+        QShortcut(QKeySequence.StandardKey.Open, self, self.open_dialog)
+        QShortcut(QKeySequence("Ctrl+Shift+S"), self, self.save_dialog)
+        QShortcut(QKeySequence.StandardKey.Save, self, self.save_sizing)
+        self.load_document(self.doc)
+        self.go(0)
+
+    # --- document -----------------------------------------------------------------------------
+    def load_document(self, doc: dict[str, Any]) -> None:
+        self._loading = True
+        self.doc = copy.deepcopy(doc)
+        for p in self.pages[:-1]:
+            assert isinstance(p, WizardPage)
+            p.load(self.doc)
+        self.results.set_controls(self.doc)
+        self._loading = False
+        self._changed()
+
+    def _collect(self) -> None:
+        for p in self.pages[:-1]:
+            assert isinstance(p, WizardPage)
+            p.store(self.doc)
+
+    def _preset_chosen(self) -> None:
+        """A newly chosen preset brings its own data and training defaults."""
+        if self._loading or not self.model_page.use_preset.isChecked():
+            return
+        preset = load_presets()[self.model_page.preset.currentData()]
+        self._collect()
+        self.doc["data"] = {**self.doc.get("data", {}), **preset.get("data", {})}
+        self.doc["training"] = {
+            **self.doc.get("training", {}),
+            **{k: v for k, v in preset.get("training", {}).items() if k != "learning_rate"},
+        }
+        self._loading = True
+        self.data.load(self.doc)
+        self.training.load(self.doc)
+        self.results.set_controls(self.doc)
+        self._loading = False
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._loading:
+            return
+        self._collect()
+        a = self.model_page.analysis
+        self.data.show_features(a.input_elems if a else None)
+        self._update_navigation()
+        self.recompute()
+
+    def page_problem(self, index: int) -> str | None:
+        page = self.pages[index]
+        return page.problem() if isinstance(page, WizardPage) else None
+
+    def _update_navigation(self) -> None:
+        i = self.stack.currentIndex()
+        problem = self.page_problem(i) if i < len(self.pages) - 1 else None
+        self.problem.setText(problem or "")
+        self.next_button.setEnabled(problem is None and i < len(self.pages) - 1)
+        self.next_button.setToolTip(problem or "")
+        self.back_button.setEnabled(i > 0)
+
+    def go(self, index: int) -> None:
+        index = max(0, min(index, len(self.pages) - 1))
+        current = self.stack.currentIndex()
+        for j in range(current, index):  # moving forward: every page passed must be valid
+            if self.page_problem(j):
+                index = j  # stop at the first page that is not valid yet
+                break
+        self.stack.setCurrentIndex(index)
+        self.steps.blockSignals(True)
+        self.steps.setCurrentRow(index)
+        self.steps.blockSignals(False)
+        if index == len(self.pages) - 1:
+            self.results.set_controls(self.doc)
+        self._update_navigation()
+
+    def _step_clicked(self, row: int) -> None:
+        if row >= 0:
+            self.go(row)
+
+    # --- this machine -------------------------------------------------------------------------
+    def set_inventory(self, inventory: dict[str, Any]) -> None:
+        self.inventory = inventory
+        self.machine = summary_from_inventory(inventory)
+        self.candidates.set_this_machine(this_machine_device(self.machine, self.catalogue))
+        self.recompute()
+
+    # --- results ------------------------------------------------------------------------------
+    def recompute(self) -> None:
+        problems = [self.page_problem(i) for i in range(len(self.pages) - 1)]
+        problem = next((p for p in problems if p), None)
+        if problem:
+            self.message.setText("")
+            return
+        names = [n for n in self.doc["hardware"]["candidates"] if n != THIS_MACHINE or self.machine is not None]
+        if not names:
+            return
+        try:
+            workload = parse_workload(self.doc)
+            devices, _ = resolve_candidates(names, workload, self.machine or _placeholder(), self.user_devices)
+            host_ram = self.machine.ram_total_bytes if self.machine else None
+            result = size_workload(workload, devices, host_ram_bytes=host_ram)
+            findings = evaluate_rules(result, self.inventory)
+            bom = recommend_bom(result)
+        except TrainRigError as exc:
+            self.problem.setText(str(exc))
+            return
+        self.result, self.findings, self.bom = result, findings, bom
+        self.results.show_result(result, findings, bom)
+        self.sized.emit(result)
+
+    def _what_if(self, values: dict[str, Any]) -> None:
+        self._collect()
+        self.doc["training"]["batch_size"] = values["batch_size"]
+        self.doc["training"]["precision"] = values["precision"]
+        gc = self.doc["hardware"].get("gpu_count", {"min": 1, "max": 1})
+        lo = gc.get("min", 1) if isinstance(gc, dict) else gc
+        self.doc["hardware"]["gpu_count"] = {"min": min(lo, values["gpus"]), "max": values["gpus"]}
+        self._loading = True
+        self.training.load(self.doc)
+        self.candidates.load(self.doc)
+        self._loading = False
+        self._changed()
+
+    # --- files and the store ------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open workload", "", "Workload JSON (*.json);;All files (*)")
+        if path:
+            self.open_file(Path(path))
+
+    def open_file(self, path: Path) -> bool:
+        """Load a workload document; a bad file changes nothing and says why."""
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            parse_workload(doc)
+        except (OSError, UnicodeDecodeError) as exc:
+            return self._say(f"{path.name} cannot be read: {exc}")
+        except json.JSONDecodeError as exc:
+            return self._say(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}")
+        except TrainRigError as exc:
+            return self._say(f"{path.name}: {exc}")
+        merged = {**starter_document(), **doc}
+        self.load_document(merged)
+        self._say(f"Opened {path.name}.", error=False)
+        return True
+
+    def save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save workload", f"{self.doc.get('name', 'workload')}.json", "Workload JSON (*.json)"
+        )
+        if path:
+            self.save_file(Path(path))
+
+    def save_file(self, path: Path) -> bool:
+        self._collect()
+        try:
+            path.write_text(json.dumps(self.doc, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            return self._say(f"{path.name} cannot be written: {exc}")
+        self._say(f"Saved {path.name}.", error=False)
+        return True
+
+    def save_sizing(self) -> None:
+        if self.store is None or self.result is None:
+            self._say("Nothing to save: no database is open or no sizing yet.")
+            return
+        wid = self.store.save_workload(self.result.workload.name, self.doc)
+        sid = self.store.save_sizing(
+            wid, [c.device.name for c in self.result.candidates], sizing_to_dict(self.result, self.findings, self.bom)
+        )
+        self._say(f"Saved sizing #{sid}.", error=False)
+
+    def _say(self, text: str, error: bool = True) -> bool:
+        self.message.setText(text)
+        self.message.setStyleSheet("color: #d9534f;" if error else "")
+        return not error
+
+
+def _placeholder() -> MachineSummary:
+    return MachineSummary("unknown CPU", "unknown", 1, 1, 1, None, "not detected yet", frozenset(), None, None, 0, 0)
