@@ -4,6 +4,7 @@ findings and the bill of materials — recomputed on every change."""
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import pyqtgraph as pg
@@ -79,7 +80,7 @@ class ResultsPage(QWidget):
         self.table.verticalHeader().hide()
         self.memory_bar = MemoryBar()
         self.scatter = pg.PlotWidget()
-        self.scatter.setLabel("bottom", "training time", units="h")
+        self.scatter.setLabel("bottom", "training time (log10 of seconds: 0 = 1 s, 3.6 = 1 h, 4.9 = 1 day)")
         self.scatter.setLabel("left", "capex")
         self.scatter.setMenuEnabled(False)
         self.scatter.setToolTip(
@@ -94,6 +95,8 @@ class ResultsPage(QWidget):
         self.findings.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.bom = QTreeWidget()
         self.bom.setHeaderLabels(["Item", "Recommendation", "Why"])
+        self.bom.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.bom.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         tabs = QTabWidget()
         tabs.addTab(self.memory_bar, "Memory")
@@ -164,22 +167,34 @@ class ResultsPage(QWidget):
     def _show_scatter(self, result: SizingResult) -> None:
         self.scatter.clear()
         fg = pg.getConfigOption("foreground")
-        spots = []
+        spots, skipped = [], []
         for c in result.candidates:
-            cost = c.cost.capex if c.cost.capex is not None else c.cost.cloud_cost
+            if c.cost.capex is None:
+                skipped.append(c.device.name)
+                continue
+            label = f"{c.device.name.replace('NVIDIA ', '')} × {c.count}"
             spots.append(
                 {
-                    "pos": (c.train_time_s / 3600, cost),
+                    "pos": (math.log10(max(c.train_time_s, 1e-3)), c.cost.capex),
                     "size": 10,
                     "brush": pg.mkBrush("#4e79a7") if c.fits else pg.mkBrush(None),
                     "pen": pg.mkPen(fg),
-                    "data": f"{c.device.name} × {c.count}",
+                    "data": label,
                 }
             )
-        item = pg.ScatterPlotItem(spots=spots, hoverable=True, tip=lambda x, y, data: f"{data}\n{x:.3g} h, {y:,.0f}")
-        self.scatter.addItem(item)
+            text = pg.TextItem(label, color=fg, anchor=(0, 1))
+            text.setPos(math.log10(max(c.train_time_s, 1e-3)), c.cost.capex)
+            self.scatter.addItem(text)
+        self.scatter.addItem(pg.ScatterPlotItem(spots=spots))
+        if spots:  # explicit ranges: one point alone would give a degenerate axis
+            xs = [sp["pos"][0] for sp in spots]
+            ys = [sp["pos"][1] for sp in spots]
+            self.scatter.setXRange(min(xs) - 0.5, max(xs) + 1.0, padding=0)
+            self.scatter.setYRange(0, max(ys) * 1.25 or 1.0, padding=0)
         currency = result.workload.cost.currency
-        self.scatter.setLabel("left", f"capex ({currency}; cloud cost where the device is not sold)")
+        self.scatter.setLabel("left", f"capex ({currency})")
+        note = f" · not plotted (no price): {', '.join(skipped)}" if skipped else ""
+        self.scatter.setTitle(f"training time vs capex; hollow: does not fit{note}", size="9pt")
 
     def _show_seed(self, r: SizingResult) -> None:
         s = r.seed
@@ -214,6 +229,7 @@ class ResultsPage(QWidget):
         for b in bom:
             item = QTreeWidgetItem([b.item, b.spec, b.reason])
             item.setToolTip(2, f"{b.reason}\n\nSource: {b.source}")
+            item.setToolTip(1, b.spec)
             self.bom.addTopLevelItem(item)
 
 
