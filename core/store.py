@@ -125,6 +125,14 @@ class Store:
         )
         return int(table.last_pk)
 
+    def workloads(self) -> list[dict[str, Any]]:
+        """Saved workloads, newest first: id, name, created."""
+        return [dict(r) for r in self.db.query("select id, name, created from workloads order by id desc")]
+
+    def workload_document(self, workload_id: int) -> dict[str, Any] | None:
+        row = self.db.execute("select document from workloads where id = ?", [workload_id]).fetchone()
+        return json.loads(row[0]) if row else None
+
     def sizings(self) -> list[dict[str, Any]]:
         sql = (
             "select s.id, s.created, w.name, s.candidates from sizings s join workloads w on w.id = s.workload_id "

@@ -33,6 +33,7 @@ class GoalPage(WizardPage):
     def __init__(self) -> None:
         super().__init__()
         form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.name = QLineEdit()
         self.name.setToolTip("A name for this workload (reports and the results browser use it)")
         self.purpose = combo(PURPOSES, "What the training is for: it changes which rules apply", PURPOSE_LABELS)
@@ -101,6 +102,7 @@ class DataPage(WizardPage):
     def __init__(self) -> None:
         super().__init__()
         form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.samples = spin(1, 2_000_000_000, "Training samples S (Jamgharyan's S)")
         self.features = QLabel()
         self.features.setToolTip("Elements per input sample N, from the model's input shape")
@@ -149,6 +151,7 @@ class TrainingPage(WizardPage):
     def __init__(self) -> None:
         super().__init__()
         form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.batch = spin(1, 100_000_000, "Global batch size, split over the GPUs of a candidate")
         self.epochs = spin(1, 10_000_000, "Epochs E")
         self.optimizer = combo(tuple(OPTIMIZER_STATES), "Optimizer: sets the state kept per parameter")

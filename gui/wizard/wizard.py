@@ -12,6 +12,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QListWidget,
     QPushButton,
@@ -91,12 +92,14 @@ class SizingWizard(QWidget):
         self.back_button, self.next_button = QPushButton("< Back"), QPushButton("Next >")
         self.open_button, self.save_button = QPushButton("Open…"), QPushButton("Save as…")
         self.record_button = QPushButton("Save sizing")
+        self.from_store_button = QPushButton("From database…")
+        self.from_store_button.setToolTip("Open a workload saved with an earlier sizing")
         self.open_button.setToolTip("Open a workload JSON file  [Ctrl+O]")
         self.save_button.setToolTip("Save the workload as a JSON file  [Ctrl+Shift+S]")
         self.record_button.setToolTip("Record the workload and its sizing in the database  [Ctrl+S]")
         self.message = QLabel()
         nav = QHBoxLayout()
-        for b in (self.open_button, self.save_button, self.record_button):
+        for b in (self.open_button, self.from_store_button, self.save_button, self.record_button):
             nav.addWidget(b)
         nav.addWidget(self.message)
         nav.addWidget(self.problem, 1)
@@ -121,6 +124,8 @@ class SizingWizard(QWidget):
         self.open_button.clicked.connect(self.open_dialog)
         self.save_button.clicked.connect(self.save_dialog)
         self.record_button.clicked.connect(self.save_sizing)
+        self.from_store_button.clicked.connect(self.from_store_dialog)
+        self.from_store_button.setEnabled(store is not None)
         QShortcut(QKeySequence.StandardKey.Open, self, self.open_dialog)
         QShortcut(QKeySequence("Ctrl+Shift+S"), self, self.save_dialog)
         QShortcut(QKeySequence.StandardKey.Save, self, self.save_sizing)
@@ -265,6 +270,30 @@ class SizingWizard(QWidget):
         merged = {**starter_document(), **doc}
         self.load_document(merged)
         self._say(f"Opened {path.name}.", error=False)
+        return True
+
+    def from_store_dialog(self) -> None:
+        if self.store is None:
+            return
+        saved = self.store.workloads()
+        if not saved:
+            self._say("No workload has been saved in the database yet.")
+            return
+        labels = [f"#{w['id']} {w['name']} ({w['created']})" for w in saved]
+        choice, ok = QInputDialog.getItem(self, "Open a saved workload", "Workload", labels, 0, False)
+        if ok:
+            self.open_saved(int(saved[labels.index(choice)]["id"]))
+
+    def open_saved(self, workload_id: int) -> bool:
+        doc = self.store.workload_document(workload_id) if self.store else None
+        if doc is None:
+            return self._say(f"No saved workload #{workload_id}.")
+        try:
+            parse_workload(doc)
+        except TrainRigError as exc:  # saved by an older version with other rules
+            return self._say(f"Saved workload #{workload_id} is no longer valid: {exc}")
+        self.load_document({**starter_document(), **doc})
+        self._say(f"Opened saved workload #{workload_id}.", error=False)
         return True
 
     def save_dialog(self) -> None:

@@ -167,14 +167,19 @@ def test_save_open_and_record(qtbot, tmp_path: Path) -> None:
     wiz.save_sizing()
     (row,) = store.sizings()
     assert row["name"] == "my study"
+    wiz.training.batch.setValue(32)
+    (saved,) = store.workloads()
+    assert wiz.open_saved(saved["id"]) and wiz.training.batch.value() == 256
+    assert not wiz.open_saved(999) and "No saved workload #999" in wiz.message.text()
 
 
 def test_window_geometry_is_remembered(qtbot) -> None:
     w = make_window(qtbot)
     w.resize(760, 560)  # inside the offscreen screen (800×600): restoreGeometry clamps to it
+    qtbot.waitUntil(lambda: (w.width(), w.height()) == (760, 560), timeout=2000)
     w.close()
     again = make_window(qtbot)
-    assert (again.width(), again.height()) == (760, 560)
+    qtbot.waitUntil(lambda: (again.width(), again.height()) == (760, 560), timeout=2000)
 
 
 def test_repainting_does_not_leak_references_to_none(qtbot) -> None:
