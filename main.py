@@ -14,7 +14,7 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import catalogue, inventory, size
+    from cli import catalogue, inventory, report, size
 
     parser = argparse.ArgumentParser(
         prog="trainrig",
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_parser(sub)
     catalogue.add_parser(sub)
     inventory.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 

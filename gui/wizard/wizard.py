@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import copy
 import json
+import platform
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QListWidget,
+    QMessageBox,
     QPushButton,
     QStackedWidget,
     QVBoxLayout,
@@ -25,6 +27,8 @@ from core.bom import recommend_bom
 from core.catalogue import load_catalogue, merge_user_devices
 from core.errors import TrainRigError
 from core.presets import load_presets
+from core.report import build_report
+from core.report_csv import write_csv
 from core.rules import evaluate_rules
 from core.sizing import SizingResult, size_workload
 from core.sizing_report import sizing_to_dict
@@ -35,7 +39,9 @@ from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.model_page import ModelPage
 from gui.wizard.results_page import ResultsPage
+from reports.pdf import render_pdf
 from telemetry.candidates import resolve_candidates
+from telemetry.inventory import inventory_to_text
 from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
 
 
@@ -92,6 +98,8 @@ class SizingWizard(QWidget):
         self.back_button, self.next_button = QPushButton("< Back"), QPushButton("Next >")
         self.open_button, self.save_button = QPushButton("Open…"), QPushButton("Save as…")
         self.record_button = QPushButton("Save sizing")
+        self.export_button = QPushButton("Export report…")
+        self.export_button.setToolTip("Write the purchasing report as PDF, with the CSV beside it  [Ctrl+E]")
         self.from_store_button = QPushButton("From database…")
         self.from_store_button.setToolTip("Open a workload saved with an earlier sizing")
         self.open_button.setToolTip("Open a workload JSON file  [Ctrl+O]")
@@ -99,7 +107,7 @@ class SizingWizard(QWidget):
         self.record_button.setToolTip("Record the workload and its sizing in the database  [Ctrl+S]")
         self.message = QLabel()
         nav = QHBoxLayout()
-        for b in (self.open_button, self.from_store_button, self.save_button, self.record_button):
+        for b in (self.open_button, self.from_store_button, self.save_button, self.record_button, self.export_button):
             nav.addWidget(b)
         nav.addWidget(self.message)
         nav.addWidget(self.problem, 1)
@@ -125,6 +133,8 @@ class SizingWizard(QWidget):
         self.save_button.clicked.connect(self.save_dialog)
         self.record_button.clicked.connect(self.save_sizing)
         self.from_store_button.clicked.connect(self.from_store_dialog)
+        self.export_button.clicked.connect(self.export_dialog)
+        QShortcut(QKeySequence("Ctrl+E"), self, self.export_dialog)
         self.from_store_button.setEnabled(store is not None)
         QShortcut(QKeySequence.StandardKey.Open, self, self.open_dialog)
         QShortcut(QKeySequence("Ctrl+Shift+S"), self, self.save_dialog)
@@ -270,6 +280,40 @@ class SizingWizard(QWidget):
         merged = {**starter_document(), **doc}
         self.load_document(merged)
         self._say(f"Opened {path.name}.", error=False)
+        return True
+
+    def export_dialog(self) -> None:
+        if self.result is None:
+            self._say("Nothing to export yet: complete the pages first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export report", f"{self.doc.get('name', 'report')}.pdf", "PDF (*.pdf)"
+        )
+        if not path:
+            return
+        pdf = Path(path).with_suffix(".pdf")
+        if self.export_report(pdf):
+            answer = QMessageBox.question(
+                self, "Report written", f"Wrote {pdf.name} and {pdf.with_suffix('.csv').name}. Open the folder?"
+            )
+            if answer == QMessageBox.StandardButton.Yes:
+                QDesktopServices.openUrl(QUrl.fromLocalFile(str(pdf.parent)))
+
+    def export_report(self, pdf: Path) -> bool:
+        """The purchasing report as PDF and, beside it, the CSV of the bill of materials and candidates."""
+        if self.result is None:
+            return self._say("Nothing to export yet.")
+        inventory_text = inventory_to_text(self.inventory) if self.inventory else ""
+        machine = f"{platform.node()} ({self.machine.cpu_model})" if self.machine else ""
+        report = build_report(self.result, self.findings, self.bom, machine=machine, inventory_text=inventory_text)
+        try:
+            pages = render_pdf(report, pdf)
+            write_csv(report, pdf.with_suffix(".csv"))
+        except OSError as exc:
+            return self._say(f"The report cannot be written: {exc}")
+        if pages == 0 or not pdf.exists():
+            return self._say(f"{pdf.name} could not be written (is the folder writable?)")
+        self._say(f"Wrote {pdf.name} ({pages} pages) and {pdf.with_suffix('.csv').name}.", error=False)
         return True
 
     def from_store_dialog(self) -> None:

@@ -173,13 +173,20 @@ def test_save_open_and_record(qtbot, tmp_path: Path) -> None:
     assert not wiz.open_saved(999) and "No saved workload #999" in wiz.message.text()
 
 
-def test_window_geometry_is_remembered(qtbot) -> None:
+def test_window_geometry_and_tab_are_remembered(qtbot) -> None:
+    from PySide6.QtCore import QSettings
+
     w = make_window(qtbot)
-    w.resize(760, 560)  # inside the offscreen screen (800×600): restoreGeometry clamps to it
-    qtbot.waitUntil(lambda: (w.width(), w.height()) == (760, 560), timeout=2000)
+    w.resize(1200, 700)
+    w.tabs.setCurrentIndex(1)
+    qtbot.wait(50)
+    geometry_at_close = w.saveGeometry()
     w.close()
+    assert QSettings().value("main_window/geometry") == geometry_at_close
+    assert int(QSettings().value("main_window/tab")) == 1
     again = make_window(qtbot)
-    qtbot.waitUntil(lambda: (again.width(), again.height()) == (760, 560), timeout=2000)
+    assert again.tabs.currentIndex() == 1  # the user comes back to the tab they left
+    assert again.saveGeometry() != b"" and again.width() >= again.minimumSizeHint().width()
 
 
 def test_repainting_does_not_leak_references_to_none(qtbot) -> None:

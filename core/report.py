@@ -1,0 +1,258 @@
+"""The purchasing report as plain data: one model, rendered to PDF (reports/pdf.py) and CSV.
+
+Everything a renderer shows is decided here — figures, their units and sources — so the PDF,
+the CSV and later run or experiment reports stay consistent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from core.bom import BomLine, choose_candidate
+from core.memory import MemoryBreakdown
+from core.rules import Finding
+from core.sizing import CandidateResult, SizingResult
+from core.timing import DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
+
+
+@dataclass(frozen=True)
+class BomRow:
+    item: str
+    specification: str
+    quantity: int | None
+    unit_price: float | None
+    total_price: float | None
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    device: str
+    count: int
+    fits: bool | None
+    memory_bytes: int
+    capacity_bytes: int | None
+    train_time_s: float
+    capex: float | None
+    energy_kwh: float | None
+    tco: float | None
+    cloud: float
+    break_even_h: float | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    workload: str
+    created: str
+    author: str
+    machine: str
+    currency: str
+    summary: str
+    requirements: tuple[tuple[str, str, str], ...]  # label, value, source
+    seed: tuple[tuple[str, str, str], ...]  # formula, value, source
+    memory: MemoryBreakdown | None
+    memory_device: str
+    candidates: tuple[CandidateRow, ...]
+    bom: tuple[BomRow, ...]
+    findings: tuple[Finding, ...]
+    assumptions: tuple[tuple[str, str], ...]
+    inventory_text: str
+    notes: tuple[str, ...] = field(default=())
+
+
+def build_report(
+    result: SizingResult,
+    findings: Sequence[Finding],
+    bom: Sequence[BomLine],
+    *,
+    author: str = "",
+    machine: str = "",
+    inventory_text: str = "",
+    created: dt.datetime | None = None,
+) -> Report:
+    w, m, t, d, c = (
+        result.workload,
+        result.workload.analysis,
+        result.workload.training,
+        result.workload.data,
+        result.workload.cost,
+    )
+    best = choose_candidate(result)
+    cur = c.currency
+    s = result.seed
+    when = (created or dt.datetime.now()).strftime("%Y-%m-%d %H:%M")
+    return Report(
+        title=f"Hardware for training: {w.name}",
+        workload=w.name,
+        created=when,
+        author=author,
+        machine=machine,
+        currency=cur,
+        summary=_summary(result, best),
+        requirements=(
+            ("Parameters", f"{m.parameters:,}", "counted per layer; equal to PyTorch's count (docs/accuracy.md)"),
+            (
+                "Forward FLOPs per sample",
+                fmt_count(m.forward_flops, "FLOP"),
+                "2 per multiply-add, as torch.utils.flop_counter",
+            ),
+            (
+                "Training compute",
+                fmt_count(result.train_flops, "FLOP"),
+                "3 × forward × samples × epochs (+1 forward with checkpointing)",
+            ),
+            ("Training data", f"{d.samples:,} samples, {fmt_bytes(result.dataset_bytes)}", "workload"),
+            (
+                "Training settings",
+                f"batch {t.batch_size}, {t.epochs} epochs, {t.optimizer}, {t.precision}"
+                + (", checkpointing" if t.checkpointing else "")
+                + (f", {t.sharding}" if t.sharding != "none" else ""),
+                "workload",
+            ),
+            (
+                "Peak memory per device" + (f" ({best.device.name} × {best.count})" if best else ""),
+                fmt_bytes(best.memory.total) if best else "no candidate fits",
+                "step replay of saved tensors, optimizer state and overheads (docs/sizing.md)",
+            ),
+        ),
+        seed=(
+            (
+                "N_na (memory with the training set resident)",
+                fmt_bytes(float(s["n_na_bytes"])),
+                str(s["sources"]["n_na_bytes"]),
+            ),  # type: ignore[index]
+            (
+                "K1 (network memory redundancy)",
+                "n/a" if s["k1"] is None else f"{s['k1']:.4g} — {s['k1_meaning']}",
+                str(s["sources"]["k1"]),
+            ),  # type: ignore[index]
+            (
+                "T1 / T2 (operations per sample)",
+                f"{fmt_count(float(s['t1_ops']), 'op')} / {fmt_count(float(s['t2_ops']), 'op')}",
+                f"{s['sources']['t1_ops']}; {s['sources']['t2_ops']}",
+            ),  # type: ignore[index]
+            (
+                "R (peak FLOP/s)",
+                f"{fmt_count(float(s['peak_flops']), 'FLOP/s')} on {s['device']}",
+                str(s["sources"]["peak_flops"]),
+            ),  # type: ignore[index]
+            ("C_train", fmt_count(float(s["c_train_flop"]), "FLOP"), str(s["sources"]["c_train_flop"])),  # type: ignore[index]
+            ("T_train at peak", fmt_seconds(float(s["t_train_s"])), str(s["sources"]["t_train_s"])),  # type: ignore[index]
+        ),
+        memory=best.memory if best else (result.candidates[0].memory if result.candidates else None),
+        memory_device=f"{best.device.name} × {best.count}" if best else result.candidates[0].device.name,
+        candidates=tuple(_candidate_row(x) for x in sorted(result.candidates, key=_rank)),
+        bom=tuple(_bom_rows(bom, best, result)),
+        findings=tuple(findings),
+        assumptions=_assumptions(result),
+        inventory_text=inventory_text,
+        notes=tuple(result.notes),
+    )
+
+
+def _rank(c: CandidateResult) -> tuple[object, ...]:
+    return (not c.fits, c.meets_deadline is False, c.within_budget is False, c.train_time_s)
+
+
+def _summary(result: SizingResult, best: CandidateResult | None) -> str:
+    c = result.workload.cost
+    if best is None:
+        return (
+            "None of the candidates can hold this training step in memory at the chosen batch size. "
+            "The findings below say what would fit (a smaller batch, more GPUs with sharding, or a larger device)."
+        )
+    parts = [f"Recommended: {best.count} × {best.device.name}."]
+    parts.append(
+        f"It trains the workload in {fmt_seconds(best.train_time_s)} "
+        f"({best.cost.gpu_hours:,.1f} device-hours), needing {fmt_bytes(best.memory.total)} per device "
+        f"of {fmt_bytes(best.capacity_bytes)}."
+    )
+    if best.cost.capex is not None:
+        parts.append(
+            f"Hardware cost {fmt_money(best.cost.capex, c.currency)} including the host; total cost of "
+            f"ownership over {c.amortisation_years:g} years {fmt_money(best.cost.tco, c.currency)}; "
+            f"the same training rented costs {fmt_money(best.cost.cloud_cost, c.currency)}."
+        )
+    if c.deadline_hours is not None:
+        parts.append(f"The deadline of {c.deadline_hours:g} h is {'met' if best.meets_deadline else 'missed'}.")
+    if c.budget is not None and best.within_budget is not None:
+        parts.append(
+            f"The budget of {fmt_money(c.budget, c.currency)} is {'respected' if best.within_budget else 'exceeded'}."
+        )
+    return " ".join(parts)
+
+
+def _candidate_row(c: CandidateResult) -> CandidateRow:
+    verdict = []
+    if c.meets_deadline is not None:
+        verdict.append("deadline met" if c.meets_deadline else "deadline missed")
+    if c.within_budget is not None:
+        verdict.append("within budget" if c.within_budget else "over budget")
+    return CandidateRow(
+        c.device.name,
+        c.count,
+        c.fits,
+        c.memory.total,
+        c.capacity_bytes,
+        c.train_time_s,
+        c.cost.capex,
+        c.cost.energy_kwh,
+        c.cost.tco,
+        c.cost.cloud_cost,
+        c.cost.break_even_hours,
+        ", ".join(verdict),
+    )
+
+
+def _bom_rows(bom: Sequence[BomLine], best: CandidateResult | None, result: SizingResult) -> list[BomRow]:
+    rows = []
+    host = result.workload.cost.host_cost
+    nodes = best.nodes if best else 1
+    for line in bom:
+        qty: int | None = None
+        unit = total = None
+        if line.item == "Accelerator" and best is not None:
+            qty = best.count * best.nodes
+            unit = best.device.price_usd
+            total = unit * qty if unit is not None else None
+        rows.append(BomRow(line.item, line.spec, qty, unit, total, line.reason, line.source))
+    rows.append(
+        BomRow(
+            "Host",
+            "CPU, RAM, storage, chassis and power supply above",
+            nodes,
+            host,
+            host * nodes,
+            "the cost setting for one host per node (edit it in the workload's cost section)",
+            "workload cost settings",
+        )
+    )
+    return rows
+
+
+def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
+    c, d = result.workload.cost, result.workload.data
+    out = [
+        ("Electricity", f"{c.electricity_per_kwh:g} {c.currency}/kWh, PUE {c.pue:g}, utilisation {c.utilisation:.0%}"),
+        ("Amortisation", f"{c.amortisation_years:g} years, maintenance {c.maintenance_percent:g} % of capex a year"),
+        ("Cloud price", f"{c.cloud_per_gpu_hour:g} {c.currency} per device-hour"),
+        ("Host", f"{c.host_cost:,.0f} {c.currency} and {c.host_power_w:g} W per node"),
+        ("Storage read rate", f"{d.storage}: {STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s (typical datasheet figure)"),
+        (
+            "Efficiency",
+            "not calibrated: default fraction of the datasheet peak — "
+            + ", ".join(f"{k[0]} {k[1]} {v:.0%}" for k, v in DEFAULT_EFFICIENCY.items())
+            + f"; {OVERHEAD_PER_OP_S * 1e6:g} µs framework overhead per op",
+        ),
+    ]
+    for cand in {x.device.name: x for x in result.candidates}.values():
+        dev = cand.device
+        price = f"{dev.price_usd:,.0f} USD ({dev.price_date})" if dev.price_usd is not None else "no price"
+        out.append((dev.name, f"{price}; {dev.source}"))
+    return tuple(out)

@@ -1,0 +1,116 @@
+"""The report's bill of materials and candidate table as one CSV file with a ``section`` column.
+
+RFC 4180 (CRLF, quotes doubled), UTF-8 with a byte-order mark so spreadsheets detect the encoding,
+numbers as plain numbers with the unit in the header. A text cell that a spreadsheet would
+evaluate — starting with = + - @, a tab or a carriage return, and not a plain number — is
+prefixed with an apostrophe (OWASP's advice against CSV injection).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from core.report import Report
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(value: Any) -> Any:
+    """Numbers pass; text that a spreadsheet would run as a formula is made inert."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value)
+    if text.startswith(_DANGEROUS) and not _NUMBER.match(text):
+        return "'" + text
+    return text
+
+
+def report_rows(report: Report) -> list[list[Any]]:
+    cur = report.currency
+    header = [
+        "section",
+        "item",
+        "specification",
+        "quantity",
+        f"unit_price_{cur}",
+        f"total_price_{cur}",
+        "fits",
+        "peak_memory_GiB",
+        "capacity_GiB",
+        "training_time_h",
+        f"capex_{cur}",
+        "energy_kWh",
+        f"tco_{cur}",
+        f"cloud_{cur}",
+        "break_even_h",
+        "verdict",
+        "reason",
+        "source",
+    ]
+    rows: list[list[Any]] = [header]
+    for b in report.bom:
+        rows.append(
+            [
+                "bill of materials",
+                b.item,
+                b.specification,
+                b.quantity,
+                b.unit_price,
+                b.total_price,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                b.reason,
+                b.source,
+            ]
+        )
+    for c in report.candidates:
+        rows.append(
+            [
+                "candidates",
+                f"{c.device} × {c.count}",
+                c.device,
+                c.count,
+                None,
+                None,
+                c.fits,
+                round(c.memory_bytes / 2**30, 3),
+                None if c.capacity_bytes is None else round(c.capacity_bytes / 2**30, 3),
+                round(c.train_time_s / 3600, 4),
+                c.capex,
+                None if c.energy_kwh is None else round(c.energy_kwh, 3),
+                None if c.tco is None else round(c.tco, 2),
+                round(c.cloud, 2),
+                None if c.break_even_h is None else round(c.break_even_h, 1),
+                c.verdict,
+                None,
+                None,
+            ]
+        )
+    return [[neutralise(v) for v in row] for row in rows]
+
+
+def report_to_csv(report: Report) -> str:
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator="\r\n").writerows(report_rows(report))
+    return buf.getvalue()
+
+
+def write_csv(report: Report, path: Path) -> None:
+    path.write_text(report_to_csv(report), encoding="utf-8-sig", newline="")

@@ -1,0 +1,1 @@
+"""Report renderers that need Qt's painting (PDF); the report model and CSV live in core/."""

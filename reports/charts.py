@@ -1,0 +1,132 @@
+"""Charts drawn with QPainter for printed reports: sharp at any resolution, no screen needed."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+
+from core.memory import MemoryBreakdown
+from core.report import CandidateRow
+from core.units import fmt_bytes, fmt_seconds
+
+PARTS = [
+    ("weights", "#4e79a7"),
+    ("gradients", "#f28e2b"),
+    ("optimizer_states", "#59a14f"),
+    ("activations", "#e15759"),
+    ("data", "#76b7b2"),
+    ("overhead", "#9c755f"),
+    ("reserve", "#bab0ac"),
+]
+
+
+def _image(width: int, height: int) -> tuple[QImage, QPainter]:
+    img = QImage(width, height, QImage.Format.Format_ARGB32)
+    img.fill(QColor("white"))
+    img.setDotsPerMeterX(11811)  # 300 dpi
+    img.setDotsPerMeterY(11811)
+    p = QPainter(img)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    return img, p
+
+
+def memory_chart(mem: MemoryBreakdown, capacity: int | None, title: str, width: int = 2000) -> QImage:
+    height = 520
+    img, p = _image(width, height)
+    font = QFont("DejaVu Sans")
+    font.setPixelSize(30)
+    p.setFont(font)
+    values = [(n.replace("_", " "), c, getattr(mem, n)) for n, c in PARTS if getattr(mem, n) > 0]
+    total = sum(v for *_, v in values)
+    span = max(total, mem.total, capacity or 0) * 1.05 or 1
+    left, right, top, bar_h = 40, width - 40, 90, 120
+    scale = (right - left) / span
+    p.drawText(
+        QRectF(left, 10, right - left, 60),
+        Qt.AlignmentFlag.AlignLeft,
+        f"{title}: peak {fmt_bytes(mem.total)} ({mem.peak_phase})" + (f" of {fmt_bytes(capacity)}" if capacity else ""),
+    )
+    x = float(left)
+    for _, color, v in values:
+        w = v * scale
+        p.fillRect(QRectF(x, top, w, bar_h), QColor(color))
+        x += w
+    p.setPen(QPen(QColor("black"), 5))
+    px = left + mem.total * scale
+    p.drawLine(QPointF(px, top - 20), QPointF(px, top + bar_h + 20))
+    if capacity:
+        p.setPen(QPen(QColor("#d9534f"), 5, Qt.PenStyle.DashLine))
+        cx = left + capacity * scale
+        p.drawLine(QPointF(cx, top - 20), QPointF(cx, top + bar_h + 20))
+    p.setPen(QColor("black"))
+    y = top + bar_h + 60
+    col_w = (right - left) / 3
+    for i, (name, color, v) in enumerate(values):
+        cx, cy = left + (i % 3) * col_w, y + (i // 3) * 50
+        p.fillRect(QRectF(cx, cy, 30, 30), QColor(color))
+        p.drawText(QPointF(cx + 45, cy + 27), f"{name} {fmt_bytes(v)}")
+    legend_y = y + ((len(values) + 2) // 3) * 50 + 10
+    p.drawText(QPointF(left, legend_y + 20), "black line: peak of the step    red dashed: device capacity")
+    p.end()
+    return img
+
+
+def time_cost_chart(rows: tuple[CandidateRow, ...], currency: str, width: int = 2000) -> QImage:
+    height = 900
+    img, p = _image(width, height)
+    font = QFont("DejaVu Sans")
+    font.setPixelSize(28)
+    p.setFont(font)
+    pts = [(r, math.log10(max(r.train_time_s, 1e-3)), r.capex) for r in rows if r.capex is not None]
+    left, right, top, bottom = 220, width - 60, 40, height - 130
+    p.drawText(
+        QRectF(0, height - 70, width, 60),
+        Qt.AlignmentFlag.AlignCenter,
+        "training time (log scale) → ; hollow: does not fit",
+    )
+    p.save()
+    p.translate(40, (top + bottom) / 2)
+    p.rotate(-90)
+    p.drawText(QRectF(-250, -30, 500, 60), Qt.AlignmentFlag.AlignCenter, f"capex ({currency})")
+    p.restore()
+    p.drawLine(QPointF(left, bottom), QPointF(right, bottom))
+    p.drawLine(QPointF(left, top), QPointF(left, bottom))
+    if not pts:
+        p.drawText(
+            QRectF(left, top, right - left, bottom - top), Qt.AlignmentFlag.AlignCenter, "no candidate has a price"
+        )
+        p.end()
+        return img
+    xs = [x for _, x, _ in pts]
+    ys = [y for *_, y in pts]
+    x0, x1 = math.floor(min(xs)) - 0.2, math.ceil(max(xs)) + 0.6
+    y1 = max(ys) * 1.2 or 1
+    sx = (right - left) / (x1 - x0)
+    sy = (bottom - top) / y1
+    for k in range(math.floor(x0) + 1, math.ceil(x1)):
+        gx = left + (k - x0) * sx
+        p.setPen(QColor("#cccccc"))
+        p.drawLine(QPointF(gx, top), QPointF(gx, bottom))
+        p.setPen(QColor("black"))
+        p.drawText(QRectF(gx - 110, bottom + 8, 220, 40), Qt.AlignmentFlag.AlignCenter, fmt_seconds(10.0**k))
+    for frac in (0.25, 0.5, 0.75, 1.0):
+        gy = bottom - frac * y1 / 1.2 * sy
+        p.setPen(QColor("#cccccc"))
+        p.drawLine(QPointF(left, gy), QPointF(right, gy))
+        p.setPen(QColor("black"))
+        p.drawText(
+            QRectF(0, gy - 20, left - 15, 40),
+            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+            f"{frac * y1 / 1.2:,.0f}",
+        )
+    for r, x, y in pts:
+        cx, cy = left + (x - x0) * sx, bottom - y * sy
+        p.setPen(QPen(QColor("#1f3b63"), 4))
+        p.setBrush(QColor("#4e79a7") if r.fits else Qt.BrushStyle.NoBrush)
+        p.drawEllipse(QPointF(cx, cy), 14, 14)
+        p.setPen(QColor("black"))
+        p.drawText(QPointF(cx + 22, cy - 12), f"{r.device.replace('NVIDIA ', '')} × {r.count}")
+    p.end()
+    return img

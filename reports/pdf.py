@@ -1,0 +1,263 @@
+"""The purchasing report as a PDF: QTextDocument laid out on QPdfWriter pages with a header,
+page numbers, tables whose header rows repeat across pages, charts at print resolution."""
+
+from __future__ import annotations
+
+import html
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QLocale, QMarginsF, QRectF, QSizeF, Qt, QUrl
+from PySide6.QtGui import (
+    QFont,
+    QGuiApplication,
+    QPageLayout,
+    QPageSize,
+    QPainter,
+    QPdfWriter,
+    QTextDocument,
+)
+
+from core.report import Report
+from core.units import fmt_bytes, fmt_money, fmt_seconds
+from reports.charts import memory_chart, time_cost_chart
+
+DPI = 300
+HEADER_H, FOOTER_H = 90, 90  # device pixels at 300 dpi
+
+
+def ensure_app() -> QGuiApplication:
+    """A Qt application for painting; offscreen when there is no display (CLI, CI)."""
+    app = QGuiApplication.instance()
+    if app is None:
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and sys.platform.startswith("linux"):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QGuiApplication([])
+    assert isinstance(app, QGuiApplication)
+    return app
+
+
+def default_page_size() -> str:
+    us = QLocale.system().measurementSystem() == QLocale.MeasurementSystem.ImperialUSSystem
+    return "letter" if us else "a4"
+
+
+def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
+    """Write ``report`` to ``path``; returns the number of pages."""
+    ensure_app()
+    writer = QPdfWriter(str(path))
+    size = QPageSize.PageSizeId.Letter if (page_size or default_page_size()) == "letter" else QPageSize.PageSizeId.A4
+    writer.setPageSize(QPageSize(size))
+    writer.setResolution(DPI)
+    writer.setPageMargins(QMarginsF(16, 14, 16, 14), QPageLayout.Unit.Millimeter)
+    writer.setTitle(report.title)
+    writer.setCreator("TrainRig")
+    body = writer.pageLayout().paintRectPixels(DPI)
+    width, height = body.width(), body.height() - HEADER_H - FOOTER_H
+    doc = QTextDocument()
+    doc.documentLayout().setPaintDevice(writer)
+    font = QFont("DejaVu Sans")
+    font.setPointSizeF(9)
+    doc.setDefaultFont(font)
+    doc.setPageSize(QSizeF(width, height))
+    doc.setDocumentMargin(0)
+    if report.memory is not None:
+        doc.addResource(
+            QTextDocument.ResourceType.ImageResource,
+            QUrl("memory.png"),
+            memory_chart(report.memory, _capacity(report), report.memory_device),
+        )
+    doc.addResource(
+        QTextDocument.ResourceType.ImageResource,
+        QUrl("timecost.png"),
+        time_cost_chart(report.candidates, report.currency),
+    )
+    doc.setHtml(report_html(report, width))
+    pages = doc.pageCount()
+    painter = QPainter(writer)
+    small = QFont("DejaVu Sans")
+    small.setPointSizeF(7.5)
+    for page in range(pages):
+        if page:
+            writer.newPage()
+        painter.setFont(small)
+        painter.setPen(Qt.GlobalColor.darkGray)
+        painter.drawText(
+            QRectF(0, 0, width, HEADER_H - 20),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom,
+            f"TrainRig · {report.workload}",
+        )
+        painter.drawText(
+            QRectF(0, 0, width, HEADER_H - 20),
+            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignBottom,
+            report.created,
+        )
+        painter.drawLine(0, HEADER_H - 10, int(width), HEADER_H - 10)
+        painter.drawText(
+            QRectF(0, HEADER_H + height + 20, width, FOOTER_H - 20),
+            Qt.AlignmentFlag.AlignCenter,
+            f"Page {page + 1} of {pages}",
+        )
+        painter.save()
+        painter.translate(0, HEADER_H - page * height)
+        doc.drawContents(painter, QRectF(0, page * height, width, height))
+        painter.restore()
+    painter.end()
+    return pages
+
+
+def _capacity(report: Report) -> int | None:
+    for c in report.candidates:
+        if f"{c.device} × {c.count}" == report.memory_device:
+            return c.capacity_bytes
+    return None
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _css_px(device_px: float) -> int:
+    """QTextDocument reads <img width> in 96-dpi pixels and scales them to the printer's 300 dpi."""
+    return int(device_px * 96 / DPI)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _table(
+    headers: list[str], rows: list[list[str]], widths: list[int] | None = None, right: set[int] | None = None
+) -> str:
+    right = right or set()
+    head = "".join(
+        f"<th align='{'right' if i in right else 'left'}'"
+        + (f" width='{widths[i]}%'" if widths else "")
+        + f">{_e(h)}</th>"
+        for i, h in enumerate(headers)
+    )
+    body = "".join(
+        "<tr>" + "".join(f"<td align='{'right' if i in right else 'left'}'>{c}</td>" for i, c in enumerate(r)) + "</tr>"
+        for r in rows
+    )
+    return (
+        f"<table width='100%' cellspacing='0' cellpadding='4' border='0.5' style='border-color:#999'>"
+        f"<thead><tr style='background-color:#e8ecf2'>{head}</tr></thead>{body}</table>"
+    )
+
+
+def report_html(r: Report, width: float) -> str:
+    cur = r.currency
+    css = (
+        "<style>h1{font-size:18pt;color:#1f3b63} h2{font-size:12pt;color:#1f3b63;margin-top:14px} "
+        "td,th{font-size:8pt} p{font-size:9pt} .note{color:#555;font-size:8pt}</style>"
+    )
+    parts = [
+        css,
+        f"<h1>{_e(r.title)}</h1>",
+        f"<p>Workload <b>{_e(r.workload)}</b> · made {_e(r.created)}"
+        + (f" by {_e(r.author)}" if r.author else "")
+        + (f" on {_e(r.machine)}" if r.machine else "")
+        + "</p>",
+        "<h2>Summary</h2>",
+        f"<p>{_e(r.summary)}</p>",
+    ]
+    parts += [
+        "<h2>Requirements</h2>",
+        _table(
+            ["", "Value", "How it was obtained"],
+            [[_e(a), f"<b>{_e(b)}</b>", _e(c)] for a, b, c in r.requirements],
+            [28, 30, 42],
+        ),
+    ]
+    if r.memory is not None:
+        parts.append(f"<p><img src='memory.png' width='{_css_px(width)}'></p>")
+    parts += [
+        "<h2>Seed formulas (as published)</h2>",
+        _table(["Formula", "Value", "Source"], [[_e(a), _e(b), _e(c)] for a, b, c in r.seed], [30, 40, 30]),
+    ]
+    cand_rows = [
+        [
+            _e(f"{c.device.replace('NVIDIA ', '')} × {c.count}"),
+            {True: "yes", False: "<b>no</b>", None: "?"}[c.fits],
+            _e(fmt_bytes(c.memory_bytes)),
+            _e(fmt_seconds(c.train_time_s)),
+            _num(c.capex),
+            _e("—" if c.energy_kwh is None else f"{c.energy_kwh:,.1f}"),
+            _num(c.tco),
+            _num(c.cloud),
+            _e("—" if c.break_even_h is None else f"{c.break_even_h:,.0f} h"),
+            _e((c.verdict or "").replace("deadline ", "").replace("within budget", "in budget")),
+        ]
+        for c in r.candidates
+    ]
+    headers = [
+        "Device × count",
+        "Fits",
+        "Peak memory",
+        "Time",
+        f"Capex ({cur})",
+        "Energy (kWh)",
+        f"TCO ({cur})",
+        f"Cloud ({cur})",
+        "Break-even",
+        "Deadline, budget",
+    ]
+    parts += [
+        "<h2>Candidates</h2>",
+        _table(headers, cand_rows, [19, 5, 9, 8, 10, 8, 10, 9, 9, 13], {2, 3, 4, 5, 6, 7, 8}),
+        "<p class='note'>Capex: devices plus host. TCO: capex plus energy and maintenance over the amortisation "
+        "period. Cloud: the same device-hours rented. Break-even: hours of training after which owning is cheaper "
+        "than renting.</p>",
+        f"<p><img src='timecost.png' width='{_css_px(width * 0.75)}'></p>",
+    ]
+    bom_rows = [
+        [
+            _e(b.item),
+            _e(b.specification),
+            _e("" if b.quantity is None else b.quantity),
+            _e(fmt_money(b.unit_price, cur) if b.unit_price is not None else "—"),
+            _e(fmt_money(b.total_price, cur) if b.total_price is not None else "—"),
+            _e(b.reason),
+        ]
+        for b in r.bom
+    ]
+    total = sum(b.total_price for b in r.bom if b.total_price is not None)
+    bom_rows.append(["<b>Total (priced lines)</b>", "", "", "", f"<b>{_e(fmt_money(total, cur))}</b>", ""])
+    parts += [
+        "<h2>Bill of materials</h2>",
+        _table(
+            ["Item", "Specification", "Qty", "Unit price", "Total", "Why"], bom_rows, [12, 24, 5, 11, 11, 37], {2, 3, 4}
+        ),
+    ]
+    parts.append("<h2>Findings</h2>")
+    if r.findings:
+        parts.append(
+            _table(
+                ["Severity", "Finding", "Source"],
+                [
+                    [
+                        _e(f.severity),
+                        _e(f.message) + (f"<br><i>Today: {_e(f.today)}</i>" if f.today else ""),
+                        _e(f.source),
+                    ]
+                    for f in r.findings
+                ],
+                [10, 60, 30],
+            )
+        )
+    else:
+        parts.append("<p>No rule fired.</p>")
+    parts += [
+        "<h2>Assumptions</h2>",
+        _table(["Assumption", "Value and source"], [[_e(a), _e(b)] for a, b in r.assumptions], [25, 75]),
+    ]
+    for note in r.notes:
+        parts.append(f"<p class='note'>Note: {_e(note)}</p>")
+    if r.inventory_text:
+        parts += [
+            "<h2>Appendix: the machine this report was made on</h2>",
+            f"<p style='font-family:DejaVu Sans Mono;font-size:7pt;white-space:pre-wrap'>{_e(r.inventory_text)}</p>",
+        ]
+    return "".join(parts)

@@ -1,0 +1,80 @@
+"""The PDF report rendered offscreen: pages, embedded fonts, figures equal to `size --json`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.units import fmt_bytes, fmt_seconds
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils is installed by .ci/run")
+
+
+def test_cli_report_pdf_and_csv_match_the_sizing(tmp_path: Path, cli) -> None:
+    workload = ROOT / "examples/llama-8b-finetune.json"
+    pdf, csv_path = tmp_path / "r.pdf", tmp_path / "r.csv"
+    code, out, err = cli(
+        "report", str(workload), "--pdf", str(pdf), "--csv", str(csv_path), "--author", "A. Buyer", "--page-size", "a4"
+    )
+    assert code == 0, err
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
+    assert 3 <= pages <= 8 and "(A4)" in info
+    fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True).stdout.splitlines()[2:]
+    assert fonts and all(line.split()[-5] == "yes" for line in fonts)  # every font embedded
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout
+    code, out, _ = cli("size", str(workload), "--json", "--no-save")
+    doc = json.loads(out)
+    best = next(
+        c
+        for c in doc["candidates"]
+        if c["device"] in text.split("Recommended:")[1].split(".")[0] + "."
+        and c["count"] == int(text.split("Recommended:")[1].split("×")[0])
+    )
+    assert f"{doc['parameters']:,}" in text
+    assert f"{best['capex']:,.0f}" in text
+    assert fmt_bytes(best["memory_per_device"]["total"]) in text
+    assert fmt_seconds(best["train_time_s"]) in text
+    assert "A. Buyer" in text and f"Page {pages} of {pages}" in text
+    for finding in doc["rules"][:3]:
+        assert finding["source"].split(",")[0] in text
+    assert csv_path.read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+def test_wizard_exports_the_report(qtbot, tmp_path: Path) -> None:
+    from core.store import Store
+    from gui.main_window import MainWindow
+
+    w = MainWindow(Store.open(None))
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.sizing_tab.machine is not None, timeout=5000)
+    wiz = w.sizing_tab
+    wiz.go(5)
+    pdf = tmp_path / "seed.pdf"
+    assert wiz.export_report(pdf)
+    assert pdf.exists() and pdf.with_suffix(".csv").exists()
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    assert "569,354" in text and "NVIDIA GeForce RTX 4090" in text
+    assert not wiz.export_report(tmp_path / "missing-dir" / "x.pdf")
+    assert "could not be written" in wiz.message.text() or "cannot be written" in wiz.message.text()
+
+
+def test_report_without_a_display_runs_as_a_script(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TRAINRIG_DB": str(tmp_path / "db.db")}
+    proc = subprocess.run(
+        [sys.executable, "main.py", "report", "examples/seed-mlp.json", "-c", "4090", "--pdf", str(tmp_path / "a.pdf")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.pdf").stat().st_size > 10_000
