@@ -20,7 +20,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainrig",
         description="TrainRig: what hardware a neural network needs to train, with sources.",
     )
+    from core import __version__
+
     parser.add_argument("--db", type=Path, help="database file (default: $TRAINRIG_DB, else the user data dir)")
+    parser.add_argument("--version", action="version", version=f"TrainRig {__version__}")
+    parser.add_argument("--self-test", action="store_true", help="open every tab and wizard page, then exit")
+    parser.add_argument("--screenshots", type=Path, metavar="DIR", help="with --self-test: save a PNG of each")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     size.add_parser(sub)
     catalogue.add_parser(sub)
@@ -36,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     db_path = args.db or default_db_path()
+    if args.self_test:
+        from gui.self_test import run_self_test
+
+        return run_self_test(args.screenshots)
     if args.command is None:
         from gui.app import run_app
 

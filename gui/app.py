@@ -18,6 +18,14 @@ def configure_app(app: QApplication) -> None:
     QCoreApplication.setOrganizationName("TrainRig")
     QCoreApplication.setApplicationName("TrainRig")
     app.setStyle("Fusion")
+    from PySide6.QtGui import QIcon
+
+    from core.paths import resource_path
+
+    icon = QIcon()
+    for png in sorted(resource_path("icons").glob("trainrig-*.png")):
+        icon.addFile(str(png))
+    app.setWindowIcon(icon)
     palette = app.palette()
     pg.setConfigOptions(
         antialias=True,

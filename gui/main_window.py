@@ -6,6 +6,7 @@ from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 
+from core import __version__
 from core.store import Store
 from gui.tabs.inventory_tab import InventoryTab
 from gui.wizard.wizard import SizingWizard
@@ -51,7 +52,7 @@ class MainWindow(QMainWindow):
         QMessageBox.about(
             self,
             "About TrainRig",
-            "TrainRig sizes the hardware a neural network needs to train.\n\n"
+            f"TrainRig {__version__}\n\nTrainRig sizes the hardware a neural network needs to train.\n\n"
             "Formulas: Jamgharyan 2024 (after Subbotin 2003), Hooda 2023; scaling observations: Wünsche 2016; "
             "hyperparameter effects: Finocchiaro; storage: Panaite & Leba 2024.",
         )

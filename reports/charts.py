@@ -17,6 +17,7 @@ PARTS = [
     ("optimizer_states", "#59a14f"),
     ("activations", "#e15759"),
     ("data", "#76b7b2"),
+    ("temporaries", "#edc948"),
     ("overhead", "#9c755f"),
     ("reserve", "#bab0ac"),
 ]

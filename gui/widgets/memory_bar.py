@@ -12,16 +12,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from core.memory import MemoryBreakdown
 from core.units import fmt_bytes
-
-PARTS = [
-    ("weights", "#4e79a7"),
-    ("gradients", "#f28e2b"),
-    ("optimizer_states", "#59a14f"),
-    ("activations", "#e15759"),
-    ("data", "#76b7b2"),
-    ("overhead", "#9c755f"),
-    ("reserve", "#bab0ac"),
-]
+from reports.charts import PARTS
 
 
 class MemoryBar(QWidget):
@@ -49,8 +40,8 @@ class MemoryBar(QWidget):
         layout.addWidget(self.plot)
         self.setToolTip(
             "Memory of one device for a steady-state training step. The parts are shown side by side; "
-            "the peak (solid line) is lower than their sum when they are not alive at the same time. "
-            "Red dashed line: device capacity."
+            "the peak (solid line) differs from their sum: not all parts are alive at the same instant, and "
+            "library workspaces (cuBLAS) count in the peak only. Red dashed line: device capacity."
         )
 
     def show_breakdown(self, mem: MemoryBreakdown, capacity: int | None, title: str) -> None:
@@ -62,10 +53,12 @@ class MemoryBar(QWidget):
         unit, scale = ("GiB", 2**30) if largest >= 2**31 else ("MiB", 2**20)
         self.plot.setLabel("bottom", unit)
         x0 = 0.0
-        for (name, _), (_, label) in zip(PARTS, self.legend.items, strict=True):
+        for (name, _), (sample, label) in zip(PARTS, self.legend.items, strict=True):
             width = values[name] / scale
             self.bars[name].setOpts(x0=[x0], width=[width])
             self.bars[name].setVisible(width > 0)
+            sample.setVisible(width > 0)
+            label.setVisible(width > 0)
             label.setText(f"{name.replace('_', ' ')} {fmt_bytes(values[name])}")
             x0 += width
         self.peak.setValue(mem.total / scale)
