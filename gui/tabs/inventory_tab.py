@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt, QThreadPool, Signal
+from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
+    QFileDialog,
+    QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -23,6 +25,7 @@ from core.store import Store
 from core.units import fmt_bytes
 from gui.workers import Job
 from telemetry.inventory import collect_inventory, inventory_to_text
+from telemetry.pytorch_env import TorchEnvironment, find_torch_environment
 
 COLUMNS = ["Item", "Detected", "Datasheet (catalogue)", "Source"]
 
@@ -53,16 +56,61 @@ class InventoryTab(QWidget):
         self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
         self.tree.setColumnWidth(1, 380)
         self.tree.setColumnWidth(2, 260)
+        self.torch_status = QLabel("Not checked yet: press Check to find a Python with PyTorch.")
+        self.torch_status.setWordWrap(True)
+        self.torch_status.setToolTip(
+            "Local training runs and model tracing run in this Python; TrainRig itself never imports PyTorch"
+        )
+        self.torch_choose = QPushButton("Choose Python…")
+        self.torch_check = QPushButton("Check")
+        torch_box = QGroupBox("PyTorch environment for runs and tracing")
+        tb = QHBoxLayout(torch_box)
+        tb.addWidget(self.torch_status, 1)
+        tb.addWidget(self.torch_choose)
+        tb.addWidget(self.torch_check)
+        self.torch_env: TorchEnvironment | None = None
+        self._torch_job: Job | None = None
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.tree)
+        layout.addWidget(torch_box)
+        self.torch_choose.clicked.connect(self._choose_python)
+        self.torch_check.clicked.connect(self.check_torch)
         self.refresh_button.clicked.connect(self.refresh)
         self.copy_text_button.clicked.connect(self.copy_text)
         self.copy_json_button.clicked.connect(self.copy_json)
         self.save_button.clicked.connect(self.save_snapshot)
         QShortcut(QKeySequence(Qt.Key.Key_F5), self, self.refresh)
         self._set_busy(True)
-        self.refresh()
+        self.refresh()  # the PyTorch check runs on demand: importing PyTorch takes seconds
+
+    # --- the Python with PyTorch ----------------------------------------------------------------
+    def check_torch(self, python: str | None = None) -> None:
+        if self._torch_job is not None:
+            return
+        preferred = python or QSettings().value("pytorch/python") or None
+        self.torch_status.setText(f"Checking {'the chosen Python' if preferred else 'for a Python with PyTorch'}…")
+        job = Job(lambda: find_torch_environment(preferred))
+        job.signals.finished.connect(self._torch_checked)
+        job.signals.failed.connect(lambda msg: self._torch_checked(None, msg))
+        self._torch_job = job
+        QThreadPool.globalInstance().start(job)
+
+    def _torch_checked(self, env: TorchEnvironment | None, error: str = "") -> None:
+        self._torch_job = None
+        self.torch_env = env
+        if env is None:
+            self.torch_status.setText(f"PyTorch check failed: {error}")
+        elif env.ok:
+            self.torch_status.setText(f"✓ {env.python}: {env.message}")
+        else:
+            self.torch_status.setText(f"✗ {env.message}")
+
+    def _choose_python(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose the Python with PyTorch", "", "Python (python*);;All (*)")
+        if path:
+            QSettings().setValue("pytorch/python", path)
+            self.check_torch(path)
 
     # --- detection off the GUI thread ----------------------------------------------------------
     def refresh(self) -> None:

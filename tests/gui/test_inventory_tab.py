@@ -70,3 +70,18 @@ def test_refresh_detects_again_without_blocking(qtbot) -> None:
     assert not tab.refresh_button.isEnabled()  # busy while the worker runs
     qtbot.waitUntil(lambda: tab.inventory is not first, timeout=5000)
     assert tab.refresh_button.isEnabled()
+
+
+def test_pytorch_environment_is_checked_without_importing_it(qtbot) -> None:
+    import sys
+
+    w = open_window(qtbot)
+    tab = w.inventory_tab
+    assert tab.torch_env is None and "press Check" in tab.torch_status.text()  # nothing heavy at start-up
+    tab.check_torch(sys.executable)
+    qtbot.waitUntil(lambda: tab.torch_env is not None, timeout=60000)
+    env = tab.torch_env
+    assert env.python == sys.executable or env.ok
+    assert (env.ok and tab.torch_status.text().startswith("✓")) or (
+        not env.ok and tab.torch_status.text().startswith("✗")
+    )
