@@ -14,7 +14,7 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import catalogue, inventory, report, size
+    from cli import calibrate, catalogue, inventory, report, size
 
     parser = argparse.ArgumentParser(
         prog="trainrig",
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalogue.add_parser(sub)
     inventory.add_parser(sub)
     report.add_parser(sub)
+    calibrate.add_parser(sub)
     return parser
 
 

@@ -53,6 +53,7 @@ def counted_flops(model: dict) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="first batch and optimizer of each model only")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate first and predict with measured rates")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -61,7 +62,15 @@ def main() -> None:
     models.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
     machine = probe_machine()
     device = this_machine_device(machine, load_catalogue())
-    print(f"Machine: {device.name}; PyTorch {torch.__version__}, {torch.get_num_threads()} threads\n")
+    rates = None
+    if args.calibrate:
+        from telemetry.calibrate import efficiency_from_calibration, run_calibration
+
+        rates = efficiency_from_calibration(run_calibration(sys.executable), "cpu")
+    print(
+        f"Machine: {device.name}; PyTorch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"step time {'after `calibrate`' if rates else 'with default efficiencies (not calibrated)'}\n"
+    )
     print(
         "| model | batch | optimizer | FLOPs/sample engine | FLOPs torch | peak memory predicted | measured | error "
         "| step predicted | measured | error |"
@@ -80,7 +89,7 @@ def main() -> None:
                         "training": {"batch_size": batch, "epochs": 1, "optimizer": opt},
                     }
                 )
-                cand = size_candidate(w, device, 1)
+                cand = size_candidate(w, device, 1, calibrated=rates)
                 predicted = cand.memory.tensor_peak
                 measured = measure_step_memory(model, batch, opt)["total"]
                 t_measured = measure_step_time(model, batch, opt)

@@ -50,6 +50,12 @@ def main() -> None:
     models.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
     machine = probe_machine()
     device = this_machine_device(machine, load_catalogue())
+    rates = None
+    if "--calibrate" in sys.argv:
+        from telemetry.calibrate import efficiency_from_calibration, run_calibration
+
+        rates = efficiency_from_calibration(run_calibration(sys.executable), "gpu")
+        print(f"calibrated: {rates}")
     print(
         f"GPU: {torch.cuda.get_device_name()} ({machine.gpus[0].name if machine.gpus else 'no NVML'}); "
         f"candidate: {device.name}; PyTorch {torch.__version__}\n"
@@ -67,7 +73,7 @@ def main() -> None:
                 "training": {"batch_size": batch, "epochs": 1, "optimizer": opt, "precision": prec},
             }
         )
-        cand = size_candidate(w, device, 1)
+        cand = size_candidate(w, device, 1, calibrated=rates)
         try:
             m = measure_cuda_step(models[name], batch, opt, prec)
         except Exception as exc:  # report and go on with the next case

@@ -13,7 +13,7 @@ from core.rules import evaluate_rules
 from core.sizing import size_workload
 from core.store import Store
 from core.workload import load_workload
-from telemetry.candidates import resolve_candidates
+from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.inventory import collect_inventory, inventory_to_text
 from telemetry.machine import summary_from_inventory
 
@@ -38,7 +38,10 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     devices, machine = resolve_candidates(
         args.candidate, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
     )
-    result = size_workload(workload, devices, host_ram_bytes=machine.ram_total_bytes)
+    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
+    result = size_workload(
+        workload, devices, host_ram_bytes=machine.ram_total_bytes, calibrated=calibrated_rates(devices, calibration)
+    )
     findings = evaluate_rules(result, inventory)
     report = build_report(
         result,

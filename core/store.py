@@ -44,7 +44,19 @@ def _m3_inventories(db: sqlite_utils.Database) -> None:
     db["inventories"].create_index(["fingerprint"], if_not_exists=True)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_m1_workloads_sizings, _m2_user_devices, _m3_inventories]
+def _m4_calibrations(db: sqlite_utils.Database) -> None:
+    db["calibrations"].create(
+        {"id": int, "created": str, "fingerprint": str, "result": str}, pk="id", if_not_exists=True
+    )
+    db["calibrations"].create_index(["fingerprint"], if_not_exists=True)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _m1_workloads_sizings,
+    _m2_user_devices,
+    _m3_inventories,
+    _m4_calibrations,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -183,6 +195,17 @@ class Store:
             return False
         self.save_inventory(snapshot)
         return True
+
+    def save_calibration(self, fingerprint: str, result: dict[str, Any]) -> int:
+        table = self.db["calibrations"]
+        table.insert({"created": _now(), "fingerprint": fingerprint, "result": json.dumps(result)})
+        return int(table.last_pk)
+
+    def latest_calibration(self, fingerprint: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "select result from calibrations where fingerprint = ? order by id desc limit 1", [fingerprint]
+        ).fetchone()
+        return json.loads(row[0]) if row else None
 
     def close(self) -> None:
         self.db.close()

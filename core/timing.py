@@ -92,6 +92,13 @@ def step_time(
     peak = device.peak_flops(precision)
     flops = train_flops_per_sample(model, checkpointing) * batch_per_device
     compute = flops / (peak * eff)
+    cal = calibrated or {}
+    if "linear_train_flops" in cal:  # measured rates of this machine, per kind of layer
+        conv_share = _conv_flops(model) / model.forward_flops if model.forward_flops else 0.0
+        speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
+        conv_rate = cal.get("conv_train_flops", cal["linear_train_flops"])
+        compute = flops * ((1 - conv_share) / (cal["linear_train_flops"] * speed) + conv_share / (conv_rate * speed))
+        eff = flops / compute / peak if compute else eff
     pb, gb, ab, ob = PRECISION_BYTES[precision]
     p = model.parameters
     traffic = p * (3 * pb + 2 * gb + 2 * OPTIMIZER_STATES[optimizer] * ob + pb)
@@ -109,7 +116,9 @@ def step_time(
             volume *= 1.5  # parameter all-gathers in forward and backward plus reduce-scatter
         comm = volume / link
     n_ops = len(model.graph.ops) if model.graph is not None else 50
-    overhead = OVERHEAD_PER_STEP_S + OVERHEAD_PER_OP_S * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
+    per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S)
+    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S)
+    overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
     backward = compute * 2 / 3
     hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
     terms = {"compute": compute, "memory bandwidth": memory, "input pipeline": input_s}
@@ -118,6 +127,10 @@ def step_time(
     if hidden_comm > max(terms.values()):
         bound = "communication"
     return StepTime(compute, memory, input_s, comm, overhead, step, bound, eff, peak)
+
+
+def _conv_flops(model: ModelAnalysis) -> int:
+    return sum(r.flops * r.count for r in model.rows if r.type == "conv2d")
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:

@@ -39,3 +39,18 @@ def resolve_candidates(
         else:
             devices.append(find_device(name, custom + catalogue))
     return devices, machine
+
+
+def calibrated_rates(
+    devices: Sequence[DeviceSpec], calibration: Mapping[str, Any] | None
+) -> dict[str, dict[str, float]]:
+    """Measured rates for the "this machine" candidate, from this machine's latest calibration."""
+    from telemetry.calibrate import efficiency_from_calibration
+
+    if not calibration:
+        return {}
+    return {
+        d.name: efficiency_from_calibration(dict(calibration), "cpu" if d.kind == "cpu" else "gpu")
+        for d in devices
+        if d.name.startswith("this machine")
+    }

@@ -1,0 +1,57 @@
+"""``python main.py calibrate``: measure this machine so "this-machine" sizings use its real rates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from core.store import Store
+from telemetry.calibrate import run_calibration
+from telemetry.inventory import collect_inventory
+from telemetry.pytorch_env import find_torch_environment
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure compute rates, overhead and storage of this machine")
+    p.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    p.add_argument("--python", help="the Python with PyTorch to measure with (default: found automatically)")
+    p.set_defaults(func=run, needs_store=True)
+
+
+def run(args: argparse.Namespace, store: Store | None) -> int:
+    env = find_torch_environment(args.python)
+    if not env.ok:
+        print(f"trainrig calibrate: {env.message}")
+        return 2
+    result = run_calibration(env.python)
+    inv = collect_inventory()
+    result["fingerprint"] = inv["fingerprint"]
+    if store is not None:
+        result["calibration_id"] = store.save_calibration(inv["fingerprint"], result)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    g = 1e9
+    print(f"Calibrated with {env.message} in {result['seconds']} s ({result['threads']} CPU threads)")
+    print(
+        f"  CPU matmul: fp32 {result['cpu_fp32_matmul_flops'] / g:,.1f} GFLOP/s"
+        + (f", bf16 {result['cpu_bf16_matmul_flops'] / g:,.1f} GFLOP/s" if result.get("cpu_bf16_matmul_flops") else "")
+    )
+    print(
+        f"  CPU training step rates: linear {result['cpu_linear_train_flops'] / g:,.1f}, "
+        f"convolution {result['cpu_conv_train_flops'] / g:,.1f} GFLOP/s"
+    )
+    print(f"  memory bandwidth {result['cpu_memory_bandwidth_bps'] / g:,.1f} GB/s")
+    o = result["step_overhead"]
+    print(f"  framework overhead {o['per_step_s'] * 1e6:,.0f} µs per step + {o['per_op_s'] * 1e6:,.1f} µs per op")
+    for gpu in result.get("gpus", []):
+        print(
+            f"  {gpu['name']}: fp32 {gpu['fp32_matmul_flops'] / 1e12:,.1f}, "
+            f"tf32 {gpu['tf32_matmul_flops'] / 1e12:,.1f}, bf16 {gpu['bf16_matmul_flops'] / 1e12:,.1f} TFLOP/s; "
+            f"{gpu['memory_bandwidth_bps'] / g:,.0f} GB/s"
+        )
+    s = result["storage"]
+    read = "unknown" if s["read_bps"] is None else f"{s['read_bps'] / 1e6:,.0f} MB/s"
+    print(f"  storage read in {s['folder']}: {read} ({s['note']})")
+    print("Sizings of this machine now use these rates." if store is not None else "")
+    return 0
