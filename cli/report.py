@@ -12,10 +12,11 @@ from core.report_csv import write_csv
 from core.rules import evaluate_rules
 from core.sizing import size_workload
 from core.store import Store
-from core.workload import load_workload
+from core.workload import parse_workload, read_workload_document
 from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.inventory import collect_inventory, inventory_to_text
 from telemetry.machine import summary_from_inventory
+from telemetry.tracer import resolve_torch_models
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.pdf and not args.csv:
         print("trainrig report: give --pdf FILE and/or --csv FILE")
         return 2
-    workload = load_workload(args.workload)
+    doc = resolve_torch_models(read_workload_document(args.workload), Path(args.workload).resolve().parent)
+    workload = parse_workload(doc)
     inventory = collect_inventory()
     devices, machine = resolve_candidates(
         args.candidate, workload, summary_from_inventory(inventory), store.user_devices() if store else ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from core.bom import recommend_bom
 from core.presets import load_presets
@@ -12,10 +13,11 @@ from core.rules import evaluate_rules
 from core.sizing import size_workload
 from core.sizing_report import sizing_to_dict, sizing_to_text
 from core.store import Store
-from core.workload import load_workload
+from core.workload import parse_workload, read_workload_document
 from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.inventory import collect_inventory
 from telemetry.machine import summary_from_inventory
+from telemetry.tracer import resolve_torch_models
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.workload:
         print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
         return 2
-    workload = load_workload(args.workload)
+    doc = resolve_torch_models(read_workload_document(args.workload), Path(args.workload).resolve().parent)
+    workload = parse_workload(doc)
     inventory = collect_inventory()
     if store is not None and not args.no_save:
         store.save_inventory_if_changed(inventory)  # "this machine" as it was sized
@@ -70,8 +73,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     bom = recommend_bom(result)
     doc = sizing_to_dict(result, findings, bom)
     if store is not None and not args.no_save:
-        with open(args.workload, encoding="utf-8") as fh:
-            wid = store.save_workload(workload.name, json.load(fh))
+        wid = store.save_workload(workload.name, read_workload_document(args.workload))
         store.save_sizing(wid, [d.name for d in devices], doc)
     print(json.dumps(doc, indent=2) if args.json else sizing_to_text(result, findings, bom))
     return 0

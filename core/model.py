@@ -122,6 +122,9 @@ def _analyze_summary(model: Mapping[str, Any], path: str) -> ModelAnalysis:
     act = get_int(s, "activation_bytes_per_sample", sp, minimum=0, maximum=10**15)
     outputs = get_int(s, "outputs", sp, default=1, maximum=10**9)
     notes: list[str] = []
+    source = model.get("source")
+    if isinstance(source, str) and source.startswith("traced"):
+        notes.append(source)
     if "forward_flops_per_sample" in s:
         flops = int(get_float(s, "forward_flops_per_sample", sp, minimum=0, maximum=1e18))
     else:

@@ -102,6 +102,11 @@ class Workload:
 
 
 def load_workload(path: str | Path) -> Workload:
+    return parse_workload(read_workload_document(path))
+
+
+def read_workload_document(path: str | Path) -> Any:
+    """The JSON document of a workload file; WorkloadError names what is wrong with the file."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -115,7 +120,7 @@ def load_workload(path: str | Path) -> Workload:
         raise WorkloadError(
             "", f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
-    return parse_workload(doc)
+    return doc
 
 
 def parse_workload(doc: Any) -> Workload:
@@ -132,8 +137,10 @@ def parse_workload(doc: Any) -> Workload:
         preset = get_preset(model_doc["preset"], "model.preset")
         model_ref = preset["name"]
         model = preset["model"]
-    elif "torch" in model_doc or "onnx" in model_doc:
-        raise WorkloadError("model", "PyTorch and ONNX model files are not supported by this version yet")
+    elif "torch" in model_doc:
+        raise WorkloadError("model.torch", "a PyTorch model must be traced first (telemetry/tracer.py does it)")
+    elif "onnx" in model_doc:
+        raise WorkloadError("model", "ONNX model files are not supported by this version")
     else:
         model = model_doc
     analysis = analyze_model(model, "model" if model_ref is None else f"preset {model_ref}.model")

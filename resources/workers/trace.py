@@ -1,0 +1,106 @@
+"""Trace a user's PyTorch model without real memory: parameters, forward FLOPs and the live-tensor
+high-water mark of one steady-state training step under FakeTensorMode.
+
+Usage (run by TrainRig in the Python environment with PyTorch, in a child process with a time
+limit): python trace.py '{"file": ..., "factory": ..., "input_shape": [...], "input_dtype": ...,
+"batch": 64, "optimizer": "adam"}'. Prints one JSON object; on a problem {"error": "..."} and exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+import traceback
+
+
+def fail(message: str) -> int:
+    print(json.dumps({"error": message}))
+    return 3
+
+
+def user_frame(exc: BaseException, path: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    where = f" (line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def main() -> int:
+    spec = json.loads(sys.argv[1])
+    path, factory_name = spec["file"], spec["factory"]
+    try:
+        namespace = runpy.run_path(path)
+    except SyntaxError as exc:
+        return fail(f"{path}, line {exc.lineno}: syntax error: {exc.msg}")
+    except FileNotFoundError:
+        return fail(f"{path} does not exist")
+    except Exception as exc:
+        return fail(f"{path} failed while loading: {user_frame(exc, path)}")
+    factory = namespace.get(factory_name)
+    if not callable(factory):
+        return fail(f"{path} defines no function {factory_name!r}")
+
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.utils.flop_counter import FlopCounterMode
+
+    optimizers = {
+        "sgd": lambda p: torch.optim.SGD(p, lr=0.1),
+        "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+        "adam": torch.optim.Adam,
+        "adamw": torch.optim.AdamW,
+        "adagrad": torch.optim.Adagrad,
+        "rmsprop": torch.optim.RMSprop,
+    }
+    batch, shape = int(spec["batch"]), [int(d) for d in spec["input_shape"]]
+    with FakeTensorMode():
+        try:
+            model = factory()
+        except Exception as exc:
+            return fail(f"{factory_name}() raised {user_frame(exc, path)}")
+        if not isinstance(model, torch.nn.Module):
+            return fail(f"{factory_name}() returned {type(model).__name__}, not a torch.nn.Module")
+        params = sum(p.numel() for p in model.parameters())
+        opt = optimizers[spec.get("optimizer", "adam")](model.parameters())
+        tracker = MemTracker()
+        tracker.track_external(model, opt)
+        flops = 0
+        try:
+            with tracker:
+                for step in range(2):
+                    if spec.get("input_dtype") == "int64":
+                        x = torch.zeros([batch, *shape], dtype=torch.long)
+                    else:
+                        x = torch.randn([batch, *shape])
+                    with FlopCounterMode(display=False) as counter:
+                        out = model(x)
+                    flops = counter.get_total_flops()
+                    logits = out.reshape(-1, out.shape[-1])
+                    loss = torch.nn.functional.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long))
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+                    if step == 0:
+                        tracker.reset_mod_stats()
+        except Exception as exc:
+            return fail(f"a training step of {factory_name}() failed: {user_frame(exc, path)}")
+        peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
+        total = int(next(v for k, v in peak.items() if str(k) == "Total"))
+        output_shape = list(out.shape[1:])
+    print(
+        json.dumps(
+            {
+                "parameters": int(params),
+                "forward_flops_per_sample": flops / batch,
+                "peak_bytes": total,
+                "batch": batch,
+                "output_shape": output_shape,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Models given as PyTorch code (``{"torch": "file.py:factory"}``): traced in a child process of
+the Python with PyTorch, under FakeTensorMode (no real memory, no GPU), with a time limit.
+
+The trace's parameters, forward FLOPs and training-step peak memory become a summary model the
+sizing engine uses like a published one; the workload records that it was traced. TrainRig runs
+the user's code only in that child process, never in the app.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from core.errors import WorkloadError
+from core.memory import OPTIMIZER_STATES, PRECISION_BYTES
+from core.model import INPUT_DTYPES
+from core.paths import resource_path
+from core.validate import get_choice, get_shape, reject_unknown
+
+WORKER = "workers/trace.py"
+
+
+def trace_torch_model(
+    model: Mapping[str, Any],
+    training: Mapping[str, Any],
+    base_dir: Path,
+    python: str | None = None,
+    timeout_s: float = 120,
+) -> dict[str, Any]:
+    """Trace ``model`` (the workload's ``model`` object) and return a summary model for the engine."""
+    reject_unknown(model, {"torch", "input_shape", "input_dtype"}, "model")
+    ref = model["torch"]
+    if not isinstance(ref, str) or ":" not in ref:
+        raise WorkloadError("model.torch", f"must be 'path/to/file.py:factory', got {ref!r}")
+    file_part, factory = ref.rsplit(":", 1)
+    path = (base_dir / file_part).resolve()
+    shape = get_shape(model, "input_shape", "model")
+    dtype = get_choice(model, "input_dtype", "model", INPUT_DTYPES, default="float32")
+    batch = int(training.get("batch_size", 32))
+    optimizer = str(training.get("optimizer", "adam"))
+    spec = {
+        "file": str(path),
+        "factory": factory,
+        "input_shape": list(shape),
+        "input_dtype": dtype,
+        "batch": batch,
+        "optimizer": optimizer if optimizer in OPTIMIZER_STATES else "adam",
+    }
+    try:
+        proc = subprocess.run(
+            [python or sys.executable, str(resource_path(WORKER)), json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        raise WorkloadError(
+            "model.torch",
+            f"tracing {ref} did not finish within {timeout_s:g} s (does the factory or the forward pass loop?)",
+        ) from None
+    except FileNotFoundError:
+        raise WorkloadError("model.torch", "tracing needs a Python with PyTorch") from None
+    try:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise WorkloadError("model.torch", f"tracing {ref} failed: {last}") from None
+    if "error" in result:
+        raise WorkloadError("model.torch", result["error"])
+    return summary_from_trace(result, shape, dtype, ref, training)
+
+
+def summary_from_trace(
+    trace: Mapping[str, Any], shape: tuple[int, ...], dtype: str, ref: str, training: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Activation bytes per sample chosen so the engine's summary memory equals the traced peak at
+    the traced batch (weights, gradients and optimizer state are the engine's own figures)."""
+    p, b = int(trace["parameters"]), int(trace["batch"])
+    precision = str(training.get("precision", "fp32"))
+    pb, gb, ab, ob = PRECISION_BYTES.get(precision, PRECISION_BYTES["fp32"])
+    states = OPTIMIZER_STATES.get(str(training.get("optimizer", "adam")), 2)
+    fixed = p * (pb + gb + states * ob)
+    data = b * (int(__import__("math").prod(shape)) * INPUT_DTYPES[dtype] + 8)
+    per_sample = max(0, (int(trace["peak_bytes"]) - fixed - data) // b) * 4 // ab
+    outputs = int(trace["output_shape"][-1]) if trace.get("output_shape") else 1
+    return {
+        "input_shape": list(shape),
+        "input_dtype": dtype,
+        "summary": {
+            "parameters": p,
+            "activation_bytes_per_sample": per_sample,
+            "forward_flops_per_sample": float(trace["forward_flops_per_sample"]),
+            "outputs": outputs,
+        },
+        "source": f"traced from {ref} under FakeTensorMode: {p:,} parameters, peak {trace['peak_bytes']:,} bytes "
+        f"at batch {b}",
+    }
+
+
+def resolve_torch_models(doc: Any, base_dir: Path, python: str | None = None) -> Any:
+    """The workload document with a ``{"torch": ...}`` model replaced by its traced summary
+    (anything else, even a document that is not an object, is returned as it is for the parser)."""
+    if not isinstance(doc, Mapping):
+        return doc
+    model = doc.get("model")
+    if isinstance(model, Mapping) and "torch" in model:
+        training = doc.get("training", {})
+        doc = {
+            **doc,
+            "model": trace_torch_model(model, training if isinstance(training, Mapping) else {}, base_dir, python),
+        }
+    return doc

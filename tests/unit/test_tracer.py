@@ -1,0 +1,94 @@
+"""Models given as PyTorch code: traced in a child process under FakeTensorMode, errors explained."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from core.errors import WorkloadError
+from core.model import analyze_model
+from core.presets import load_presets
+from core.workload import parse_workload
+from telemetry.tracer import resolve_torch_models, trace_torch_model
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="CI installs torch==2.13.0")
+
+SEED_MLP = """
+import torch.nn as nn
+
+def make():
+    return nn.Sequential(nn.Linear(75, 512), nn.LeakyReLU(), nn.Linear(512, 512), nn.LeakyReLU(),
+                         nn.Linear(512, 512), nn.LeakyReLU(), nn.Linear(512, 10))
+"""
+TRAINING = {"batch_size": 512, "epochs": 10, "optimizer": "adam", "precision": "fp32"}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "model.py"
+    p.write_text(text)
+    return p
+
+
+def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
+    write(tmp_path, SEED_MLP)
+    summary = trace_torch_model({"torch": "model.py:make", "input_shape": [75]}, TRAINING, tmp_path)
+    s = summary["summary"]
+    engine = analyze_model(load_presets()["seed-mlp"]["model"])
+    assert s["parameters"] == engine.parameters == 569_354
+    assert s["forward_flops_per_sample"] == engine.forward_flops
+    doc = resolve_torch_models(
+        {"model": {"torch": "model.py:make", "input_shape": [75]}, "data": {"samples": 1000}, "training": TRAINING},
+        tmp_path,
+    )
+    w = parse_workload(doc)
+    assert w.analysis.kind == "summary" and w.analysis.notes[0].startswith("traced from model.py:make")
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("def make(:\n    pass\n", "line 1: syntax error"),
+        ("def make():\n    raise ValueError('no weights here')\n", "make() raised ValueError: no weights here (line 2"),
+        ("def make():\n    return 42\n", "returned int, not a torch.nn.Module"),
+        ("def other():\n    pass\n", "defines no function 'make'"),
+    ],
+)
+def test_errors_in_the_users_file_are_explained(tmp_path: Path, code: str, words: str) -> None:
+    write(tmp_path, code)
+    with pytest.raises(WorkloadError) as err:
+        trace_torch_model({"torch": "model.py:make", "input_shape": [75]}, TRAINING, tmp_path)
+    assert err.value.path == "model.torch" and words in err.value.message
+
+
+def test_a_factory_that_never_returns_hits_the_time_limit(tmp_path: Path) -> None:
+    write(tmp_path, "def make():\n    while True:\n        pass\n")
+    with pytest.raises(WorkloadError, match="did not finish within 3 s"):
+        trace_torch_model({"torch": "model.py:make", "input_shape": [75]}, TRAINING, tmp_path, timeout_s=3)
+
+
+def test_cli_sizes_a_pytorch_file(tmp_path: Path, cli) -> None:
+    write(tmp_path, SEED_MLP)
+    wl = tmp_path / "w.json"
+    wl.write_text(
+        json.dumps(
+            {
+                "name": "code",
+                "model": {"torch": "model.py:make", "input_shape": [75]},
+                "data": {"samples": 80909},
+                "training": TRAINING,
+            }
+        )
+    )
+    code, out, err = cli("size", str(wl), "-c", "4090", "--json", "--no-save")
+    assert code == 0, err
+    assert json.loads(out)["parameters"] == 569_354
+    wl.write_text(
+        json.dumps(
+            {"model": {"torch": "missing.py:make", "input_shape": [75]}, "data": {"samples": 1}, "training": TRAINING}
+        )
+    )
+    code, _, err = cli("size", str(wl), "--no-save")
+    assert code == 2 and "missing.py does not exist" in err
