@@ -23,6 +23,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.inventory_tab, "&Inventory")
         self.tabs.addTab(self.sizing_tab, "&Sizing wizard")
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
+        self.inventory_tab.calibrated.connect(self.sizing_tab.set_calibration)
         self.setCentralWidget(self.tabs)
         self._menus()
         settings = QSettings()

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QProgressBar,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -24,6 +25,7 @@ from core.catalogue import DeviceSpec, load_catalogue, match_detected_cpu
 from core.store import Store
 from core.units import fmt_bytes
 from gui.workers import Job
+from telemetry.calibrate import run_calibration
 from telemetry.inventory import collect_inventory, inventory_to_text
 from telemetry.pytorch_env import TorchEnvironment, find_torch_environment
 
@@ -32,6 +34,7 @@ COLUMNS = ["Item", "Detected", "Datasheet (catalogue)", "Source"]
 
 class InventoryTab(QWidget):
     detected = Signal(dict)
+    calibrated = Signal(dict)
 
     def __init__(self, store: Store | None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,11 +66,23 @@ class InventoryTab(QWidget):
         )
         self.torch_choose = QPushButton("Choose Python…")
         self.torch_check = QPushButton("Check")
+        self.calibrate_button = QPushButton("Calibrate")
+        self.calibrate_button.setToolTip(
+            "Measure this machine's compute rates, overhead and storage with PyTorch "
+            "(about 10 s); sizings of this machine then use them"
+        )
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)  # busy: the worker reports no fraction
+        self.progress.setVisible(False)
+        self.calibration: dict | None = None
+        self._cal_job: Job | None = None
         torch_box = QGroupBox("PyTorch environment for runs and tracing")
         tb = QHBoxLayout(torch_box)
         tb.addWidget(self.torch_status, 1)
         tb.addWidget(self.torch_choose)
         tb.addWidget(self.torch_check)
+        tb.addWidget(self.calibrate_button)
+        tb.addWidget(self.progress)
         self.torch_env: TorchEnvironment | None = None
         self._torch_job: Job | None = None
         layout = QVBoxLayout(self)
@@ -76,6 +91,7 @@ class InventoryTab(QWidget):
         layout.addWidget(torch_box)
         self.torch_choose.clicked.connect(self._choose_python)
         self.torch_check.clicked.connect(self.check_torch)
+        self.calibrate_button.clicked.connect(self.calibrate)
         self.refresh_button.clicked.connect(self.refresh)
         self.copy_text_button.clicked.connect(self.copy_text)
         self.copy_json_button.clicked.connect(self.copy_json)
@@ -105,6 +121,48 @@ class InventoryTab(QWidget):
             self.torch_status.setText(f"✓ {env.python}: {env.message}")
         else:
             self.torch_status.setText(f"✗ {env.message}")
+
+    def calibrate(self) -> None:
+        """Run the calibration off the GUI thread; the result is stored for this machine."""
+        if self._cal_job is not None or self.inventory is None:
+            return
+        python = QSettings().value("pytorch/python") or None
+        fingerprint = self.inventory["fingerprint"]
+        self.progress.setVisible(True)
+        self.calibrate_button.setEnabled(False)
+        self.torch_status.setText("Calibrating this machine with PyTorch…")
+
+        def work() -> dict:
+            env = find_torch_environment(python)
+            if not env.ok:
+                raise RuntimeError(env.message)
+            return run_calibration(env.python)
+
+        job = Job(work)
+        job.signals.finished.connect(lambda result: self._calibrated(result, fingerprint))
+        job.signals.failed.connect(self._calibration_failed)
+        self._cal_job = job
+        QThreadPool.globalInstance().start(job)
+
+    def _calibrated(self, result: dict, fingerprint: str) -> None:
+        self._cal_job = None
+        self.progress.setVisible(False)
+        self.calibrate_button.setEnabled(True)
+        self.calibration = result
+        if self.store is not None:
+            self.store.save_calibration(fingerprint, result)
+        self.torch_status.setText(
+            f"Calibrated in {result['seconds']} s: training steps reach {result['cpu_linear_train_flops'] / 1e9:,.0f} "
+            f"GFLOP/s on linear and {result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers; "
+            f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. Sizings of this machine use them."
+        )
+        self.calibrated.emit(result)
+
+    def _calibration_failed(self, message: str) -> None:
+        self._cal_job = None
+        self.progress.setVisible(False)
+        self.calibrate_button.setEnabled(True)
+        self.torch_status.setText(f"✗ Calibration failed: {message}")
 
     def _choose_python(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose the Python with PyTorch", "", "Python (python*);;All (*)")

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QSettings, QThreadPool
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -13,8 +14,10 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QRadioButton,
     QTableWidget,
@@ -29,6 +32,9 @@ from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
 from core.presets import load_presets
 from core.units import fmt_count
 from gui.wizard.base import WizardPage, combo, error_label, set_combo
+from gui.workers import Job
+from telemetry.pytorch_env import find_torch_environment
+from telemetry.tracer import trace_torch_model
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
@@ -80,6 +86,13 @@ class ModelPage(WizardPage):
         self.preset_info.setWordWrap(True)
         self.edit_button = QPushButton("Edit as layers")
         self.edit_button.setToolTip("Copy the preset's layers into the editor to change them")
+        self.use_code = QRadioButton("PyTorch code")
+        self.use_code.setEnabled(False)
+        self.use_code.setToolTip("A model traced from a Python file (Import PyTorch model…)")
+        self.torch_button = QPushButton("Import PyTorch model…")
+        self.torch_button.setToolTip("Trace a file.py:factory in a separate Python with PyTorch, without real memory")
+        self.traced: dict[str, Any] | None = None
+        self._trace_job: Job | None = None
         self.import_button = QPushButton("Import JSON…")
         self.import_button.setToolTip("A workload file or a model object with input_shape and layers")
         self.input_shape = QLineEdit("75")
@@ -97,7 +110,15 @@ class ModelPage(WizardPage):
         self.error = error_label()
 
         top = QHBoxLayout()
-        for w in (self.use_preset, self.preset, self.edit_button, self.use_layers, self.import_button):
+        for w in (
+            self.use_preset,
+            self.preset,
+            self.edit_button,
+            self.use_layers,
+            self.import_button,
+            self.use_code,
+            self.torch_button,
+        ):
             top.addWidget(w)
         top.addStretch(1)
         shape_row = QFormLayout()
@@ -131,12 +152,18 @@ class ModelPage(WizardPage):
         self.down_button.clicked.connect(lambda: self._move(1))
         self.edit_button.clicked.connect(self.edit_preset_as_layers)
         self.import_button.clicked.connect(self._import_dialog)
+        self.torch_button.clicked.connect(self._torch_dialog)
+        self.use_code.toggled.connect(self._mode_changed)
         self._mode_changed()
 
     # --- document -----------------------------------------------------------------------------
     def load(self, doc: dict[str, Any]) -> None:
         model = doc.get("model", {})
-        if "preset" in model:
+        if "summary" in model and str(model.get("source", "")).startswith("traced"):
+            self.traced = dict(model)
+            self.use_code.setEnabled(True)
+            self.use_code.setChecked(True)
+        elif "preset" in model:
             set_combo(self.preset, model["preset"])
             self.use_preset.setChecked(True)
         else:
@@ -148,6 +175,8 @@ class ModelPage(WizardPage):
         doc["model"] = self.model_document()
 
     def model_document(self) -> dict[str, Any]:
+        if self.use_code.isChecked() and self.traced is not None:
+            return dict(self.traced)
         if self.use_preset.isChecked():
             return {"preset": self.preset.currentData()}
         return {"input_shape": self._shape(), "input_dtype": self.input_dtype.currentData(), "layers": self._layers()}
@@ -217,6 +246,59 @@ class ModelPage(WizardPage):
         self.table.selectRow(target)
         self._edited()
 
+    def _torch_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import PyTorch model", "", "Python (*.py)")
+        if not path:
+            return
+        answer = QMessageBox.warning(
+            self,
+            "Run this file's code?",
+            f"TrainRig will run the code in {Path(path).name} in a separate Python with PyTorch to trace its model "
+            "(no real memory is allocated). Only import files you trust.",
+            QMessageBox.StandardButton.Ok | QMessageBox.StandardButton.Cancel,
+        )
+        if answer != QMessageBox.StandardButton.Ok:
+            return
+        factory, ok = QInputDialog.getText(self, "Factory", "Function that returns the nn.Module:", text="make")
+        if ok and factory.strip():
+            self.trace_file(Path(path), factory.strip())
+
+    def trace_file(self, path: Path, factory: str, training: dict[str, Any] | None = None) -> None:
+        """Trace ``path:factory`` off the GUI thread for the current input shape."""
+        model = {
+            "torch": f"{path.name}:{factory}",
+            "input_shape": self._shape(),
+            "input_dtype": self.input_dtype.currentData(),
+        }
+        train = training or {"batch_size": 32, "optimizer": "adam"}
+        self._show_problem(None)
+        self.counts.setText(f"Tracing {path.name}:{factory} in a separate Python…")
+        python = QSettings().value("pytorch/python") or None
+
+        def work() -> dict[str, Any]:
+            env = find_torch_environment(python)
+            if not env.ok:
+                raise TrainRigError(env.message)
+            return trace_torch_model(model, train, path.parent, env.python)
+
+        job = Job(work)
+        job.signals.finished.connect(self._traced)
+        job.signals.failed.connect(self._trace_failed)
+        self._trace_job = job
+        QThreadPool.globalInstance().start(job)
+
+    def _trace_failed(self, message: str) -> None:
+        self._trace_job = None
+        self._show_problem(message.split(": ", 1)[-1])  # drop the exception class name
+        self.changed.emit()
+
+    def _traced(self, summary: dict[str, Any]) -> None:
+        self._trace_job = None
+        self.traced = summary
+        self.use_code.setEnabled(True)
+        self.use_code.setChecked(True)
+        self._edited()
+
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import model", "", "JSON (*.json)")
         if path:
@@ -226,7 +308,7 @@ class ModelPage(WizardPage):
         preset = self.use_preset.isChecked()
         self.preset.setEnabled(preset)
         self.edit_button.setEnabled(preset)
-        self.editor.setEnabled(not preset)
+        self.editor.setEnabled(self.use_layers.isChecked())
         self._edited()
 
     def _shape(self) -> list[Any]:
@@ -252,7 +334,9 @@ class ModelPage(WizardPage):
     def _edited(self) -> None:
         preset_doc = load_presets().get(self.preset.currentData() or "", {})
         self.preset_info.setText(f"{preset_doc.get('description', '')}  Source: {preset_doc.get('source', '')}")
-        self.preset_info.setVisible(self.use_preset.isChecked())
+        self.preset_info.setVisible(self.use_preset.isChecked() or self.use_code.isChecked())
+        if self.use_code.isChecked() and self.traced is not None:
+            self.preset_info.setText(str(self.traced.get("source", "")))
         try:
             model = self.model_document()
             resolved = preset_doc["model"] if self.use_preset.isChecked() else model

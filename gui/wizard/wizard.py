@@ -40,7 +40,7 @@ from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.model_page import ModelPage
 from gui.wizard.results_page import ResultsPage
 from reports.pdf import render_pdf
-from telemetry.candidates import resolve_candidates
+from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.inventory import inventory_to_text
 from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
 
@@ -67,6 +67,7 @@ class SizingWizard(QWidget):
         self.store = store
         self.machine: MachineSummary | None = None
         self.inventory: dict[str, Any] | None = None
+        self.calibration: dict[str, Any] | None = None
         self.result: SizingResult | None = None
         self.findings: list[Any] = []
         self.bom: list[Any] = []
@@ -217,9 +218,15 @@ class SizingWizard(QWidget):
             self.go(row)
 
     # --- this machine -------------------------------------------------------------------------
+    def set_calibration(self, calibration: dict[str, Any] | None) -> None:
+        self.calibration = calibration
+        self.recompute()
+
     def set_inventory(self, inventory: dict[str, Any]) -> None:
         self.inventory = inventory
         self.machine = summary_from_inventory(inventory)
+        if self.store is not None and self.calibration is None:
+            self.calibration = self.store.latest_calibration(inventory["fingerprint"])
         self.candidates.set_this_machine(this_machine_device(self.machine, self.catalogue))
         self.recompute()
 
@@ -237,7 +244,9 @@ class SizingWizard(QWidget):
             workload = parse_workload(self.doc)
             devices, _ = resolve_candidates(names, workload, self.machine or _placeholder(), self.user_devices)
             host_ram = self.machine.ram_total_bytes if self.machine else None
-            result = size_workload(workload, devices, host_ram_bytes=host_ram)
+            result = size_workload(
+                workload, devices, host_ram_bytes=host_ram, calibrated=calibrated_rates(devices, self.calibration)
+            )
             findings = evaluate_rules(result, self.inventory)
             bom = recommend_bom(result)
         except TrainRigError as exc:
