@@ -6,17 +6,11 @@ import argparse
 import platform
 from pathlib import Path
 
-from core.bom import recommend_bom
+from cli.sizing_run import size_file
 from core.report import build_report
 from core.report_csv import write_csv
-from core.rules import evaluate_rules
-from core.sizing import size_workload
 from core.store import Store
-from core.workload import parse_workload, read_workload_document
-from telemetry.candidates import calibrated_rates, resolve_candidates
-from telemetry.inventory import collect_inventory, inventory_to_text
-from telemetry.machine import summary_from_inventory
-from telemetry.tracer import resolve_torch_models
+from telemetry.inventory import inventory_to_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,24 +28,14 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.pdf and not args.csv:
         print("trainrig report: give --pdf FILE and/or --csv FILE")
         return 2
-    doc = resolve_torch_models(read_workload_document(args.workload), Path(args.workload).resolve().parent)
-    workload = parse_workload(doc)
-    inventory = collect_inventory()
-    devices, machine = resolve_candidates(
-        args.candidate, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
-    )
-    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
-    result = size_workload(
-        workload, devices, host_ram_bytes=machine.ram_total_bytes, calibrated=calibrated_rates(devices, calibration)
-    )
-    findings = evaluate_rules(result, inventory)
+    run_ = size_file(args.workload, args.candidate, store)
     report = build_report(
-        result,
-        findings,
-        recommend_bom(result),
+        run_.result,
+        run_.findings,
+        run_.bom,
         author=args.author,
-        machine=f"{platform.node()} ({machine.cpu_model})",
-        inventory_text=inventory_to_text(inventory),
+        machine=f"{platform.node()} ({run_.machine.cpu_model})",
+        inventory_text=inventory_to_text(run_.inventory),
     )
     if args.csv:
         write_csv(report, args.csv)

@@ -5,19 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from core.bom import recommend_bom
+from cli.sizing_run import size_file
 from core.presets import load_presets
-from core.rules import evaluate_rules
-from core.sizing import size_workload
 from core.sizing_report import sizing_to_dict, sizing_to_text
 from core.store import Store
-from core.workload import parse_workload, read_workload_document
-from telemetry.candidates import calibrated_rates, resolve_candidates
-from telemetry.inventory import collect_inventory
-from telemetry.machine import summary_from_inventory
-from telemetry.tracer import resolve_torch_models
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -57,23 +49,12 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.workload:
         print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
         return 2
-    doc = resolve_torch_models(read_workload_document(args.workload), Path(args.workload).resolve().parent)
-    workload = parse_workload(doc)
-    inventory = collect_inventory()
-    if store is not None and not args.no_save:
-        store.save_inventory_if_changed(inventory)  # "this machine" as it was sized
-    devices, machine = resolve_candidates(
-        args.candidate, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
-    )
-    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
-    result = size_workload(
-        workload, devices, host_ram_bytes=machine.ram_total_bytes, calibrated=calibrated_rates(devices, calibration)
-    )
-    findings = evaluate_rules(result, inventory)
-    bom = recommend_bom(result)
+    run_ = size_file(args.workload, args.candidate, store)
+    result, findings, bom = run_.result, run_.findings, run_.bom
     doc = sizing_to_dict(result, findings, bom)
     if store is not None and not args.no_save:
-        wid = store.save_workload(workload.name, read_workload_document(args.workload))
-        store.save_sizing(wid, [d.name for d in devices], doc)
+        store.save_inventory_if_changed(run_.inventory)  # "this machine" as it was sized
+        wid = store.save_workload(result.workload.name, run_.document)
+        store.save_sizing(wid, [d.name for d in run_.devices], doc)
     print(json.dumps(doc, indent=2) if args.json else sizing_to_text(result, findings, bom))
     return 0

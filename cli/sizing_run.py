@@ -1,0 +1,46 @@
+"""The steps `size` and `report` share: read the workload (tracing PyTorch code), detect this
+machine, resolve the candidates, apply this machine's calibration, size, evaluate the rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.bom import BomLine, recommend_bom
+from core.catalogue import DeviceSpec
+from core.rules import Finding, evaluate_rules
+from core.sizing import SizingResult, size_workload
+from core.store import Store
+from core.workload import parse_workload, read_workload_document
+from telemetry.candidates import calibrated_rates, resolve_candidates
+from telemetry.inventory import collect_inventory
+from telemetry.machine import MachineSummary, summary_from_inventory
+from telemetry.tracer import resolve_torch_models
+
+
+@dataclass(frozen=True)
+class SizingRun:
+    document: Any
+    result: SizingResult
+    findings: list[Finding]
+    bom: list[BomLine]
+    devices: list[DeviceSpec]
+    machine: MachineSummary
+    inventory: dict[str, Any]
+
+
+def size_file(path: str, candidates: list[str], store: Store | None) -> SizingRun:
+    document = read_workload_document(path)
+    workload = parse_workload(resolve_torch_models(document, Path(path).resolve().parent))
+    inventory = collect_inventory()
+    devices, machine = resolve_candidates(
+        candidates, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
+    )
+    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
+    result = size_workload(
+        workload, devices, host_ram_bytes=machine.ram_total_bytes, calibrated=calibrated_rates(devices, calibration)
+    )
+    return SizingRun(
+        document, result, evaluate_rules(result, inventory), recommend_bom(result), devices, machine, inventory
+    )
