@@ -194,6 +194,13 @@ class ModelPage(WizardPage):
         self.input_shape.setText(", ".join(str(d) for d in model.get("input_shape", [])))
         set_combo(self.input_dtype, model.get("input_dtype", "float32"))
 
+    def _show_read_only(self, model: dict[str, Any]) -> None:
+        for w in (self.input_shape, self.input_dtype):
+            w.blockSignals(True)
+        self.set_layers(model)
+        for w in (self.input_shape, self.input_dtype):
+            w.blockSignals(False)
+
     def edit_preset_as_layers(self) -> None:
         model = load_presets()[self.preset.currentData()]["model"]
         if "layers" not in model:
@@ -333,6 +340,8 @@ class ModelPage(WizardPage):
 
     def _edited(self) -> None:
         preset_doc = load_presets().get(self.preset.currentData() or "", {})
+        if self.use_preset.isChecked() and "layers" in preset_doc.get("model", {}):
+            self._show_read_only(preset_doc["model"])  # the preset's architecture, greyed until edited
         self.preset_info.setText(f"{preset_doc.get('description', '')}  Source: {preset_doc.get('source', '')}")
         self.preset_info.setVisible(self.use_preset.isChecked() or self.use_code.isChecked())
         if self.use_code.isChecked() and self.traced is not None:
