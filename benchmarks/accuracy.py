@@ -22,9 +22,9 @@ from core.model import analyze_model
 from core.paths import resource_path
 from core.presets import load_presets
 from core.sizing import size_candidate
-from core.torch_model import build_module, example_batch, measure_step_memory, measure_step_time
 from core.workload import parse_workload
 from telemetry.machine import probe_machine, this_machine_device
+from torchbridge.models import build_module, example_batch, measure_step_memory, measure_step_time
 
 CASES = [
     # (model, batches, optimizers)

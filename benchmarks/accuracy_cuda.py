@@ -20,9 +20,9 @@ from core.catalogue import load_catalogue
 from core.paths import resource_path
 from core.presets import load_presets
 from core.sizing import size_candidate
-from core.torch_model import measure_cuda_step
 from core.workload import parse_workload
 from telemetry.machine import probe_machine, this_machine_device
+from torchbridge.models import measure_cuda_step
 
 CASES = [
     ("seed-mlp", 512, "adam", "fp32"),
