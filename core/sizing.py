@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core import seed_formulas as seed
 from core.catalogue import DeviceSpec
@@ -152,10 +152,11 @@ def size_candidate(
         read_note,
     ]
     if t.scaling_model != "analytic" and devices > 1:
-        one = size_candidate(workload, device, 1, host_ram_bytes, calibrated) if count > 1 or nodes > 1 else None
-        if one is not None:
-            total = scaled_time(one.train_time_s, devices, t.scaling_model)
-            assumptions.append(f"multi-GPU time from Wünsche 2016 scaling ({t.scaling_model})")
+        # one device, analytic: the baseline Wünsche's observed speed-ups are applied to
+        single = replace(workload, training=replace(t, nodes=1, scaling_model="analytic"))
+        one = size_candidate(single, device, 1, host_ram_bytes, calibrated)
+        total = scaled_time(one.train_time_s, devices, t.scaling_model)
+        assumptions.append(f"multi-GPU time from Wünsche 2016 scaling ({t.scaling_model})")
     cost = estimate_cost(device, count, nodes, total / 3600, workload.cost)
     c = workload.cost
     deadline = None if c.deadline_hours is None else total / 3600 <= c.deadline_hours

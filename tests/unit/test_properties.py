@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,3 +134,13 @@ def test_byte_figures_round_trip_within_display_precision(n: int) -> None:
     value, unit = text.split()
     scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}[unit]
     assert abs(float(value) * scale - n) <= max(0.5, 0.005 * n)
+
+
+def test_wuensche_scaling_applies_the_published_cut_per_doubling() -> None:
+    base = {"model": {"preset": "resnet-50"}, "data": {"samples": 10_000}, "training": {"epochs": 1}}
+    one = size_candidate(parse_workload(base), GPU, 1).train_time_s
+    for model, cut in (("wuensche-torch", 0.10), ("wuensche-caffe", 0.28), ("wuensche-cntk", 0.35)):
+        doc = {**base, "training": {"epochs": 1, "scaling_model": model, "nodes": 2}}
+        four = size_candidate(parse_workload(doc), GPU, 2)  # 2 nodes × 2 GPUs = 4 devices: two doublings
+        assert four.train_time_s == pytest.approx(one * (1 - cut) ** 2)
+        assert any("Wünsche" in a for a in four.assumptions)
