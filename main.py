@@ -63,6 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        print(f"trainrig {args.command}: {exc.filename or ''} {exc.strerror or exc}".strip(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug: say so in one line instead of a traceback
+        print(
+            f"trainrig {args.command}: unexpected error ({type(exc).__name__}: {exc}); please report it",
+            file=sys.stderr,
+        )
+        return 1
     finally:
         if store is not None:
             store.close()

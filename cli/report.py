@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 from pathlib import Path
 
 from cli.sizing_run import size_file
@@ -38,11 +39,18 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         inventory_text=inventory_to_text(run_.inventory),
     )
     if args.csv:
-        write_csv(report, args.csv)
+        try:
+            write_csv(report, args.csv)
+        except OSError as exc:
+            print(f"trainrig report: {args.csv} cannot be written: {exc.strerror}", file=sys.stderr)
+            return 2
         print(f"wrote {args.csv}")
     if args.pdf:
         from reports.pdf import render_pdf  # Qt is loaded only when a PDF is asked for
 
         pages = render_pdf(report, args.pdf, args.page_size)
+        if not args.pdf.exists():  # QPdfWriter says nothing when it cannot open the file
+            print(f"trainrig report: {args.pdf} cannot be written (does the folder exist?)", file=sys.stderr)
+            return 2
         print(f"wrote {args.pdf} ({pages} pages)")
     return 0

@@ -78,3 +78,11 @@ def test_report_without_a_display_runs_as_a_script(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "a.pdf").stat().st_size > 10_000
+
+
+def test_unwritable_report_paths_exit_2_with_a_message(tmp_path: Path, cli) -> None:
+    workload = str(ROOT / "examples/seed-mlp.json")
+    code, _, err = cli("report", workload, "-c", "4090", "--csv", str(tmp_path / "no" / "r.csv"))
+    assert code == 2 and "cannot be written" in err
+    code, _, err = cli("report", workload, "-c", "4090", "--pdf", str(tmp_path / "no" / "r.pdf"))
+    assert code == 2 and "cannot be written" in err
