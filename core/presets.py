@@ -20,10 +20,6 @@ def load_presets() -> dict[str, dict[str, Any]]:
     return presets
 
 
-def preset_names() -> list[str]:
-    return list(load_presets())
-
-
 def get_preset(name: Any, path: str) -> dict[str, Any]:
     presets = load_presets()
     if isinstance(name, str):

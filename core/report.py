@@ -246,7 +246,8 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
         ("Storage read rate", f"{d.storage}: {STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s (typical datasheet figure)"),
         (
             "Efficiency",
-            "not calibrated: default fraction of the datasheet peak — "
+            "; ".join(dict.fromkeys(f"{x.device.name}: {x.assumptions[0]}" for x in result.candidates))
+            + " — defaults (until `calibrate` measures a machine): "
             + ", ".join(f"{k[0]} {k[1]} {v:.0%}" for k, v in DEFAULT_EFFICIENCY.items())
             + f"; {OVERHEAD_PER_OP_S * 1e6:g} µs framework overhead per op",
         ),

@@ -101,10 +101,6 @@ class Workload:
     goal: GoalSpec = field(default_factory=GoalSpec)
 
 
-def load_workload(path: str | Path) -> Workload:
-    return parse_workload(read_workload_document(path))
-
-
 def read_workload_document(path: str | Path) -> Any:
     """The JSON document of a workload file; WorkloadError names what is wrong with the file."""
     p = Path(path)

@@ -6,7 +6,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from core.errors import TrainRigError
 
 
 class JobSignals(QObject):
@@ -25,8 +27,19 @@ class Job(QRunnable):
     def run(self) -> None:
         try:
             result = self.fn()
-        except Exception as exc:  # reported to the user as a message, logged in full on stderr
+        except TrainRigError as exc:  # an expected problem: its message is for the user
+            self.signals.failed.emit(str(exc))
+        except Exception as exc:  # a bug: reported as a message, logged in full on stderr
             traceback.print_exc()
             self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
         else:
             self.signals.finished.emit(result)
+
+
+def start_job(fn: Callable[[], Any], on_finished: Callable[[Any], None], on_failed: Callable[[str], None]) -> Job:
+    """Run ``fn`` in the global thread pool; the caller keeps the returned job while it runs."""
+    job = Job(fn)
+    job.signals.finished.connect(on_finished)
+    job.signals.failed.connect(on_failed)
+    QThreadPool.globalInstance().start(job)
+    return job

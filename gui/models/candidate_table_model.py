@@ -85,9 +85,6 @@ class CandidateTableModel(QAbstractTableModel):
             return QColor("#d9534f")
         return None
 
-    def row_at(self, row: int) -> CandidateResult:
-        return self._rows[row]
-
     @staticmethod
     def _raw(r: CandidateResult, col: int) -> Any:
         return [

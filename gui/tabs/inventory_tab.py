@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QThreadPool, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -22,9 +22,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalogue import DeviceSpec, load_catalogue, match_detected_cpu
+from core.errors import TrainRigError
 from core.store import Store
 from core.units import fmt_bytes
-from gui.workers import Job
+from gui.workers import Job, start_job
 from telemetry.calibrate import run_calibration
 from telemetry.inventory import collect_inventory, inventory_to_text
 from telemetry.pytorch_env import TorchEnvironment, find_torch_environment
@@ -106,11 +107,9 @@ class InventoryTab(QWidget):
             return
         preferred = python or QSettings().value("pytorch/python") or None
         self.torch_status.setText(f"Checking {'the chosen Python' if preferred else 'for a Python with PyTorch'}…")
-        job = Job(lambda: find_torch_environment(preferred))
-        job.signals.finished.connect(self._torch_checked)
-        job.signals.failed.connect(lambda msg: self._torch_checked(None, msg))
-        self._torch_job = job
-        QThreadPool.globalInstance().start(job)
+        self._torch_job = start_job(
+            lambda: find_torch_environment(preferred), self._torch_checked, lambda msg: self._torch_checked(None, msg)
+        )
 
     def _torch_checked(self, env: TorchEnvironment | None, error: str = "") -> None:
         self._torch_job = None
@@ -135,14 +134,10 @@ class InventoryTab(QWidget):
         def work() -> dict:
             env = find_torch_environment(python)
             if not env.ok:
-                raise RuntimeError(env.message)
+                raise TrainRigError(env.message)
             return run_calibration(env.python)
 
-        job = Job(work)
-        job.signals.finished.connect(lambda result: self._calibrated(result, fingerprint))
-        job.signals.failed.connect(self._calibration_failed)
-        self._cal_job = job
-        QThreadPool.globalInstance().start(job)
+        self._cal_job = start_job(work, lambda result: self._calibrated(result, fingerprint), self._calibration_failed)
 
     def _calibrated(self, result: dict, fingerprint: str) -> None:
         self._cal_job = None
@@ -176,11 +171,7 @@ class InventoryTab(QWidget):
             return
         self._set_busy(True)
         self.status.setText("Detecting this machine…")
-        job = Job(collect_inventory)
-        job.signals.finished.connect(self._show)
-        job.signals.failed.connect(self._failed)
-        self._job = job
-        QThreadPool.globalInstance().start(job)
+        self._job = start_job(collect_inventory, self._show, self._failed)
 
     def _set_busy(self, busy: bool) -> None:
         for b in (self.refresh_button, self.copy_text_button, self.copy_json_button, self.save_button):

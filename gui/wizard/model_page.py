@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, QThreadPool
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -32,7 +32,7 @@ from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
 from core.presets import load_presets
 from core.units import fmt_count
 from gui.wizard.base import WizardPage, combo, error_label, set_combo
-from gui.workers import Job
+from gui.workers import Job, start_job
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.tracer import trace_torch_model
 
@@ -288,15 +288,11 @@ class ModelPage(WizardPage):
                 raise TrainRigError(env.message)
             return trace_torch_model(model, train, path.parent, env.python)
 
-        job = Job(work)
-        job.signals.finished.connect(self._traced)
-        job.signals.failed.connect(self._trace_failed)
-        self._trace_job = job
-        QThreadPool.globalInstance().start(job)
+        self._trace_job = start_job(work, self._traced, self._trace_failed)
 
     def _trace_failed(self, message: str) -> None:
         self._trace_job = None
-        self._show_problem(message.split(": ", 1)[-1])  # drop the exception class name
+        self._show_problem(message)
         self.changed.emit()
 
     def _traced(self, summary: dict[str, Any]) -> None:

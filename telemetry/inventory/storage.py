@@ -27,6 +27,13 @@ def mounts(roots: SystemRoots) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _statvfs(path: str) -> os.statvfs_result | None:
+    try:
+        return os.statvfs(path)
+    except OSError:
+        return None
+
+
 def read_disks(roots: SystemRoots, rec: Record) -> None:
     mount_list = mounts(roots)
     disks = []
@@ -47,13 +54,8 @@ def read_disks(roots: SystemRoots, rec: Record) -> None:
             kind = "unknown"
         parts = {name} | {p.name for p in dev.iterdir() if p.name.startswith(name)} if dev.is_dir() else {name}
         mps = [mp for src, mp, _, _ in mount_list if src.startswith("/dev/") and src[5:] in parts]
-        free = None
-        if roots.real and mps:
-            try:
-                st = os.statvfs(mps[0])
-                free = st.f_bavail * st.f_frsize
-            except OSError:
-                free = None
+        st = _statvfs(mps[0]) if roots.real and mps else None
+        free = st.f_bavail * st.f_frsize if st else None
         disks.append(
             {
                 "device": name,
@@ -108,11 +110,8 @@ def read_ramdisks(roots: SystemRoots, rec: Record) -> None:
         m = re.search(r"size=(\d+)k", opts)
         size = int(m.group(1)) * 1024 if m else None
         if size is None and roots.real:
-            try:
-                st = os.statvfs(mp)
-                size = st.f_blocks * st.f_frsize
-            except OSError:
-                size = None
+            st = _statvfs(mp)
+            size = st.f_blocks * st.f_frsize if st else None
         found.append(
             {
                 "kind": fstype,

@@ -17,3 +17,19 @@ def _qt_settings(tmp_path, qapp):
     QCoreApplication.setOrganizationName("TrainRigTests")
     yield
     assert QThreadPool.globalInstance().waitForDone(5000), "a background job was left running"
+
+
+@pytest.fixture
+def main_window(qtbot):
+    """A main window on an in-memory database, shown, with this machine detected."""
+    from core.store import Store
+    from gui.main_window import MainWindow
+
+    def make(store=None) -> MainWindow:
+        w = MainWindow(store or Store.open(None))
+        qtbot.addWidget(w)
+        w.show()
+        qtbot.waitUntil(lambda: w.sizing_tab.machine is not None, timeout=5000)
+        return w
+
+    return make

@@ -9,15 +9,6 @@ import psutil
 from PySide6.QtGui import QGuiApplication
 
 from core.store import Store
-from gui.main_window import MainWindow
-
-
-def open_window(qtbot, store=None) -> MainWindow:
-    w = MainWindow(store or Store.open(None))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=5000)
-    return w
 
 
 def rows(tab) -> dict[str, tuple[str, str, str]]:
@@ -30,8 +21,8 @@ def rows(tab) -> dict[str, tuple[str, str, str]]:
     return out
 
 
-def test_inventory_tab_shows_this_machines_cpu_and_cores(qtbot) -> None:
-    w = open_window(qtbot)
+def test_inventory_tab_shows_this_machines_cpu_and_cores(qtbot, main_window) -> None:
+    w = main_window()
     tab = w.inventory_tab
     r = rows(tab)
     with open("/proc/cpuinfo") as fh:
@@ -48,9 +39,9 @@ def test_inventory_tab_shows_this_machines_cpu_and_cores(qtbot) -> None:
     assert w.sizing_tab.machine is not None and w.sizing_tab.machine.cpu_model == model
 
 
-def test_copy_and_save_snapshot(qtbot) -> None:
+def test_copy_and_save_snapshot(qtbot, main_window) -> None:
     store = Store.open(None)
-    w = open_window(qtbot, store)
+    w = main_window(store)
     tab = w.inventory_tab
     tab.copy_json()
     copied = json.loads(QGuiApplication.clipboard().text())
@@ -62,8 +53,8 @@ def test_copy_and_save_snapshot(qtbot) -> None:
     assert "Saved snapshot #1" in tab.status.text()
 
 
-def test_refresh_detects_again_without_blocking(qtbot) -> None:
-    w = open_window(qtbot)
+def test_refresh_detects_again_without_blocking(qtbot, main_window) -> None:
+    w = main_window()
     tab = w.inventory_tab
     first = tab.inventory
     tab.refresh()
@@ -72,10 +63,10 @@ def test_refresh_detects_again_without_blocking(qtbot) -> None:
     assert tab.refresh_button.isEnabled()
 
 
-def test_pytorch_environment_is_checked_without_importing_it(qtbot) -> None:
+def test_pytorch_environment_is_checked_without_importing_it(qtbot, main_window) -> None:
     import sys
 
-    w = open_window(qtbot)
+    w = main_window()
     tab = w.inventory_tab
     assert tab.torch_env is None and "press Check" in tab.torch_status.text()  # nothing heavy at start-up
     tab.check_torch(sys.executable)

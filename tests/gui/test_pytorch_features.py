@@ -8,22 +8,13 @@ from pathlib import Path
 import pytest
 
 from core.store import Store
-from gui.main_window import MainWindow
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="CI installs torch==2.13.0")
 
 
-def window(qtbot, store=None) -> MainWindow:
-    w = MainWindow(store or Store.open(None))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitUntil(lambda: w.sizing_tab.machine is not None, timeout=5000)
-    return w
-
-
-def test_calibrate_button_feeds_this_machine_sizings(qtbot) -> None:
+def test_calibrate_button_feeds_this_machine_sizings(qtbot, main_window) -> None:
     store = Store.open(None)
-    w = window(qtbot, store)
+    w = main_window(store)
     tab = w.inventory_tab
     tab.calibrate()
     assert tab.progress.isVisible() and not tab.calibrate_button.isEnabled()
@@ -35,13 +26,13 @@ def test_calibrate_button_feeds_this_machine_sizings(qtbot) -> None:
     assert "(calibrated)" in this.assumptions[0]
 
 
-def test_import_pytorch_model_traces_it_into_the_wizard(qtbot, tmp_path: Path) -> None:
+def test_import_pytorch_model_traces_it_into_the_wizard(qtbot, main_window, tmp_path: Path) -> None:
     code = tmp_path / "net.py"
     code.write_text(
         "import torch.nn as nn\n\ndef make():\n    return nn.Sequential(nn.Linear(75, 64), nn.ReLU(),"
         " nn.Linear(64, 10))\n"
     )
-    w = window(qtbot)
+    w = main_window()
     page = w.sizing_tab.model_page
     page.trace_file(code, "make")
     qtbot.waitUntil(lambda: page.traced is not None or page.problem() is not None, timeout=120000)

@@ -11,17 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 
 from core.store import Store
-from gui.main_window import MainWindow
 from gui.models.candidate_table_model import COL_DEVICE, COL_FITS, COL_MEMORY
 from gui.wizard.candidates_page import THIS_MACHINE
-
-
-def make_window(qtbot, store=None) -> MainWindow:
-    w = MainWindow(store or Store.open(None))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitUntil(lambda: w.sizing_tab.machine is not None, timeout=5000)
-    return w
 
 
 def table(wiz, column: int) -> list[str]:
@@ -41,8 +32,8 @@ def test_a_font_is_installed_so_text_is_not_empty_boxes(qapp) -> None:
     assert QFontDatabase.families(), "install fonts-dejavu-core: Qt draws no text without a font"
 
 
-def test_first_time_user_walks_to_results_for_the_seed_mlp(qtbot, cli, write_json) -> None:
-    w = make_window(qtbot)
+def test_first_time_user_walks_to_results_for_the_seed_mlp(qtbot, main_window, cli, write_json) -> None:
+    w = main_window()
     wiz = w.sizing_tab
     for step in range(5):
         assert wiz.stack.currentIndex() == step
@@ -63,8 +54,8 @@ def test_first_time_user_walks_to_results_for_the_seed_mlp(qtbot, cli, write_jso
     assert "Recommended: <b>NVIDIA GeForce RTX 4090 × 1</b>" in wiz.results.verdict.text()
 
 
-def test_transformer_preset_on_h100s_matches_the_cli(qtbot, cli, write_json) -> None:
-    w = make_window(qtbot)
+def test_transformer_preset_on_h100s_matches_the_cli(qtbot, main_window, cli, write_json) -> None:
+    w = main_window()
     wiz = w.sizing_tab
     wiz.go(1)
     wiz.model_page.preset.setCurrentIndex(wiz.model_page.preset.findData("gpt2-small"))
@@ -84,8 +75,8 @@ def test_transformer_preset_on_h100s_matches_the_cli(qtbot, cli, write_json) -> 
     assert [c.count for c in wiz.result.candidates if c.device.name == "NVIDIA H100 SXM"] == [1, 2, 4, 8]
 
 
-def test_invalid_layer_blocks_next_with_the_reason(qtbot) -> None:
-    w = make_window(qtbot)
+def test_invalid_layer_blocks_next_with_the_reason(qtbot, main_window) -> None:
+    w = main_window()
     wiz = w.sizing_tab
     wiz.go(1)
     page = wiz.model_page
@@ -107,8 +98,8 @@ def test_invalid_layer_blocks_next_with_the_reason(qtbot) -> None:
     assert wiz.stack.currentIndex() == 1
 
 
-def test_no_candidate_blocks_next(qtbot) -> None:
-    w = make_window(qtbot)
+def test_no_candidate_blocks_next(qtbot, main_window) -> None:
+    w = main_window()
     wiz = w.sizing_tab
     wiz.go(4)
     for name in wiz.candidates.selected():
@@ -116,8 +107,8 @@ def test_no_candidate_blocks_next(qtbot) -> None:
     assert not wiz.next_button.isEnabled() and "Tick at least one candidate" in wiz.problem.text()
 
 
-def test_what_if_recomputes_on_the_results_page(qtbot) -> None:
-    w = make_window(qtbot)
+def test_what_if_recomputes_on_the_results_page(qtbot, main_window) -> None:
+    w = main_window()
     wiz = w.sizing_tab
     wiz.go(5)
     before = {c.device.name: c.memory.total for c in wiz.result.candidates}
@@ -130,8 +121,8 @@ def test_what_if_recomputes_on_the_results_page(qtbot) -> None:
     assert table(wiz, COL_MEMORY)[0] != ""
 
 
-def test_custom_device_joins_the_candidates(qtbot) -> None:
-    w = make_window(qtbot)
+def test_custom_device_joins_the_candidates(qtbot, main_window) -> None:
+    w = main_window()
     wiz = w.sizing_tab
     wiz.go(4)
     page = wiz.candidates
@@ -147,9 +138,9 @@ def test_custom_device_joins_the_candidates(qtbot) -> None:
     assert "exists" in page.error.text()
 
 
-def test_save_open_and_record(qtbot, tmp_path: Path) -> None:
+def test_save_open_and_record(qtbot, main_window, tmp_path: Path) -> None:
     store = Store.open(None)
-    w = make_window(qtbot, store)
+    w = main_window(store)
     wiz = w.sizing_tab
     wiz.goal.name.setText("my study")
     wiz.training.batch.setValue(256)
@@ -173,10 +164,10 @@ def test_save_open_and_record(qtbot, tmp_path: Path) -> None:
     assert not wiz.open_saved(999) and "No saved workload #999" in wiz.message.text()
 
 
-def test_window_geometry_and_tab_are_remembered(qtbot) -> None:
+def test_window_geometry_and_tab_are_remembered(qtbot, main_window) -> None:
     from PySide6.QtCore import QSettings
 
-    w = make_window(qtbot)
+    w = main_window()
     w.resize(1200, 700)
     w.tabs.setCurrentIndex(1)
     qtbot.wait(50)
@@ -184,14 +175,14 @@ def test_window_geometry_and_tab_are_remembered(qtbot) -> None:
     w.close()
     assert QSettings().value("main_window/geometry") == geometry_at_close
     assert int(QSettings().value("main_window/tab")) == 1
-    again = make_window(qtbot)
+    again = main_window()
     assert again.tabs.currentIndex() == 1  # the user comes back to the tab they left
     assert again.saveGeometry() != b"" and again.width() >= again.minimumSizeHint().width()
 
 
-def test_repainting_does_not_leak_references_to_none(qtbot) -> None:
+def test_repainting_does_not_leak_references_to_none(qtbot, main_window) -> None:
     # PySide6 6.12.0 on Python 3.11 decrements None on every paint until the app aborts.
-    w = make_window(qtbot)
+    w = main_window()
     w.sizing_tab.go(5)
     w.grab()
     before = sys.getrefcount(None)
