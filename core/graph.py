@@ -30,6 +30,7 @@ class Op:
     segment: int  # checkpoint segment (top-level layer or one repeat iteration)
     pending_grad: int = 0  # gradient elements held for a residual's other path during this backward
     math_scores: int = 0  # L×L×heads score elements the math attention kernel keeps (CPU with dropout)
+    flops: int = 0  # forward matrix-product FLOPs per sample (0 for elementwise ops)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Graph:
         output_id: int | None = None,
         autocast: str = "same",
         out_fp32: bool | None = None,
+        flops: int = 0,
     ) -> int:
         """Append an op reading ``input_id``; returns the id of its output tensor.
 
@@ -101,7 +103,9 @@ class Graph:
             saved.append(out)
         for elems, dtype_bytes in extra:
             saved.append(self.tensor(elems, dtype_bytes))
-        self.ops.append(Op(name, input_id, out, tuple(saved), params, matmul_params, largest_param, self.segment))
+        self.ops.append(
+            Op(name, input_id, out, tuple(saved), params, matmul_params, largest_param, self.segment, flops=flops)
+        )
         return out
 
     def row(self, row: LayerRow) -> None:

@@ -110,6 +110,7 @@ def linear(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         params=params,
         matmul_params=in_f * out_f,
         largest_param=0 if tied else in_f * out_f,
+        flops=flops,
     )
     g.row(LayerRow(path, "linear", out_shape, params, flops, flops, 2 * in_f, out_f * lead))
     return out_shape, y
@@ -156,6 +157,7 @@ def conv2d(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         params=params,
         matmul_params=weights,
         largest_param=weights,
+        flops=flops,
     )
     g.row(LayerRow(path, "conv2d", out_shape, params, flops, flops, 2 * fan_in, numel(out_shape)))
     return out_shape, y

@@ -96,6 +96,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             params=layer_params,
             matmul_params=dirs * w,
             largest_param=gates * hidden * max(in_f, hidden),
+            flops=dirs * 2 * w * steps,
         )
         in_f = dirs * hidden
     out_shape = (steps, dirs * hidden)
@@ -124,9 +125,18 @@ def _attention(
         params=params - dim * dim - (dim if bias else 0),
         matmul_params=dim * dim + 2 * dim * kv_dim,
         largest_param=dim * dim,
+        flops=2 * length * (dim * dim + 2 * dim * kv_dim),
     )
     # memory-efficient attention keeps q, k, v, its output and a log-sum-exp per row and head
-    core = g.op("sdpa", qkv, length * dim, save_input=True, save_output=True, extra=((length * heads, 4),))
+    core = g.op(
+        "sdpa",
+        qkv,
+        length * dim,
+        save_input=True,
+        save_output=True,
+        extra=((length * heads, 4),),
+        flops=4 * length * length * dim,
+    )
     if dropout > 0:  # PyTorch's CPU flash kernel has no dropout: the math kernel saves L×L scores
         g.ops[-1] = replace(g.ops[-1], math_scores=length * length * heads)
     y = g.op(
@@ -137,6 +147,7 @@ def _attention(
         params=dim * dim + (dim if bias else 0),
         matmul_params=dim * dim,
         largest_param=dim * dim,
+        flops=2 * length * dim * dim,
     )
     t2 = 2 * dim + 4 * (dim // heads) + 2 * length + 2 * dim
     g.row(LayerRow(path, "multihead_attention", shape, params, flops, flops, t2, length * dim))
@@ -182,6 +193,7 @@ def swiglu(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         params=params - dim * hidden - (dim if bias else 0),
         matmul_params=2 * dim * hidden,
         largest_param=dim * hidden,
+        flops=2 * 2 * dim * hidden * lead,
     )
     # silu keeps its input (the gate), the product keeps both factors
     act = g.op("silu_mul", gate_up, n_hidden, save_input=True, extra=((n_hidden, None),))
@@ -194,6 +206,7 @@ def swiglu(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         params=dim * hidden + (dim if bias else 0),
         matmul_params=dim * hidden,
         largest_param=dim * hidden,
+        flops=2 * dim * hidden * lead,
     )
     g.row(LayerRow(path, "swiglu", shape, params, flops, flops + 2 * n_hidden, 4 * dim + 2 * hidden, n_hidden))
     return shape, y

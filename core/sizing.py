@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from core import seed_formulas as seed
 from core.catalogue import DeviceSpec
@@ -68,12 +69,12 @@ def size_workload(
     devices: Sequence[DeviceSpec],
     *,
     host_ram_bytes: int | None = None,
-    calibrated: dict[str, dict[str, float]] | None = None,
+    calibrated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> SizingResult:
     """Size ``workload`` on every device × GPU count of ``workload.hardware.counts``.
 
     ``host_ram_bytes`` is the RAM of this machine when known (CPU candidates and dataset fit).
-    ``calibrated`` maps a device name to measured efficiencies ({"fp32": ..., "tensor": ...}).
+    ``calibrated`` maps a device name to its measured rates (``telemetry.calibrate``).
     """
     if not devices:
         raise ValueError("at least one candidate device is needed")
@@ -102,7 +103,7 @@ def size_candidate(
     device: DeviceSpec,
     count: int,
     host_ram_bytes: int | None = None,
-    calibrated: dict[str, float] | None = None,
+    calibrated: Mapping[str, Any] | None = None,
 ) -> CandidateResult:
     t, m, d = workload.training, workload.analysis, workload.data
     kind = "cpu" if device.kind == "cpu" else "gpu"  # accelerators hold their own memory, as GPUs do
@@ -147,7 +148,7 @@ def size_candidate(
     total = st.step_s * steps * t.epochs
     assumptions = [
         f"efficiency {st.efficiency:.0%} of the {t.precision} peak {st.peak_flops / 1e12:.3g} TFLOP/s"
-        + (" (calibrated)" if calibrated else " (default for the device class)"),
+        + (f" ({calibrated.get('note', 'calibrated')})" if calibrated else " (default for the device class)"),
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
         read_note,
     ]

@@ -1,13 +1,24 @@
 """Step time, epoch and run time of a training workload on a device.
 
-step = max(compute at calibrated efficiency, memory traffic / bandwidth, input pipeline)
-       + gradient all-reduce not hidden behind backward + per-step framework overhead.
+A step is the sum of its ops, as a device runs them one after another: matrix products (linear,
+convolution, recurrent, attention) at the rate layers of their size reach, elementwise layers
+(activations, norms, pooling, dropout, residual adds) at their cost per element, the loss, and the
+optimizer at its cost per parameter. The framework's cost of issuing those ops (per op and per step)
+adds on a CPU and overlaps on an accelerator, which queues work asynchronously. Then:
+
+step = max(that, input pipeline) + gradient all-reduce not hidden behind backward.
+
+Rates and costs come from `calibrate` on this machine; elsewhere from the device's datasheet peak
+and bandwidth with the default efficiencies below.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.catalogue import DeviceSpec
 from core.memory import OPTIMIZER_STATES, PRECISION_BYTES
@@ -17,9 +28,57 @@ from core.model import ModelAnalysis
 # TrainRig defaults (Hooda 2023 observes 15–25 % below peak for large kernels; small layers reach
 # less); replaced by measured values once `calibrate` has run on the device class.
 DEFAULT_EFFICIENCY = {("gpu", "fp32"): 0.60, ("gpu", "tensor"): 0.45, ("cpu", "fp32"): 0.55, ("tpu", "tensor"): 0.45}
-# Per-op framework cost (dispatch, kernel launch), seconds; TrainRig default before calibration.
+# Fraction of the datasheet memory bandwidth elementwise kernels reach (TrainRig default).
+BANDWIDTH_EFFICIENCY = {"gpu": 0.8, "cpu": 0.6, "tpu": 0.8}
+# Framework cost (Python, dispatch, kernel launches) per op and per step, seconds: TrainRig defaults
+# before calibration. Per step on a CPU: the optimizer's and the loss's fixed costs; with a GPU also
+# the synchronisation at the end of the step — 1.8 ms measured on an H100 host (intercept of the
+# step times of four small networks over their op counts, docs/accuracy.md).
 OVERHEAD_PER_OP_S = 15e-6
-OVERHEAD_PER_STEP_S = 200e-6
+OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": 1.8e-3, "tpu": 1.8e-3}
+# Elementwise layers: the kind of kernel each op runs (its cost is measured per kind by
+# `calibrate`) and whether its cost counts input elements (pooling) or output elements.
+ELEMENTWISE_KIND = {
+    "relu": ("relu",),
+    "leaky_relu": ("relu",),
+    "tanh": ("tanh",),
+    "sigmoid": ("tanh",),
+    "gelu": ("gelu",),
+    "silu": ("gelu",),
+    "silu_mul": ("gelu", "add"),
+    "softmax": ("softmax",),
+    "batchnorm1d": ("batchnorm",),
+    "batchnorm2d": ("batchnorm",),
+    "layernorm": ("layernorm",),
+    "rmsnorm": ("layernorm",),
+    "maxpool2d": ("maxpool",),
+    "avgpool2d": ("avgpool",),
+    "adaptive_avgpool2d": ("avgpool",),
+    "dropout": ("dropout",),
+    "add": ("add",),
+    "positional_embedding": ("add",),
+    "embedding": ("embedding",),
+}
+PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
+# Before calibration: tensor elements read or written per element by the forward and backward of
+# each kind (TrainRig estimates from the kernels' passes; e.g. ReLU reads x and writes y, then reads
+# the gradient and y and writes the input gradient: 5), moved at the device's bandwidth.
+ELEMENT_ACCESSES = {
+    "relu": 5,
+    "tanh": 5,
+    "gelu": 5,
+    "softmax": 5,
+    "batchnorm": 9,
+    "layernorm": 9,
+    "maxpool": 4,
+    "avgpool": 2.5,
+    "dropout": 4.5,
+    "add": 6,
+    "embedding": 4,
+}
+# fp32 words read or written per parameter by one optimizer step in PyTorch's default (foreach)
+# implementations: TrainRig estimates, in the ratios `calibrate` measured on a CPU.
+OPTIMIZER_ACCESSES = {"sgd": 3, "sgd_momentum": 7, "adam": 21, "adamw": 25, "rmsprop": 14, "adagrad": 13}
 # Sustained sequential read, bytes/s: typical drive datasheets (7,200 rpm HDD, 10k rpm HDD,
 # SATA III SSD, PCIe 3.0 ×4 NVMe, tmpfs, 1 GbE network share).
 STORAGE_READ_BPS = {
@@ -56,7 +115,7 @@ class StepTime:
     peak_flops: float
 
 
-def efficiency_for(device: DeviceSpec, precision: str, calibrated: dict[str, float] | None = None) -> float:
+def efficiency_for(device: DeviceSpec, precision: str, calibrated: Mapping[str, Any] | None = None) -> float:
     key = "fp32" if precision in ("fp32",) or device.peak_flops(precision) == device.fp32_flops else "tensor"
     if calibrated and key in calibrated:
         return calibrated[key]
@@ -86,26 +145,30 @@ def step_time(
     sharding: str,
     read_bps: float,
     disk_bytes_per_sample: float,
-    calibrated: dict[str, float] | None = None,
+    calibrated: Mapping[str, Any] | None = None,
 ) -> StepTime:
-    eff = efficiency_for(device, precision, calibrated)
-    peak = device.peak_flops(precision)
-    flops = train_flops_per_sample(model, checkpointing) * batch_per_device
-    compute = flops / (peak * eff)
     cal = calibrated or {}
-    if "linear_train_flops" in cal:  # measured rates of this machine, per kind of layer
-        conv_share = _conv_flops(model) / model.forward_flops if model.forward_flops else 0.0
-        speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
-        conv_rate = cal.get("conv_train_flops", cal["linear_train_flops"])
-        compute = flops * ((1 - conv_share) / (cal["linear_train_flops"] * speed) + conv_share / (conv_rate * speed))
-        eff = flops / compute / peak if compute else eff
-    pb, gb, ab, ob = PRECISION_BYTES[precision]
+    eff = efficiency_for(device, precision, cal)
+    peak = device.peak_flops(precision)
+    b = batch_per_device
+    flops = train_flops_per_sample(model, checkpointing) * b
+    pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
-    traffic = p * (3 * pb + 2 * gb + 2 * OPTIMIZER_STATES[optimizer] * ob + pb)
-    act = model.activation_bytes_per_sample if model.graph is None else _saved_bytes(model, ab)
-    traffic += 2 * act * batch_per_device
-    memory = traffic / device.bandwidth if device.bandwidth else 0.0
-    input_s = batch_per_device * disk_bytes_per_sample / read_bps
+    kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
+    if model.graph is None:  # a published summary: totals only, compute and memory traffic overlap
+        compute = flops / (peak * eff)
+        traffic = p * (3 * pb + 2 * gb + 2 * OPTIMIZER_STATES[optimizer] * ob + pb)
+        traffic += 2 * model.activation_bytes_per_sample * b
+        memory = traffic / device.bandwidth if device.bandwidth else 0.0
+        work = max(compute, memory)
+        n_ops = 50
+    else:
+        compute, memory = _graph_times(model, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal)
+        work = compute + memory  # the ops run one after another
+        n_ops = len(model.graph.ops)
+    if compute and "linear_train" in cal:
+        eff = flops / compute / peak
+    input_s = b * disk_bytes_per_sample / read_bps
     comm = 0.0
     if devices > 1:
         link = device.interconnect_bw or 15.75e9
@@ -115,32 +178,86 @@ def step_time(
         if sharding in ("zero3", "fsdp"):
             volume *= 1.5  # parameter all-gathers in forward and backward plus reduce-scatter
         comm = volume / link
-    n_ops = len(model.graph.ops) if model.graph is not None else 50
     per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S)
-    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S)
+    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S[kind])
     overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
+    # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
+    # host issues the next ones, so the slower of the two sets the pace
+    busy = work + overhead if kind == "cpu" else max(work, overhead)
     backward = compute * 2 / 3
     hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
-    terms = {"compute": compute, "memory bandwidth": memory, "input pipeline": input_s}
+    step = max(busy, input_s) + hidden_comm
+    terms = {
+        "compute": compute,
+        "memory bandwidth": memory,
+        "input pipeline": input_s,
+        "framework overhead": overhead,
+        "communication": hidden_comm,
+    }
     bound = max(terms, key=lambda k: terms[k])
-    step = max(terms.values()) + hidden_comm + overhead
-    if hidden_comm > max(terms.values()):
-        bound = "communication"
     return StepTime(compute, memory, input_s, comm, overhead, step, bound, eff, peak)
 
 
-def _conv_flops(model: ModelAnalysis) -> int:
-    return sum(r.flops * r.count for r in model.rows if r.type == "conv2d")
+def _graph_times(
+    model: ModelAnalysis,
+    device: DeviceSpec,
+    kind: str,
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    peak_rate: float,
+    cal: Mapping[str, Any],
+) -> tuple[float, float]:
+    """Seconds of matrix products and of memory-bound work (elementwise layers, loss, optimizer)."""
+    graph = model.graph
+    assert graph is not None
+    act_bytes = PRECISION_BYTES[precision][2]
+    speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
+    bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
+    measured = cal.get("elementwise_s", {})
+
+    def per_element(k: str) -> float:
+        return float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
+
+    passes = 3 + (1 if checkpointing else 0)  # forward, two backward products, recomputation
+    compute = memory = 0.0
+    for op in graph.ops:
+        if op.flops:
+            if op.name == "conv2d":  # measured by the convolution's weights
+                curve, size = cal.get("conv_train"), float(op.matmul_params)
+            else:  # measured by the FLOPs of one call
+                curve, size = cal.get("linear_train"), float(op.flops * b)
+            rate = interpolate_rate(curve, size) * speed if curve else peak_rate
+            compute += passes * op.flops * b / rate
+        for k in ELEMENTWISE_KIND.get(op.name, ()):
+            elems = graph.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems
+            memory += per_element(k) * elems * b
+        if op.math_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
+            memory += sum(per_element(k) for k in ("softmax", "dropout", "add")) * op.math_scores * b
+    memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
+    opt_cost = cal.get("optimizer_s", {}).get(optimizer)
+    if opt_cost is None:
+        opt_cost = OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth
+    memory += float(opt_cost) * model.parameters
+    return compute, memory
+
+
+def interpolate_rate(curve: Sequence[Sequence[float]], size: float) -> float:
+    """FLOP/s at ``size`` from measured (size, FLOP/s) points — size is a linear layer's FLOPs per
+    call or a convolution's weights: piecewise linear in log-log, held at the end points outside
+    the measured range."""
+    points = sorted((float(f), float(r)) for f, r in curve)
+    if size <= points[0][0]:
+        return points[0][1]
+    for (f0, r0), (f1, r1) in itertools.pairwise(points):
+        if size <= f1:
+            t = math.log(size / f0) / math.log(f1 / f0)
+            return math.exp(math.log(r0) + t * math.log(r1 / r0))
+    return points[-1][1]
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:
     """Wünsche 2016 observations: each doubling of GPUs cuts time by a framework's fraction."""
     cut = WUENSCHE_DOUBLING_CUT[scaling_model]
     return single_device_s * (1 - cut) ** math.log2(max(1, devices))
-
-
-def _saved_bytes(model: ModelAnalysis, act_bytes: int) -> float:
-    from core.memory import memory_profile
-
-    prof = memory_profile(model, False)
-    return prof.saved_float * act_bytes + prof.saved_fixed

@@ -85,20 +85,30 @@ def _evict(path: Path) -> bool:
         os.close(fd)
 
 
-def efficiency_from_calibration(cal: dict[str, Any], device_kind: str) -> dict[str, float]:
-    """The figures the timing model takes from a calibration of this machine."""
-    out: dict[str, float] = {}
+def efficiency_from_calibration(cal: dict[str, Any], device_kind: str) -> dict[str, Any]:
+    """The figures the timing model takes from a calibration of this machine: layer rates by size,
+    elementwise and optimizer costs, framework overhead. A calibration from an older version has
+    one rate per kind of layer; it is used as a rate for every size."""
+    out: dict[str, Any] = {}
     if device_kind != "cpu":
-        # A GPU's rate depends on the layer size far more than a CPU's (one 1024-wide layer reached 7 %
-        # of an H100's FP32 peak): one measured rate would mislead, so GPUs keep the datasheet peak
-        # with the default efficiency until rates are measured per layer size (docs/accuracy.md).
+        # GPU rates are measured and stored, but not yet checked against measured GPU training steps
+        # with this per-op model, so GPUs keep the datasheet peak and bandwidth with the default
+        # efficiencies (docs/accuracy.md).
         return out
+    prof = cal.get("cpu_profile") or {}
     lin, conv = cal.get("cpu_linear_train_flops"), cal.get("cpu_conv_train_flops")
+    if prof.get("linear_train"):
+        out["linear_train"] = [[float(f), float(r)] for f, r in prof["linear_train"]]
+    elif lin:
+        out["linear_train"] = [[1.0, float(lin)]]
+    if prof.get("conv_train"):
+        out["conv_train"] = [[float(f), float(r)] for f, r in prof["conv_train"]]
+    elif conv:
+        out["conv_train"] = [[1.0, float(conv)]]
+    for key in ("elementwise_s", "optimizer_s"):
+        if prof.get(key):
+            out[key] = {k: float(v) for k, v in prof[key].items()}
     half, fp32 = cal.get("cpu_bf16_matmul_flops"), cal.get("cpu_fp32_matmul_flops")
-    if lin:
-        out["linear_train_flops"] = float(lin)
-    if conv:
-        out["conv_train_flops"] = float(conv)
     if half and fp32:
         out["half_speedup"] = float(half) / float(fp32)
     overhead = cal.get("step_overhead") or {}

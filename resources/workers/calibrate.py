@@ -1,25 +1,29 @@
 """Calibration worker: measures this machine with PyTorch and prints one JSON object.
 
 Run by `python main.py calibrate` in the Python environment with PyTorch (never inside the app
-process). Each figure is the best of a few repetitions after a warm-up.
+process). Each figure is the median of a few repetitions after a warm-up.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 
 
-def best_of(fn, repeat: int = 5, warmup: int = 2) -> float:
+def median_time(fn, repeat: int = 5, warmup: int = 2, min_total_s: float = 0.2) -> float:
+    """The median time of at least ``repeat`` calls after ``warmup`` calls, repeating short calls until
+    they add up to ``min_total_s``: the sustained figure a training run sees (the minimum would
+    report a clock boost or an idle neighbour as the machine's speed)."""
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(repeat):
+    times: list[float] = []
+    while len(times) < repeat or (sum(times) < min_total_s and len(times) < 500):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return min(times)
+    return statistics.median(times)
 
 
 def main() -> int:
@@ -28,16 +32,19 @@ def main() -> int:
     out: dict = {"torch": torch.__version__, "threads": torch.get_num_threads()}
     n = 1024
     a, b = torch.randn(n, n), torch.randn(n, n)
-    out["cpu_fp32_matmul_flops"] = 2 * n**3 / best_of(lambda: a @ b)
+    out["cpu_fp32_matmul_flops"] = 2 * n**3 / median_time(lambda: a @ b)
     try:
         ab, bb = a.bfloat16(), b.bfloat16()
-        out["cpu_bf16_matmul_flops"] = 2 * n**3 / best_of(lambda: ab @ bb, repeat=3)
+        out["cpu_bf16_matmul_flops"] = 2 * n**3 / median_time(lambda: ab @ bb, repeat=3)
     except RuntimeError:
         out["cpu_bf16_matmul_flops"] = None
-    out["cpu_linear_train_flops"], out["cpu_conv_train_flops"] = train_rates(torch, torch.device("cpu"))
+    out["cpu_profile"] = profile(torch, torch.device("cpu"))
+    # the headline rates: a 512×1024×1024 linear layer and a 64→64-channel convolution
+    out["cpu_linear_train_flops"] = out["cpu_profile"]["linear_train"][2][1]
+    out["cpu_conv_train_flops"] = out["cpu_profile"]["conv_train"][3][1]
     big = torch.empty(64 * 2**20 // 4)
     dst = torch.empty_like(big)
-    out["cpu_memory_bandwidth_bps"] = 2 * big.numel() * 4 / best_of(lambda: dst.copy_(big))
+    out["cpu_memory_bandwidth_bps"] = 2 * big.numel() * 4 / median_time(lambda: dst.copy_(big))
     out["step_overhead"] = step_overhead(torch)
     if torch.cuda.is_available():
         out["gpus"] = [gpu(torch, i) for i in range(torch.cuda.device_count())]
@@ -45,28 +52,136 @@ def main() -> int:
     return 0
 
 
-def train_rates(torch, dev) -> tuple[float, float]:
-    """FLOP/s of a training step's forward and backward (3 × forward FLOPs) for a linear layer of a
-    typical size and for a 3×3 convolution — what layers of those kinds reach in practice."""
-    lin = torch.nn.Linear(1024, 1024).to(dev)
-    x = torch.randn(512, 1024, device=dev, requires_grad=True)  # a hidden layer: input gradients too
+# Layer sizes whose training-step rate is measured. Linear layers (rows, in, out): the rate grows
+# with the FLOPs of one call. 3×3 and 5×5 convolutions (batch, in channels, out channels, height =
+# width, kernel): the rate grows with the number of weights (in × out channels × kernel area, the
+# inner matrix sizes of the convolution's matrix product), so a 3→16-channel first layer gets a
+# small convolution's rate.
+LINEAR_SIZES = {"cpu": [(64, 256, 256), (128, 512, 512), (512, 1024, 1024), (1024, 1024, 2048)]}
+LINEAR_SIZES["cuda"] = [(512, 1024, 1024), (2048, 2048, 2048), (8192, 4096, 4096)]
+CONV_SIZES = {
+    "cpu": [(256, 1, 8, 28, 3), (256, 8, 8, 16, 3), (32, 16, 32, 32, 3), (16, 64, 64, 28, 3), (8, 128, 256, 28, 3)]
+}
+CONV_SIZES["cuda"] = [(256, 8, 8, 32, 3), (64, 32, 64, 56, 3), (64, 128, 128, 28, 3), (128, 256, 256, 28, 3)]
+# Elements per elementwise measurement: large enough that the per-element cost dominates the call.
+ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
 
-    def lin_step() -> None:
-        lin(x).sum().backward()
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
 
-    linear = 3 * 2 * 512 * 1024 * 1024 / best_of(lin_step, repeat=3)
-    conv = torch.nn.Conv2d(32, 64, 3, padding=1).to(dev)
-    xc = torch.randn(16, 32, 56, 56, device=dev, requires_grad=True)
+def sync(torch, dev) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
 
-    def conv_step() -> None:
-        conv(xc).sum().backward()
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
 
-    convolution = 3 * 2 * 16 * 64 * 56 * 56 * 32 * 9 / best_of(conv_step, repeat=3)
-    return linear, convolution
+def train_rates(torch, dev) -> tuple[list[list[float]], list[list[float]]]:
+    """FLOP/s of a training step's forward and backward (3 × forward FLOPs) of linear layers, as
+    [forward FLOPs of one call, rate] pairs, and of convolutions, as [weights, rate] pairs."""
+    linear = []
+    for rows, n_in, n_out in LINEAR_SIZES[dev.type]:
+        lin = torch.nn.Linear(n_in, n_out).to(dev)
+        x = torch.randn(rows, n_in, device=dev, requires_grad=True)  # a hidden layer: input gradients too
+
+        def lin_step(lin=lin, x=x) -> None:
+            lin(x).sum().backward()
+            sync(torch, dev)
+
+        fwd = 2 * rows * n_in * n_out
+        linear.append([fwd, 3 * fwd / median_time(lin_step, repeat=3)])
+    conv = []
+    for batch, cin, cout, hw, k in CONV_SIZES[dev.type]:
+        layer = torch.nn.Conv2d(cin, cout, k, padding=k // 2).to(dev)
+        xc = torch.randn(batch, cin, hw, hw, device=dev, requires_grad=True)
+
+        def conv_step(layer=layer, xc=xc) -> None:
+            layer(xc).sum().backward()
+            sync(torch, dev)
+
+        fwd = 2 * batch * cout * hw * hw * cin * k * k
+        conv.append([cin * cout * k * k, 3 * fwd / median_time(conv_step, repeat=3)])
+    return linear, conv
+
+
+def elementwise_costs(torch, dev) -> dict[str, float]:
+    """Seconds per element of the forward and backward of each kind of elementwise layer (per input
+    element for pooling, per output element otherwise)."""
+    F = torch.nn.functional
+    n = ELEMENTS[dev.type]
+    image = (n // (32 * 32 * 32), 32, 32, 32)
+    rows = (n // 256, 256)
+    bn = torch.nn.BatchNorm2d(32).to(dev)
+    ln = torch.nn.LayerNorm(256).to(dev)
+    emb = torch.nn.Embedding(1000, 128).to(dev)
+    idx = torch.randint(0, 1000, (n // 128,), device=dev)
+    other = torch.randn(image, device=dev, requires_grad=True)
+    cases = {
+        "relu": (image, F.relu),
+        "tanh": (image, torch.tanh),
+        "gelu": (image, F.gelu),
+        "batchnorm": (image, bn),
+        "maxpool": (image, lambda x: F.max_pool2d(x, 2)),
+        "avgpool": (image, lambda x: F.avg_pool2d(x, 2)),
+        "dropout": (image, lambda x: F.dropout(x, 0.1, training=True)),
+        "add": (image, lambda x: x + other),
+        "layernorm": (rows, ln),
+        "softmax": (rows, lambda x: torch.softmax(x, -1)),
+    }
+    out = {}
+    for name, (shape, fn) in cases.items():
+        x = torch.randn(shape, device=dev, requires_grad=True)
+        grad = torch.ones_like(fn(x))
+
+        def run(x=x, fn=fn, grad=grad) -> None:
+            x.grad = other.grad = None
+            fn(x).backward(grad)
+            sync(torch, dev)
+
+        out[name] = median_time(run, repeat=7) / x.numel()
+    grad = torch.ones(n // 128, 128, device=dev)
+
+    def lookup() -> None:
+        emb.weight.grad = None
+        emb(idx).backward(grad)
+        sync(torch, dev)
+
+    out["embedding"] = median_time(lookup, repeat=7) / grad.numel()
+    return out
+
+
+def optimizer_costs(torch, dev) -> dict[str, float]:
+    """Seconds per parameter element of one optimizer step (PyTorch's default implementation)."""
+    n = ELEMENTS[dev.type] // 2
+    out = {}
+    for name in OPTIMIZERS:
+        params = [torch.nn.Parameter(torch.randn(n, device=dev)) for _ in range(4)]
+        for p in params:
+            p.grad = torch.randn_like(p)
+        kind, kwargs = {
+            "sgd": ("SGD", {"lr": 0.01}),
+            "sgd_momentum": ("SGD", {"lr": 0.01, "momentum": 0.9}),
+            "adam": ("Adam", {}),
+            "adamw": ("AdamW", {}),
+            "rmsprop": ("RMSprop", {}),
+            "adagrad": ("Adagrad", {}),
+        }[name]
+        opt = getattr(torch.optim, kind)(params, **kwargs)
+
+        def step(opt=opt) -> None:
+            opt.step()
+            sync(torch, dev)
+
+        out[name] = median_time(step, repeat=5) / (4 * n)
+    return out
+
+
+def profile(torch, dev) -> dict:
+    """What the timing model needs of a device: layer rates by size, elementwise and optimizer costs."""
+    linear, conv = train_rates(torch, dev)
+    return {
+        "linear_train": linear,
+        "conv_train": conv,
+        "elementwise_s": elementwise_costs(torch, dev),
+        "optimizer_s": optimizer_costs(torch, dev),
+    }
 
 
 def step_overhead(torch) -> dict:
@@ -87,7 +202,7 @@ def step_overhead(torch) -> dict:
             opt.step()
             opt.zero_grad()
 
-        results.append((2 * depth + 1, best_of(lambda: [step() for _ in range(20)], repeat=5) / 20))
+        results.append((2 * depth + 1, median_time(lambda: [step() for _ in range(20)], repeat=5) / 20))
     (ops1, t1), (ops2, t2) = results
     # the engine counts 3 op costs for forward+backward and 2 for the optimizer per graph op
     per_op = max((t2 - t1) / ((ops2 - ops1) * 5), 0.0)
@@ -111,7 +226,7 @@ def gpu(torch, i: int) -> dict:
             a @ b
             torch.cuda.synchronize(dev)
 
-        res[f"{label}_matmul_flops"] = 2 * n**3 / best_of(mm, repeat=5)
+        res[f"{label}_matmul_flops"] = 2 * n**3 / median_time(mm, repeat=5)
     big = torch.empty(512 * 2**20, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(big)
 
@@ -119,9 +234,12 @@ def gpu(torch, i: int) -> dict:
         dst.copy_(big)
         torch.cuda.synchronize(dev)
 
-    res["memory_bandwidth_bps"] = 2 * big.numel() / best_of(copy)
+    res["memory_bandwidth_bps"] = 2 * big.numel() / median_time(copy)
     torch.backends.cuda.matmul.allow_tf32 = False
-    res["linear_train_flops"], res["conv_train_flops"] = train_rates(torch, dev)
+    try:
+        res["profile"] = profile(torch, dev)
+    except RuntimeError as exc:  # out of memory on a small GPU: the matmul rates above still hold
+        res["profile_error"] = str(exc).splitlines()[0]
     return res
 
 

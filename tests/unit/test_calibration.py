@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import replace
 
 import pytest
 
-from core.catalogue import device_from_entry
+from core.catalogue import device_from_entry, find_device, load_catalogue
 from core.sizing import size_candidate
+from core.timing import interpolate_rate
 from core.workload import parse_workload
 from telemetry.calibrate import efficiency_from_calibration, measure_read
+from telemetry.candidates import calibrated_rates
+from telemetry.machine import GpuSummary, probe_machine, this_machine_device
 
 CPU = device_from_entry({"name": "this machine (test CPU)", "kind": "cpu", "fp32_tflops": 0.2, "source": "test"})
 CAL = {
@@ -59,3 +63,119 @@ def test_calibrate_command_is_used_by_size(cli, write_json, seed_doc) -> None:
     code, out, _ = cli("size", str(write_json(seed_doc)), "--json", "--no-save")
     (cand,) = json.loads(out)["candidates"]
     assert "(calibrated)" in cand["assumptions"][0]
+
+
+SMALL_CNN = {
+    "input_shape": [1, 8, 8],
+    "layers": [
+        {"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
+        {"type": "relu"},
+        {"type": "maxpool2d", "kernel_size": 2},
+        {"type": "flatten"},
+        {"type": "dropout", "p": 0.5},
+        {"type": "linear", "out_features": 10},
+    ],
+}
+PROFILE = {
+    **CAL,
+    "cpu_profile": {
+        "linear_train": [[1e6, 2e10], [1e9, 1e11]],
+        "conv_train": [[100, 1e10], [10_000, 1e11]],
+        "elementwise_s": {"relu": 1e-9, "maxpool": 4e-9, "dropout": 6e-9, "softmax": 2e-9},
+        "optimizer_s": {"adam": 1e-9},
+    },
+}
+
+
+def test_rates_are_interpolated_by_size_in_log_log() -> None:
+    curve = [[1e6, 2e10], [1e9, 1e11]]
+    assert interpolate_rate(curve, 1e3) == 2e10 and interpolate_rate(curve, 1e12) == 1e11  # held at the ends
+    assert interpolate_rate(curve, 10**7.5) == pytest.approx((2e10 * 1e11) ** 0.5)  # halfway: geometric mean
+
+
+def test_a_cpu_step_is_the_sum_of_its_layers_elementwise_work_optimizer_and_overhead() -> None:
+    w = parse_workload(
+        {
+            "model": SMALL_CNN,
+            "data": {"samples": 10_000},
+            "training": {"batch_size": 32, "epochs": 1, "optimizer": "adam"},
+        }
+    )
+    rates = efficiency_from_calibration(PROFILE, "cpu")
+    s = size_candidate(w, CPU, 1, calibrated=rates).step
+    b, params = 32, w.analysis.parameters
+    # the convolution has 36 weights (below the smallest measured: its rate), the linear layer's
+    # call of 32 × 1,280 FLOPs is below the smallest measured call
+    assert s.compute_s == pytest.approx(3 * b * (2 * 36 * 64 / 1e10 + 2 * 256 // 4 * 10 / 2e10))
+    # ReLU on 256 outputs, max pooling per input element (256), dropout on 64, the loss on 10 logits
+    memory = b * (256 * 1e-9 + 256 * 4e-9 + 64 * 6e-9 + 10 * 2e-9) + params * 1e-9
+    assert s.memory_s == pytest.approx(memory)
+    n_ops = len(w.analysis.graph.ops)
+    assert s.overhead_s == pytest.approx(2e-4 + 1e-5 * 5 * n_ops)
+    assert s.step_s == pytest.approx(s.compute_s + s.memory_s + s.overhead_s)  # a CPU runs them in turn
+    assert s.bound == "framework overhead"
+
+
+def test_an_accelerator_overlaps_the_framework_with_its_kernels_and_moves_elementwise_data_at_its_bandwidth() -> None:
+    gpu = device_from_entry(
+        {
+            "name": "test GPU",
+            "kind": "gpu",
+            "fp32_tflops": 10,
+            "memory_gb": 16,
+            "memory_bandwidth_gbs": 500,
+            "source": "t",
+        }
+    )
+    w = parse_workload(
+        {
+            "model": SMALL_CNN,
+            "data": {"samples": 10_000},
+            "training": {"batch_size": 4096, "epochs": 1, "optimizer": "sgd"},
+        }
+    )
+    s = size_candidate(w, gpu, 1).step
+    per_access = 4 / (500e9 * 0.8)  # fp32 at 80 % of the datasheet bandwidth
+    elems = 5 * 256 + 4 * 256 + 4.5 * 64 + 5 * 10  # element accesses of ReLU, pooling, dropout, loss
+    assert s.memory_s == pytest.approx(4096 * elems * per_access + 3 * w.analysis.parameters * per_access)
+    assert s.compute_s == pytest.approx(3 * 4096 * w.analysis.forward_flops / (10e12 * 0.6))
+    assert s.step_s == pytest.approx(max(s.compute_s + s.memory_s, s.overhead_s))
+
+
+def test_gpu_rates_are_stored_but_not_applied_and_old_calibrations_still_apply() -> None:
+    assert efficiency_from_calibration({**PROFILE, "gpus": [{"profile": PROFILE["cpu_profile"]}]}, "gpu") == {}
+    old = efficiency_from_calibration(CAL, "cpu")  # saved by TrainRig before rates were measured by size
+    assert old["linear_train"] == [[1.0, 8.0e10]] and "elementwise_s" not in old
+
+
+def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes() -> None:
+    catalogue = load_catalogue()
+    machine = replace(
+        probe_machine(),
+        cpu_model="Intel(R) Xeon(R) CPU E5-2683 v3 @ 2.00GHz",
+        gpus=(GpuSummary("NVIDIA H100 80GB HBM3", 80 * 10**9, "GPU-1"),),
+    )
+    cal = {
+        **PROFILE,
+        "gpus": [
+            {
+                "name": "NVIDIA H100 80GB HBM3",
+                "fp32_matmul_flops": 50e12,
+                "bf16_matmul_flops": 700e12,
+                "profile": {"linear_train": [[1e9, 20e12], [1e12, 40e12]]},
+            }
+        ],
+    }
+    sxm, pcie, xeon = (find_device(n, catalogue) for n in ("H100 SXM", "H100 PCIe", "Xeon E5-2683 v3"))
+    here = this_machine_device(machine, catalogue)
+    rates = calibrated_rates([sxm, pcie, xeon, here], cal, machine, catalogue)
+    assert pcie.name not in rates  # another class: datasheet defaults
+    assert rates[sxm.name]["fp32"] == pytest.approx(40e12 / sxm.fp32_flops)  # largest layer's rate / peak
+    assert rates[sxm.name]["tensor"] == pytest.approx(700e12 / sxm.half_flops * 40 / 50)
+    assert rates[here.name] == rates[sxm.name]  # this machine's H100 is of that class
+    cpu_peak = this_machine_device(replace(machine, gpus=()), catalogue).fp32_flops
+    assert rates[xeon.name]["fp32"] == pytest.approx(min(1e11 / cpu_peak, 1.0))
+    w = parse_workload({"model": {"preset": "gpt2-small"}, "training": {"batch_size": 8, "precision": "fp32"}})
+    c = size_candidate(w, sxm, 1, calibrated=rates[sxm.name])
+    assert c.step.efficiency == pytest.approx(40e12 / sxm.fp32_flops)
+    assert "measured on this machine's NVIDIA H100 SXM" in c.assumptions[0]

@@ -72,7 +72,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"devices": ("cpu",), "inventory": host(software__blas=[{"threads": 1}])},
         {"devices": ("cpu",)},
     ),
-    ("cpu-clock-not-priority", {}, {"devices": ("cpu",)}),
+    ("cpu-clock-not-priority", {"doc": {**RESNET, "training": {"batch_size": 64}}}, {"devices": ("cpu",)}),
     ("cpu-itanium-large-samples", {"doc": {"data": {"samples": 20_000_000}}}, {}),
     (
         "cpu-specialised-processors",
