@@ -39,7 +39,10 @@ def size_file(path: str, candidates: list[str], store: Store | None) -> SizingRu
     )
     calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
     result = size_workload(
-        workload, devices, host_ram_bytes=machine.ram_total_bytes, calibrated=calibrated_rates(devices, calibration)
+        workload,
+        devices,
+        host_ram_bytes=machine.ram_total_bytes,
+        calibrated=calibrated_rates(devices, calibration, machine),
     )
     return SizingRun(
         document, result, evaluate_rules(result, inventory), recommend_bom(result), devices, machine, inventory

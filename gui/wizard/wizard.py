@@ -245,7 +245,10 @@ class SizingWizard(QWidget):
             devices, _ = resolve_candidates(names, workload, self.machine or _placeholder(), self.user_devices)
             host_ram = self.machine.ram_total_bytes if self.machine else None
             result = size_workload(
-                workload, devices, host_ram_bytes=host_ram, calibrated=calibrated_rates(devices, self.calibration)
+                workload,
+                devices,
+                host_ram_bytes=host_ram,
+                calibrated=calibrated_rates(devices, self.calibration, self.machine),
             )
             findings = evaluate_rules(result, self.inventory)
             bom = recommend_bom(result)
