@@ -40,6 +40,7 @@ class ModelAnalysis:
     graph: Graph | None = field(default=None, compare=False, repr=False)
     activation_bytes_per_sample: int = 0  # summary models: the published feature size
     notes: tuple[str, ...] = ()
+    trace: Mapping[str, Any] | None = field(default=None, compare=False)  # a traced PyTorch model's figures
 
     @property
     def input_elems(self) -> int:
@@ -112,7 +113,7 @@ def _apply_list(specs: Sequence[Any], path: str, shape: Shape, x: int, g: Graph,
 
 
 def _analyze_summary(model: Mapping[str, Any], path: str) -> ModelAnalysis:
-    reject_unknown(model, {"input_shape", "input_dtype", "summary", "name", "description", "source"}, path)
+    reject_unknown(model, {"input_shape", "input_dtype", "summary", "name", "description", "source", "trace"}, path)
     shape = get_shape(model, "input_shape", path)
     dtype = get_choice(model, "input_dtype", path, INPUT_DTYPES, default="float32")
     s = require_mapping(model["summary"], f"{path}.summary")
@@ -146,4 +147,5 @@ def _analyze_summary(model: Mapping[str, Any], path: str) -> ModelAnalysis:
         rows=(),
         activation_bytes_per_sample=act,
         notes=tuple(notes),
+        trace=require_mapping(model["trace"], f"{path}.trace") if "trace" in model else None,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.bom import BomLine
@@ -72,6 +72,7 @@ def sizing_to_dict(r: SizingResult, findings: Sequence[Finding] = (), bom: Seque
             "input_shape": list(m.input_shape),
             "input_dtype": m.input_dtype,
             "output_shape": list(m.output_shape),
+            **({"traced": dict(m.trace)} if m.trace else {}),
         },
         "parameters": m.parameters,
         "flops": {
@@ -114,6 +115,7 @@ def sizing_to_text(r: SizingResult, findings: Sequence[Finding] = (), bom: Seque
         + (", activation checkpointing" if t.checkpointing else "")
         + (f", {t.sharding}" if t.sharding != "none" else ""),
         "",
+        *_trace_lines(m.trace),
         "Compute",
         f"  forward: {fmt_count(m.forward_flops, 'FLOP')} per sample; "
         f"training: {fmt_count(r.train_flops, 'FLOP')} in all",
@@ -139,7 +141,8 @@ def sizing_to_text(r: SizingResult, findings: Sequence[Finding] = (), bom: Seque
             f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
             f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, overhead {fmt_bytes(mem.overhead)}",
             f"    largest batch that fits: {c.largest_batch if c.largest_batch is not None else 'unknown'}",
-            f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound), training {fmt_seconds(c.train_time_s)}",
+            f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound: {step_breakdown(c)}), "
+            f"training {fmt_seconds(c.train_time_s)}",
             f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
             + (f"{c.cost.energy_kwh:.3g} kWh" if c.cost.energy_kwh is not None else "unknown")
             + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}, cloud {fmt_money(c.cost.cloud_cost, c.cost.currency)}",
@@ -159,6 +162,47 @@ def sizing_to_text(r: SizingResult, findings: Sequence[Finding] = (), bom: Seque
             lines.append(f"  {b.item}: {b.spec}")
             lines.append(f"      why: {b.reason}")
     return "\n".join(lines)
+
+
+def step_breakdown(c: CandidateResult) -> str:
+    """The terms of a step time, e.g. "matrix products 9.1 ms + memory-bound 2.0 ms + overhead 0.3 ms"."""
+    st = c.step
+    sep = " + " if c.device.kind == "cpu" else ", overlapped with "
+    text = f"matrix products {fmt_seconds(st.compute_s)} + memory-bound {fmt_seconds(st.memory_s)}"
+    text += f"{sep}framework overhead {fmt_seconds(st.overhead_s)}"
+    if st.input_s:
+        text += f"; input {fmt_seconds(st.input_s)} in parallel"
+    if st.comm_s:
+        text += f"; all-reduce {fmt_seconds(st.comm_s)}"
+    return text
+
+
+TRACE_CATEGORIES = {
+    "param": "parameters",
+    "grad": "gradients",
+    "opt": "optimizer state",
+    "act": "activations",
+    "temp": "temporaries",
+    "buffer": "buffers",
+    "oth": "other",
+}
+
+
+def _trace_lines(trace: Mapping[str, Any] | None) -> list[str]:
+    """What tracing the PyTorch model measured, shown as such."""
+    if not trace:
+        return []
+    cats = trace.get("peak_by_category") or {}
+    parts = ", ".join(f"{label} {fmt_bytes(cats[k])}" for k, label in TRACE_CATEGORIES.items() if k in cats)
+    lines = [
+        f"Traced from {trace.get('file')} on {trace.get('device')} fake tensors (batch {trace.get('batch')}, "
+        f"{trace.get('optimizer')})",
+        f"  live-tensor peak {fmt_bytes(trace.get('peak_bytes'))}" + (f": {parts}" if parts else ""),
+    ]
+    for layer in trace.get("layers") or []:
+        name = f"{layer['name']} ({layer['type']})" if layer.get("type") else layer["name"]
+        lines.append(f"  {name}: {fmt_count(layer['flops_per_sample'], 'FLOP')} forward per sample")
+    return [*lines, ""]
 
 
 def _fit_text(fit: dict[str, Any]) -> str:

@@ -98,6 +98,22 @@ def summary_from_trace(
         },
         "source": f"traced from {ref} under FakeTensorMode: {p:,} parameters, peak {trace['peak_bytes']:,} bytes "
         f"at batch {b}",
+        "trace": {
+            "file": ref,
+            "device": str(trace.get("device", "cpu")),
+            "batch": b,
+            "optimizer": str(training.get("optimizer", "adam")),
+            "peak_bytes": int(trace["peak_bytes"]),
+            "peak_by_category": {str(k): int(v) for k, v in (trace.get("peak_by_category") or {}).items()},
+            "layers": [
+                {
+                    "name": str(x["name"]),
+                    "type": str(x.get("type", "")),
+                    "flops_per_sample": float(x["flops_per_sample"]),
+                }
+                for x in trace.get("layers") or []
+            ],
+        },
     }
 
 

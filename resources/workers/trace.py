@@ -54,6 +54,8 @@ def main() -> int:
         "rmsprop": torch.optim.RMSprop,
     }
     batch, shape = int(spec["batch"]), [int(d) for d in spec["input_shape"]]
+    # a PyTorch built with CUDA fakes CUDA tensors (no GPU needed); a CPU-only build traces on the CPU
+    device = "cuda" if torch.backends.cuda.is_built() else "cpu"
     with FakeTensorMode():
         try:
             model = factory()
@@ -61,6 +63,10 @@ def main() -> int:
             return fail(f"{factory_name}() raised {user_frame(exc, path)}")
         if not isinstance(model, torch.nn.Module):
             return fail(f"{factory_name}() returned {type(model).__name__}, not a torch.nn.Module")
+        try:
+            model = model.to(device)
+        except RuntimeError:
+            device = "cpu"
         params = sum(p.numel() for p in model.parameters())
         opt = optimizers[spec.get("optimizer", "adam")](model.parameters())
         tracker = MemTracker()
@@ -70,14 +76,15 @@ def main() -> int:
             with tracker:
                 for step in range(2):
                     if spec.get("input_dtype") == "int64":
-                        x = torch.zeros([batch, *shape], dtype=torch.long)
+                        x = torch.zeros([batch, *shape], dtype=torch.long, device=device)
                     else:
-                        x = torch.randn([batch, *shape])
+                        x = torch.randn([batch, *shape], device=device)
                     with FlopCounterMode(display=False) as counter:
                         out = model(x)
                     flops = counter.get_total_flops()
                     logits = out.reshape(-1, out.shape[-1])
-                    loss = torch.nn.functional.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long))
+                    target = torch.zeros(logits.shape[0], dtype=torch.long, device=device)
+                    loss = torch.nn.functional.cross_entropy(logits, target)
                     loss.backward()
                     opt.step()
                     opt.zero_grad()
@@ -86,14 +93,29 @@ def main() -> int:
         except Exception as exc:
             return fail(f"a training step of {factory_name}() failed: {user_frame(exc, path)}")
         peak = next(iter(tracker.get_tracker_snapshot("peak").values()))
-        total = int(next(v for k, v in peak.items() if str(k) == "Total"))
+        categories = {str(k).rsplit(".", 1)[-1].lower(): int(v) for k, v in peak.items()}
+        total = categories.pop("total")
         output_shape = list(out.shape[1:])
+        # FLOPs of each child of the model (FlopCounterMode names modules Root.child.grandchild)
+        children = {name: type(child).__name__ for name, child in model.named_children()}
+        layers = [
+            {
+                "name": name.split(".", 1)[1],
+                "type": children.get(name.split(".", 1)[1], ""),
+                "flops_per_sample": f / batch,
+            }
+            for name, counts in counter.get_flop_counts().items()
+            if name.count(".") == 1 and (f := sum(counts.values()))
+        ]
     print(
         json.dumps(
             {
                 "parameters": int(params),
                 "forward_flops_per_sample": flops / batch,
                 "peak_bytes": total,
+                "peak_by_category": categories,
+                "device": device,
+                "layers": layers,
                 "batch": batch,
                 "output_shape": output_shape,
             }

@@ -39,6 +39,15 @@ def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
     engine = analyze_model(load_presets()["seed-mlp"]["model"])
     assert s["parameters"] == engine.parameters == 569_354
     assert s["forward_flops_per_sample"] == engine.forward_flops
+    trace = summary["trace"]
+    cats = trace["peak_by_category"]
+    assert cats["param"] == 569_354 * 4  # fp32 weights
+    assert cats["opt"] == 2 * 569_354 * 4 + 8 * 4  # Adam's two moments and a step count per parameter tensor
+    assert cats["act"] > 0 and sum(cats.values()) == trace["peak_bytes"]
+    assert [(x["name"], x["type"], x["flops_per_sample"]) for x in trace["layers"]] == [
+        (str(i), "Linear", row.flops)
+        for i, row in zip((0, 2, 4, 6), [r for r in engine.rows if r.type == "linear"], strict=True)
+    ]
     doc = resolve_torch_models(
         {"model": {"torch": "model.py:make", "input_shape": [75]}, "data": {"samples": 1000}, "training": TRAINING},
         tmp_path,
@@ -84,7 +93,12 @@ def test_cli_sizes_a_pytorch_file(tmp_path: Path, cli) -> None:
     )
     code, out, err = cli("size", str(wl), "-c", "4090", "--json", "--no-save")
     assert code == 0, err
-    assert json.loads(out)["parameters"] == 569_354
+    doc = json.loads(out)
+    assert doc["parameters"] == 569_354
+    assert doc["model"]["traced"]["peak_by_category"]["param"] == 569_354 * 4
+    code, out, err = cli("size", str(wl), "-c", "4090", "--no-save")
+    assert code == 0, err
+    assert "Traced from model.py:make" in out and "parameters 2.17 MiB" in out and "6 (Linear): 10.2 kFLOP" in out
     wl.write_text(
         json.dumps(
             {"model": {"torch": "missing.py:make", "input_shape": [75]}, "data": {"samples": 1}, "training": TRAINING}
