@@ -37,10 +37,20 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         f"  CPU matmul: fp32 {result['cpu_fp32_matmul_flops'] / g:,.1f} GFLOP/s"
         + (f", bf16 {result['cpu_bf16_matmul_flops'] / g:,.1f} GFLOP/s" if result.get("cpu_bf16_matmul_flops") else "")
     )
-    print(
-        f"  CPU training step rates: linear {result['cpu_linear_train_flops'] / g:,.1f}, "
-        f"convolution {result['cpu_conv_train_flops'] / g:,.1f} GFLOP/s"
-    )
+    prof = result.get("cpu_profile") or {}
+    if prof:
+        lin = ", ".join(f"{r / g:,.0f} at {f / 1e6:,.0f} MFLOP" for f, r in prof["linear_train"])
+        conv = ", ".join(f"{r / g:,.0f} at {w:,.0f} weights" for w, r in prof["conv_train"])
+        print(f"  CPU training step rates, GFLOP/s by layer size: linear {lin}; convolution {conv}")
+        elem = ", ".join(f"{k} {v * 1e9:.2f}" for k, v in prof["elementwise_s"].items())
+        print(f"  elementwise layers, ns per element (forward + backward): {elem}")
+        opt = ", ".join(f"{k} {v * 1e9:.2f}" for k, v in prof["optimizer_s"].items())
+        print(f"  optimizer step, ns per parameter: {opt}")
+    else:
+        print(
+            f"  CPU training step rates: linear {result['cpu_linear_train_flops'] / g:,.1f}, "
+            f"convolution {result['cpu_conv_train_flops'] / g:,.1f} GFLOP/s"
+        )
     print(f"  memory bandwidth {result['cpu_memory_bandwidth_bps'] / g:,.1f} GB/s")
     o = result["step_overhead"]
     print(f"  framework overhead {o['per_step_s'] * 1e6:,.0f} µs per step + {o['per_op_s'] * 1e6:,.1f} µs per op")

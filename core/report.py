@@ -14,7 +14,7 @@ from core.bom import BomLine, choose_candidate
 from core.memory import MemoryBreakdown
 from core.rules import Finding
 from core.sizing import CandidateResult, SizingResult
-from core.timing import DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.timing import BANDWIDTH_EFFICIENCY, DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
 
@@ -249,7 +249,10 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
             "; ".join(dict.fromkeys(f"{x.device.name}: {x.assumptions[0]}" for x in result.candidates))
             + " — defaults (until `calibrate` measures a machine): "
             + ", ".join(f"{k[0]} {k[1]} {v:.0%}" for k, v in DEFAULT_EFFICIENCY.items())
-            + f"; {OVERHEAD_PER_OP_S * 1e6:g} µs framework overhead per op",
+            + f"; {OVERHEAD_PER_OP_S * 1e6:g} µs framework overhead per op; elementwise layers and the optimizer "
+            + "at the bytes they move over "
+            + ", ".join(f"{k} {v:.0%}" for k, v in BANDWIDTH_EFFICIENCY.items())
+            + " of the datasheet bandwidth",
         ),
     ]
     for cand in {x.device.name: x for x in result.candidates}.values():

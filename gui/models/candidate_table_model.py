@@ -7,6 +7,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from core.sizing import CandidateResult
+from core.sizing_report import step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 
 COL_DEVICE, COL_COUNT, COL_FITS, COL_MEMORY, COL_CAPACITY, COL_LARGEST, COL_STEP, COL_TIME, COL_CAPEX, COL_TCO = range(
@@ -76,6 +77,8 @@ class CandidateTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(r, col)
         if role == Qt.ItemDataRole.ToolTipRole:
+            if col == COL_STEP:
+                return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}"
             return "\n".join([r.device.source, *r.assumptions])
         if role == Qt.ItemDataRole.TextAlignmentRole and col != COL_DEVICE:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -70,7 +70,7 @@ class InventoryTab(QWidget):
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.setToolTip(
             "Measure this machine's compute rates, overhead and storage with PyTorch "
-            "(about 10 s); sizings of this machine then use them"
+            "(about 12 s); sizings of this machine then use them"
         )
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy: the worker reports no fraction
@@ -146,9 +146,18 @@ class InventoryTab(QWidget):
         self.calibration = result
         if self.store is not None:
             self.store.save_calibration(fingerprint, result)
+        prof = result.get("cpu_profile") or {}
+        small = ""
+        if prof:
+            lin, conv = prof["linear_train"], prof["conv_train"]
+            small = (
+                f" (small layers: {lin[0][1] / 1e9:,.0f} and {conv[0][1] / 1e9:,.0f}); elementwise layers "
+                f"{min(prof['elementwise_s'].values()) * 1e9:.1f}–{max(prof['elementwise_s'].values()) * 1e9:.1f} "
+                "ns per element"
+            )
         self.torch_status.setText(
             f"Calibrated in {result['seconds']} s: training steps reach {result['cpu_linear_train_flops'] / 1e9:,.0f} "
-            f"GFLOP/s on linear and {result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers; "
+            f"GFLOP/s on linear and {result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers{small}; "
             f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. Sizings of this machine use them."
         )
         self.calibrated.emit(result)
