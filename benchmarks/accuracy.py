@@ -1,19 +1,23 @@
 """Predicted vs measured on this machine's CPU: FLOPs, peak training memory, step time.
 
 FLOPs: torch.utils.flop_counter (math SDPA, oneDNN off). Memory: MemTracker live-tensor
-high-water mark of a steady-state fp32 step. Step time: median of 5 steps after 2 warm-up steps,
-against the "this-machine" prediction with default (uncalibrated) efficiency.
+high-water mark of a steady-state fp32 step. Step time: median of at least 5 steps (and 0.5 s)
+after 2 warm-up steps, against the "this-machine" prediction — with default efficiencies, or after
+`calibrate`. With --rounds N the calibration and the step measurements are repeated N times and the
+medians compared (a shared machine's speed drifts by ±20 % over tens of seconds).
 
-Run: python benchmarks/accuracy.py [--quick] > table.md
+Run: python benchmarks/accuracy.py [--quick] [--calibrate [--rounds 3]] > table.md
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -54,6 +58,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="first batch and optimizer of each model only")
     parser.add_argument("--calibrate", action="store_true", help="calibrate first and predict with measured rates")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="independent rounds of (calibrate, measure every case); medians are shown"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -62,44 +69,58 @@ def main() -> None:
     models.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
     machine = probe_machine()
     device = this_machine_device(machine, load_catalogue())
-    rates = None
-    if args.calibrate:
-        from telemetry.calibrate import efficiency_from_calibration, run_calibration
+    cases = [
+        (name, batch, opt)
+        for name, batches, optimizers in CASES
+        for batch in (batches[:1] if args.quick else batches)
+        for opt in (optimizers[:1] if args.quick else optimizers)
+    ]
 
-        rates = efficiency_from_calibration(run_calibration(sys.executable), "cpu")
+    def workload(name: str, batch: int, opt: str) -> Any:
+        return parse_workload(
+            {
+                "model": models[name],
+                "data": {"samples": batch * 10},
+                "training": {"batch_size": batch, "epochs": 1, "optimizer": opt},
+            }
+        )
+
+    predicted: dict[tuple[str, int, str], list[float]] = {c: [] for c in cases}
+    measured: dict[tuple[str, int, str], list[float]] = {c: [] for c in cases}
+    for _ in range(max(1, args.rounds)):
+        rates = None
+        if args.calibrate:
+            from telemetry.calibrate import efficiency_from_calibration, run_calibration
+
+            rates = efficiency_from_calibration(run_calibration(sys.executable), "cpu")
+        for c in cases:
+            predicted[c].append(size_candidate(workload(*c), device, 1, calibrated=rates).step.step_s)
+            measured[c].append(measure_step_time(models[c[0]], c[1], c[2]))
+    rounds = f"; median of {args.rounds} rounds (calibrate, then measure every case)" if args.rounds > 1 else ""
     print(
         f"Machine: {device.name}; PyTorch {torch.__version__}, {torch.get_num_threads()} threads; "
-        f"step time {'after `calibrate`' if rates else 'with default efficiencies (not calibrated)'}\n"
+        f"step time {'after `calibrate`' if args.calibrate else 'with default efficiencies (not calibrated)'}"
+        f"{rounds}\n"
     )
     print(
         "| model | batch | optimizer | FLOPs/sample engine | FLOPs torch | peak memory predicted | measured | error "
-        "| step predicted | measured | error |"
+        "| step predicted | measured | error | error by round |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, batches, optimizers in CASES:
-        model = models[name]
-        engine_flops = analyze_model(model).forward_flops
-        torch_flops = counted_flops(model)
-        for batch in batches[:1] if args.quick else batches:
-            for opt in optimizers[:1] if args.quick else optimizers:
-                w = parse_workload(
-                    {
-                        "model": model,
-                        "data": {"samples": batch * 10},
-                        "training": {"batch_size": batch, "epochs": 1, "optimizer": opt},
-                    }
-                )
-                cand = size_candidate(w, device, 1, calibrated=rates)
-                predicted = cand.memory.tensor_peak
-                measured = measure_step_memory(model, batch, opt)["total"]
-                t_measured = measure_step_time(model, batch, opt)
-                t_predicted = cand.step.step_s
-                print(
-                    f"| {name} | {batch} | {opt} | {engine_flops:,} | {torch_flops:,} | {predicted / 2**20:.2f} MiB "
-                    f"| {measured / 2**20:.2f} MiB | {predicted / measured - 1:+.1%} | {t_predicted * 1e3:.2f} ms "
-                    f"| {t_measured * 1e3:.2f} ms | {t_predicted / t_measured - 1:+.0%} |",
-                    flush=True,
-                )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    flops = {name: (analyze_model(models[name]).forward_flops, counted_flops(models[name])) for name, _, _ in cases}
+    for c in cases:
+        name, batch, opt = c
+        engine_flops, torch_flops = flops[name]
+        mem_predicted = size_candidate(workload(*c), device, 1).memory.tensor_peak
+        mem_measured = measure_step_memory(models[name], batch, opt)["total"]
+        t_pred, t_meas = statistics.median(predicted[c]), statistics.median(measured[c])
+        by_round = " ".join(f"{p / m - 1:+.0%}" for p, m in zip(predicted[c], measured[c], strict=True))
+        print(
+            f"| {name} | {batch} | {opt} | {engine_flops:,} | {torch_flops:,} | {mem_predicted / 2**20:.2f} MiB "
+            f"| {mem_measured / 2**20:.2f} MiB | {mem_predicted / mem_measured - 1:+.1%} | {t_pred * 1e3:.2f} ms "
+            f"| {t_meas * 1e3:.2f} ms | {t_pred / t_meas - 1:+.0%} | {by_round} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ class Op:
     pending_grad: int = 0  # gradient elements held for a residual's other path during this backward
     math_scores: int = 0  # L×L×heads score elements the math attention kernel keeps (CPU with dropout)
     flops: int = 0  # forward matrix-product FLOPs per sample (0 for elementwise ops)
+    kernel_area: int = 0  # a convolution's kernel height × width
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class Graph:
         autocast: str = "same",
         out_fp32: bool | None = None,
         flops: int = 0,
+        kernel_area: int = 0,
     ) -> int:
         """Append an op reading ``input_id``; returns the id of its output tensor.
 
@@ -104,7 +106,18 @@ class Graph:
         for elems, dtype_bytes in extra:
             saved.append(self.tensor(elems, dtype_bytes))
         self.ops.append(
-            Op(name, input_id, out, tuple(saved), params, matmul_params, largest_param, self.segment, flops=flops)
+            Op(
+                name,
+                input_id,
+                out,
+                tuple(saved),
+                params,
+                matmul_params,
+                largest_param,
+                self.segment,
+                flops=flops,
+                kernel_area=kernel_area,
+            )
         )
         return out
 

@@ -158,6 +158,7 @@ def conv2d(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         matmul_params=weights,
         largest_param=weights,
         flops=flops,
+        kernel_area=kh * kw,
     )
     g.row(LayerRow(path, "conv2d", out_shape, params, flops, flops, 2 * fan_in, numel(out_shape)))
     return out_shape, y

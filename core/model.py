@@ -17,7 +17,7 @@ import core.layers_seq  # noqa: F401  (registers the sequence layer handlers)
 from core.errors import WorkloadError
 from core.graph import Graph, LayerRow
 from core.layers import Context, Shape, apply_layer, numel
-from core.validate import get_choice, get_float, get_int, get_shape, reject_unknown, require_mapping
+from core.validate import get_bool, get_choice, get_float, get_int, get_shape, reject_unknown, require_mapping
 
 INPUT_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "uint8": 1}
 MAX_PARAMS = 10**13
@@ -147,5 +147,32 @@ def _analyze_summary(model: Mapping[str, Any], path: str) -> ModelAnalysis:
         rows=(),
         activation_bytes_per_sample=act,
         notes=tuple(notes),
-        trace=require_mapping(model["trace"], f"{path}.trace") if "trace" in model else None,
+        trace=_check_trace(model["trace"], f"{path}.trace") if "trace" in model else None,
     )
+
+
+# Kernel kinds a trace may list (the worker's names; core.timing has a cost for each).
+ELEMENTWISE_KINDS = ("relu", "tanh", "gelu", "softmax", "batchnorm", "layernorm", "maxpool", "avgpool", "dropout")
+ELEMENTWISE_KINDS += ("add", "embedding")
+
+
+def _check_trace(trace: Any, path: str) -> Mapping[str, Any]:
+    """What a trace of a PyTorch model recorded, checked so a hand-edited file fails with its path."""
+    t = require_mapping(trace, path)
+    ops = t.get("ops", [])
+    if not isinstance(ops, list):
+        raise WorkloadError(f"{path}.ops", "must be a list of kernels")
+    for i, op in enumerate(ops):
+        p = f"{path}.ops[{i}]"
+        o = require_mapping(op, p)
+        kind = get_choice(o, "kind", p, ("linear", "conv", *ELEMENTWISE_KINDS), default=None)
+        if kind in ("linear", "conv"):
+            get_float(o, "flops", p, minimum=0, maximum=1e18)
+            get_int(o, "weights", p, default=0, minimum=0, maximum=MAX_PARAMS)
+            get_bool(o, "first", p, default=False)
+            get_bool(o, "pointwise", p, default=False)
+        else:
+            get_float(o, "elements", p, minimum=0, maximum=1e15)
+    if "op_calls" in t:
+        get_int(t, "op_calls", path, minimum=0, maximum=10**9)
+    return t

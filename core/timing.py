@@ -155,7 +155,8 @@ def step_time(
     pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
     kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
-    if model.graph is None:  # a published summary: totals only, compute and memory traffic overlap
+    ops, n_ops = forward_work(model)
+    if not ops:  # a published summary: totals only, compute and memory traffic overlap
         compute = flops / (peak * eff)
         traffic = p * (3 * pb + 2 * gb + 2 * OPTIMIZER_STATES[optimizer] * ob + pb)
         traffic += 2 * model.activation_bytes_per_sample * b
@@ -163,9 +164,8 @@ def step_time(
         work = max(compute, memory)
         n_ops = 50
     else:
-        compute, memory = _graph_times(model, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal)
+        compute, memory = _op_times(model, ops, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal)
         work = compute + memory  # the ops run one after another
-        n_ops = len(model.graph.ops)
     if compute and "linear_train" in cal:
         eff = flops / compute / peak
     input_s = b * disk_bytes_per_sample / read_bps
@@ -198,8 +198,77 @@ def step_time(
     return StepTime(compute, memory, input_s, comm, overhead, step, bound, eff, peak)
 
 
-def _graph_times(
+@dataclass(frozen=True)
+class OpWork:
+    """One op of a forward pass as the timing model sees it, per sample."""
+
+    rate: str | None = None  # "linear" or "conv": a matrix product timed at that kind's rate
+    flops: float = 0.0  # forward matrix FLOPs per sample
+    weights: int = 0  # a convolution's weights (its rate is measured by them)
+    elementwise: tuple[tuple[str, float], ...] = ()  # (kind, elements per sample) of its elementwise kernels
+    cpu_scores: float = 0.0  # L×L score elements per sample PyTorch's math attention keeps (CPU, dropout)
+    first: bool = False  # reads the network's input: backward computes no input gradient
+    pointwise: bool = False  # a 1×1 convolution: a matrix product over pixels
+
+
+def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
+    """The forward pass's ops and the number of framework calls they take: from the layer graph,
+    or from the kernels a trace of the PyTorch model recorded; empty for a published summary."""
+    if model.graph is not None:
+        g = model.graph
+        ops = tuple(
+            OpWork(
+                rate=("conv" if op.name == "conv2d" else "linear") if op.flops else None,
+                flops=float(op.flops),
+                weights=op.matmul_params if op.name == "conv2d" else 0,
+                elementwise=tuple(
+                    (k, float(g.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems))
+                    for k in ELEMENTWISE_KIND.get(op.name, ())
+                ),
+                cpu_scores=float(op.math_scores),
+                first=op.input_id == 0,
+                pointwise=op.kernel_area == 1,
+            )
+            for op in g.ops
+        )
+        return ops, len(g.ops)
+    trace = model.trace or {}
+    ops = tuple(
+        OpWork(
+            rate=o["kind"],
+            flops=float(o["flops"]),
+            weights=int(o.get("weights", 0)),
+            first=bool(o.get("first", False)),
+            pointwise=bool(o.get("pointwise", False)),
+        )
+        if o["kind"] in ("linear", "conv")
+        else OpWork(elementwise=((o["kind"], float(o["elements"])),))
+        for o in trace.get("ops", ())
+    )
+    return ops, int(trace.get("op_calls", len(ops)))
+
+
+def matrix_time(
+    op: OpWork, b: int, checkpointing: bool, peak_rate: float, cal: Mapping[str, Any], speed: float = 1.0
+) -> float:
+    """Seconds of a matrix product's forward and backward at the per-device batch ``b``: 3 × its
+    forward FLOPs (2 × on the network's input: no input gradient; +1 × recomputed under
+    checkpointing) at the rate measured for its kind and size, else at ``peak_rate``; a convolution
+    also pays its measured fixed cost per call. ``speed``: the measured half/full-precision ratio."""
+    passes = (2 if op.first else 3) + (1 if checkpointing else 0)
+    flops = passes * op.flops * b
+    if op.rate == "conv" and not op.pointwise:  # measured by the convolution's weights
+        curve = cal.get("conv_first_train") if op.first else None
+        curve, size = curve or cal.get("conv_train"), float(op.weights)
+    else:  # linear layers and 1×1 convolutions: by the FLOPs of one call
+        curve, size = cal.get("linear_train"), op.flops * b
+    seconds = flops / (interpolate_rate(curve, size) * speed) if curve else flops / peak_rate
+    return seconds + (float(cal.get("conv_call_s", 0.0)) if op.rate == "conv" else 0.0)
+
+
+def _op_times(
     model: ModelAnalysis,
+    ops: Sequence[OpWork],
     device: DeviceSpec,
     kind: str,
     b: int,
@@ -210,8 +279,6 @@ def _graph_times(
     cal: Mapping[str, Any],
 ) -> tuple[float, float]:
     """Seconds of matrix products and of memory-bound work (elementwise layers, loss, optimizer)."""
-    graph = model.graph
-    assert graph is not None
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -220,21 +287,14 @@ def _graph_times(
     def per_element(k: str) -> float:
         return float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
 
-    passes = 3 + (1 if checkpointing else 0)  # forward, two backward products, recomputation
     compute = memory = 0.0
-    for op in graph.ops:
-        if op.flops:
-            if op.name == "conv2d":  # measured by the convolution's weights
-                curve, size = cal.get("conv_train"), float(op.matmul_params)
-            else:  # measured by the FLOPs of one call
-                curve, size = cal.get("linear_train"), float(op.flops * b)
-            rate = interpolate_rate(curve, size) * speed if curve else peak_rate
-            compute += passes * op.flops * b / rate
-        for k in ELEMENTWISE_KIND.get(op.name, ()):
-            elems = graph.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems
+    for op in ops:
+        if op.rate:
+            compute += matrix_time(op, b, checkpointing, peak_rate, cal, speed)
+        for k, elems in op.elementwise:
             memory += per_element(k) * elems * b
-        if op.math_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
-            memory += sum(per_element(k) for k in ("softmax", "dropout", "add")) * op.math_scores * b
+        if op.cpu_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
+            memory += sum(per_element(k) for k in ("softmax", "dropout", "add")) * op.cpu_scores * b
     memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
     opt_cost = cal.get("optimizer_s", {}).get(optimizer)
     if opt_cost is None:

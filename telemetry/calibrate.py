@@ -105,6 +105,10 @@ def efficiency_from_calibration(cal: dict[str, Any], device_kind: str) -> dict[s
         out["conv_train"] = [[float(f), float(r)] for f, r in prof["conv_train"]]
     elif conv:
         out["conv_train"] = [[1.0, float(conv)]]
+    if prof.get("conv_first_train"):
+        out["conv_first_train"] = [[float(f), float(r)] for f, r in prof["conv_first_train"]]
+    if prof.get("conv_call_s") is not None:
+        out["conv_call_s"] = float(prof["conv_call_s"])
     for key in ("elementwise_s", "optimizer_s"):
         if prof.get(key):
             out[key] = {k: float(v) for k, v in prof[key].items()}

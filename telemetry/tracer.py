@@ -113,6 +113,8 @@ def summary_from_trace(
                 }
                 for x in trace.get("layers") or []
             ],
+            "ops": list(trace.get("ops") or []),
+            "op_calls": int(trace.get("op_calls", 0)),
         },
     }
 

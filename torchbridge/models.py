@@ -253,8 +253,11 @@ def measure_step_memory(model: Mapping[str, Any], batch: int, optimizer: str, se
     return {str(k).rsplit(".", 1)[-1].lower(): int(v) for k, v in stats.items()}
 
 
-def measure_step_time(model: Mapping[str, Any], batch: int, optimizer: str, steps: int = 5, warmup: int = 2) -> float:
-    """Median wall time of a full fp32 training step on the CPU, in seconds."""
+def measure_step_time(
+    model: Mapping[str, Any], batch: int, optimizer: str, steps: int = 5, warmup: int = 2, min_total_s: float = 0.5
+) -> float:
+    """Median wall time of a full fp32 training step on the CPU, in seconds: at least ``steps`` steps
+    after ``warmup``, and short steps repeated until they add up to ``min_total_s``."""
     import statistics
     import time
 
@@ -265,16 +268,18 @@ def measure_step_time(model: Mapping[str, Any], batch: int, optimizer: str, step
     opt = make_optimizer(module, optimizer)
     loss_fn = torch.nn.CrossEntropyLoss()
     x = example_batch(model, batch)
-    times = []
-    for i in range(warmup + steps):
+    times: list[float] = []
+    done = 0
+    while done < warmup or len(times) < steps or (sum(times) < min_total_s and len(times) < 1000):
         t = time.perf_counter()
         out = module(x)
         loss = loss_fn(out.reshape(-1, out.shape[-1]), torch.zeros(out.shape[:-1], dtype=torch.long).reshape(-1))
         loss.backward()
         opt.step()
         opt.zero_grad()
-        if i >= warmup:
+        if done >= warmup:
             times.append(time.perf_counter() - t)
+        done += 1
     return statistics.median(times)
 
 

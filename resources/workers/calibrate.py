@@ -10,6 +10,7 @@ import json
 import statistics
 import sys
 import time
+from typing import Any
 
 
 def median_time(fn, repeat: int = 5, warmup: int = 2, min_total_s: float = 0.2) -> float:
@@ -41,7 +42,7 @@ def main() -> int:
     out["cpu_profile"] = profile(torch, torch.device("cpu"))
     # the headline rates: a 512×1024×1024 linear layer and a 64→64-channel convolution
     out["cpu_linear_train_flops"] = out["cpu_profile"]["linear_train"][2][1]
-    out["cpu_conv_train_flops"] = out["cpu_profile"]["conv_train"][3][1]
+    out["cpu_conv_train_flops"] = out["cpu_profile"]["conv_train"][2][1]
     big = torch.empty(64 * 2**20 // 4)
     dst = torch.empty_like(big)
     out["cpu_memory_bandwidth_bps"] = 2 * big.numel() * 4 / median_time(lambda: dst.copy_(big))
@@ -53,16 +54,15 @@ def main() -> int:
 
 
 # Layer sizes whose training-step rate is measured. Linear layers (rows, in, out): the rate grows
-# with the FLOPs of one call. 3×3 and 5×5 convolutions (batch, in channels, out channels, height =
-# width, kernel): the rate grows with the number of weights (in × out channels × kernel area, the
-# inner matrix sizes of the convolution's matrix product), so a 3→16-channel first layer gets a
-# small convolution's rate.
+# with the FLOPs of one call (1×1 convolutions are matrix products too and use it). 3×3
+# convolutions (batch, in channels, out channels, height = width): the rate grows with the weights
+# (in × out channels × kernel area, the inner sizes of the convolution's matrix product). A network's
+# first convolution (1–3 image channels) computes no input gradient and has its own sizes.
 LINEAR_SIZES = {"cpu": [(64, 256, 256), (128, 512, 512), (512, 1024, 1024), (1024, 1024, 2048)]}
 LINEAR_SIZES["cuda"] = [(512, 1024, 1024), (2048, 2048, 2048), (8192, 4096, 4096)]
-CONV_SIZES = {
-    "cpu": [(256, 1, 8, 28, 3), (256, 8, 8, 16, 3), (32, 16, 32, 32, 3), (16, 64, 64, 28, 3), (8, 128, 256, 28, 3)]
-}
-CONV_SIZES["cuda"] = [(256, 8, 8, 32, 3), (64, 32, 64, 56, 3), (64, 128, 128, 28, 3), (128, 256, 256, 28, 3)]
+CONV_SIZES = {"cpu": [(256, 8, 8, 16), (32, 16, 32, 32), (16, 64, 64, 28), (8, 128, 256, 28)]}
+CONV_SIZES["cuda"] = [(256, 8, 8, 32), (64, 32, 64, 56), (64, 128, 128, 28), (128, 256, 256, 28)]
+FIRST_CONV_SIZES = {"cpu": [(256, 1, 8, 28), (64, 3, 32, 32)], "cuda": [(256, 1, 8, 28), (256, 3, 64, 64)]}
 # Elements per elementwise measurement: large enough that the per-element cost dominates the call.
 ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
@@ -73,9 +73,11 @@ def sync(torch, dev) -> None:
         torch.cuda.synchronize(dev)
 
 
-def train_rates(torch, dev) -> tuple[list[list[float]], list[list[float]]]:
-    """FLOP/s of a training step's forward and backward (3 × forward FLOPs) of linear layers, as
-    [forward FLOPs of one call, rate] pairs, and of convolutions, as [weights, rate] pairs."""
+def train_rates(torch, dev) -> dict[str, Any]:
+    """FLOP/s of a training step's forward and backward (3 × forward FLOPs; 2 × for a first layer,
+    which computes no input gradient) of linear layers, as [forward FLOPs of one call, rate] pairs,
+    and of 3×3 convolutions, as [weights, rate] pairs, without a convolution's fixed cost per call
+    (``conv_call_s``, measured on a convolution with next to no work)."""
     linear = []
     for rows, n_in, n_out in LINEAR_SIZES[dev.type]:
         lin = torch.nn.Linear(n_in, n_out).to(dev)
@@ -87,18 +89,25 @@ def train_rates(torch, dev) -> tuple[list[list[float]], list[list[float]]]:
 
         fwd = 2 * rows * n_in * n_out
         linear.append([fwd, 3 * fwd / median_time(lin_step, repeat=3)])
-    conv = []
-    for batch, cin, cout, hw, k in CONV_SIZES[dev.type]:
-        layer = torch.nn.Conv2d(cin, cout, k, padding=k // 2).to(dev)
-        xc = torch.randn(batch, cin, hw, hw, device=dev, requires_grad=True)
 
-        def conv_step(layer=layer, xc=xc) -> None:
+    def conv_time(batch: int, cin: int, cout: int, hw: int, k: int, first: bool) -> float:
+        layer = torch.nn.Conv2d(cin, cout, k, padding=k // 2).to(dev)
+        xc = torch.randn(batch, cin, hw, hw, device=dev, requires_grad=not first)
+
+        def conv_step() -> None:
             layer(xc).sum().backward()
             sync(torch, dev)
 
-        fwd = 2 * batch * cout * hw * hw * cin * k * k
-        conv.append([cin * cout * k * k, 3 * fwd / median_time(conv_step, repeat=3)])
-    return linear, conv
+        return median_time(conv_step, repeat=3)
+
+    call = conv_time(8, 8, 8, 4, 1, False)
+    curves: dict[str, Any] = {"linear_train": linear, "conv_train": [], "conv_first_train": [], "conv_call_s": call}
+    for key, sizes, first in (("conv_train", CONV_SIZES, False), ("conv_first_train", FIRST_CONV_SIZES, True)):
+        for batch, cin, cout, hw in sizes[dev.type]:
+            fwd = 2 * batch * cout * hw * hw * cin * 9
+            seconds = max(conv_time(batch, cin, cout, hw, 3, first) - call, 1e-9)
+            curves[key].append([cin * cout * 9, (2 if first else 3) * fwd / seconds])
+    return curves
 
 
 def elementwise_costs(torch, dev) -> dict[str, float]:
@@ -175,10 +184,8 @@ def optimizer_costs(torch, dev) -> dict[str, float]:
 
 def profile(torch, dev) -> dict:
     """What the timing model needs of a device: layer rates by size, elementwise and optimizer costs."""
-    linear, conv = train_rates(torch, dev)
     return {
-        "linear_train": linear,
-        "conv_train": conv,
+        **train_rates(torch, dev),
         "elementwise_s": elementwise_costs(torch, dev),
         "optimizer_s": optimizer_costs(torch, dev),
     }

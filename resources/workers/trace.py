@@ -25,6 +25,85 @@ def user_frame(exc: BaseException, path: str) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
+# aten ops of a forward pass → the kinds the timing model knows (docs/sizing.md §4): matrix
+# products timed by their FLOPs, elementwise kernels by their elements (pooling: input elements)
+MATMUL_OPS = {
+    **dict.fromkeys(("mm", "addmm", "bmm", "baddbmm"), "linear"),
+    **dict.fromkeys(
+        (
+            "_scaled_dot_product_flash_attention_for_cpu",
+            "_scaled_dot_product_flash_attention",
+            "_scaled_dot_product_efficient_attention",
+            "_scaled_dot_product_cudnn_attention",
+        ),
+        "linear",
+    ),
+    "convolution": "conv",
+}
+ELEMENTWISE_OPS = {
+    **dict.fromkeys(("relu", "leaky_relu", "threshold", "hardtanh", "clamp_min", "clamp"), "relu"),
+    **dict.fromkeys(("tanh", "sigmoid"), "tanh"),
+    **dict.fromkeys(("gelu", "silu", "mish", "elu", "softplus"), "gelu"),
+    **dict.fromkeys(
+        ("native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional"),
+        "batchnorm",
+    ),
+    **dict.fromkeys(("native_layer_norm", "_fused_rms_norm"), "layernorm"),
+    **dict.fromkeys(("_softmax", "_log_softmax"), "softmax"),
+    "max_pool2d_with_indices": "maxpool",
+    **dict.fromkeys(("avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool2d"), "avgpool"),
+    **dict.fromkeys(("native_dropout", "bernoulli", "bernoulli_"), "dropout"),
+    **dict.fromkeys(("add", "add_", "sub", "mul", "mul_", "div", "where", "masked_fill"), "add"),
+    "embedding": "embedding",
+}
+POOLING = {"maxpool", "avgpool"}
+
+
+def op_recorder(torch):
+    """A dispatch mode that lists the forward pass's kernels as the timing model's kinds."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    class OpRecorder(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: list[dict] = []
+            self.calls = 0
+            self.model_input = None  # a product reading it computes no input gradient
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            packet = func._overloadpacket
+            name = packet.__name__
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            result = out[0] if isinstance(out, (tuple, list)) else out
+            view = getattr(func, "is_view", False) or not isinstance(result, torch.Tensor) or result._base is not None
+            if view or not tensors:
+                return out  # views and metadata: no kernel
+            self.calls += 1
+            if name in MATMUL_OPS and packet in flop_registry:
+                flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
+                conv = name == "convolution"
+                first = any(t is self.model_input or t._base is self.model_input for t in tensors)
+                self.ops.append(
+                    {
+                        "kind": MATMUL_OPS[name],
+                        "flops": flops,
+                        "weights": int(tensors[1].numel()) if conv else 0,
+                        "first": first,
+                        "pointwise": conv and tuple(tensors[1].shape[-2:]) == (1, 1),
+                    }
+                )
+            elif name in ELEMENTWISE_OPS:
+                kind = ELEMENTWISE_OPS[name]
+                elems = tensors[0].numel() if kind in POOLING else result.numel()
+                self.ops.append({"kind": kind, "elements": int(elems)})
+            return out
+
+    return OpRecorder()
+
+
 def main() -> int:
     spec = json.loads(sys.argv[1])
     path, factory_name = spec["file"], spec["factory"]
@@ -79,7 +158,9 @@ def main() -> int:
                         x = torch.zeros([batch, *shape], dtype=torch.long, device=device)
                     else:
                         x = torch.randn([batch, *shape], device=device)
-                    with FlopCounterMode(display=False) as counter:
+                    recorder = op_recorder(torch)
+                    recorder.model_input = x
+                    with FlopCounterMode(display=False) as counter, recorder:
                         out = model(x)
                     flops = counter.get_total_flops()
                     logits = out.reshape(-1, out.shape[-1])
@@ -116,6 +197,11 @@ def main() -> int:
                 "peak_by_category": categories,
                 "device": device,
                 "layers": layers,
+                # per sample: matrix FLOPs of each product, elements of each elementwise kernel
+                "ops": [
+                    {k: (v / batch if k in ("flops", "elements") else v) for k, v in op.items()} for op in recorder.ops
+                ],
+                "op_calls": recorder.calls,
                 "batch": batch,
                 "output_shape": output_shape,
             }

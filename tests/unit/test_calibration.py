@@ -9,8 +9,10 @@ from dataclasses import replace
 import pytest
 
 from core.catalogue import device_from_entry, find_device, load_catalogue
+from core.errors import WorkloadError
+from core.model import ELEMENTWISE_KINDS
 from core.sizing import size_candidate
-from core.timing import interpolate_rate
+from core.timing import ELEMENT_ACCESSES, interpolate_rate
 from core.workload import parse_workload
 from telemetry.calibrate import efficiency_from_calibration, measure_read
 from telemetry.candidates import calibrated_rates
@@ -30,7 +32,8 @@ def test_measured_rates_set_the_compute_time_exactly() -> None:
     w = parse_workload({"model": {"preset": "seed-mlp"}})  # linear layers only
     rates = efficiency_from_calibration(CAL, "cpu")
     c = size_candidate(w, CPU, 1, calibrated=rates)
-    flops = 3 * w.analysis.forward_flops * 512
+    first = w.analysis.rows[0].flops  # the first layer computes no input gradient: 2 passes, not 3
+    flops = (3 * w.analysis.forward_flops - first) * 512
     assert c.step.compute_s == pytest.approx(flops / 8.0e10)
     n_ops = len(w.analysis.graph.ops)
     assert c.step.overhead_s == pytest.approx(2e-4 + 1e-5 * (3 * n_ops + 2 * n_ops))
@@ -45,8 +48,9 @@ def test_convolutions_use_the_convolution_rate_and_mixed_precision_its_speedup()
     c = size_candidate(w, CPU, 1, calibrated=rates)
     conv = sum(r.flops * r.count for r in w.analysis.rows if r.type == "conv2d")
     lin = w.analysis.forward_flops - conv
-    b = w.training.batch_size
-    assert c.step.compute_s == pytest.approx(3 * b * (lin / (8.0e10 * 3) + conv / (4.0e10 * 3)))
+    conv1 = w.analysis.rows[0].flops  # on the input image: no input gradient
+    b, speed = w.training.batch_size, 3.0  # bf16 matmuls measured 3× as fast as fp32
+    assert c.step.compute_s == pytest.approx(b * (3 * lin / (8.0e10 * speed) + (3 * conv - conv1) / (4.0e10 * speed)))
 
 
 def test_storage_read_drops_the_cache_and_cleans_up(tmp_path) -> None:
@@ -81,6 +85,8 @@ PROFILE = {
     "cpu_profile": {
         "linear_train": [[1e6, 2e10], [1e9, 1e11]],
         "conv_train": [[100, 1e10], [10_000, 1e11]],
+        "conv_first_train": [[10, 5e9], [1000, 5e11]],
+        "conv_call_s": 1e-4,
         "elementwise_s": {"relu": 1e-9, "maxpool": 4e-9, "dropout": 6e-9, "softmax": 2e-9},
         "optimizer_s": {"adam": 1e-9},
     },
@@ -104,9 +110,11 @@ def test_a_cpu_step_is_the_sum_of_its_layers_elementwise_work_optimizer_and_over
     rates = efficiency_from_calibration(PROFILE, "cpu")
     s = size_candidate(w, CPU, 1, calibrated=rates).step
     b, params = 32, w.analysis.parameters
-    # the convolution has 36 weights (below the smallest measured: its rate), the linear layer's
-    # call of 32 × 1,280 FLOPs is below the smallest measured call
-    assert s.compute_s == pytest.approx(3 * b * (2 * 36 * 64 / 1e10 + 2 * 256 // 4 * 10 / 2e10))
+    # the convolution on the input image: 2 passes (no input gradient) at the first-layer rate for
+    # its 36 weights (log-log between 10 and 1,000 weights: 5e9 × 3.6) plus the fixed cost of a
+    # convolution call; the linear layer's call of 32 × 1,280 FLOPs is below the smallest measured
+    conv = 2 * b * 2 * 36 * 64 / (5e9 * 3.6) + 1e-4
+    assert s.compute_s == pytest.approx(conv + 3 * b * 2 * 256 // 4 * 10 / 2e10)
     # ReLU on 256 outputs, max pooling per input element (256), dropout on 64, the loss on 10 logits
     memory = b * (256 * 1e-9 + 256 * 4e-9 + 64 * 6e-9 + 10 * 2e-9) + params * 1e-9
     assert s.memory_s == pytest.approx(memory)
@@ -138,7 +146,8 @@ def test_an_accelerator_overlaps_the_framework_with_its_kernels_and_moves_elemen
     per_access = 4 / (500e9 * 0.8)  # fp32 at 80 % of the datasheet bandwidth
     elems = 5 * 256 + 4 * 256 + 4.5 * 64 + 5 * 10  # element accesses of ReLU, pooling, dropout, loss
     assert s.memory_s == pytest.approx(4096 * elems * per_access + 3 * w.analysis.parameters * per_access)
-    assert s.compute_s == pytest.approx(3 * 4096 * w.analysis.forward_flops / (10e12 * 0.6))
+    first = w.analysis.rows[0].flops  # the convolution on the input: forward and weight gradient only
+    assert s.compute_s == pytest.approx(4096 * (3 * w.analysis.forward_flops - first) / (10e12 * 0.6))
     assert s.step_s == pytest.approx(max(s.compute_s + s.memory_s, s.overhead_s))
 
 
@@ -179,3 +188,21 @@ def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes()
     c = size_candidate(w, sxm, 1, calibrated=rates[sxm.name])
     assert c.step.efficiency == pytest.approx(40e12 / sxm.fp32_flops)
     assert "measured on this machine's NVIDIA H100 SXM" in c.assumptions[0]
+
+
+def test_a_hand_edited_trace_is_checked_with_its_path() -> None:
+    model = {
+        "input_shape": [4],
+        "summary": {"parameters": 10, "activation_bytes_per_sample": 16},
+        "trace": {"ops": [{"kind": "warp_drive", "elements": 3}]},
+    }
+    with pytest.raises(WorkloadError) as err:
+        parse_workload({"model": model, "data": {"samples": 10}, "training": {"batch_size": 2, "epochs": 1}})
+    assert err.value.path == "model.trace.ops[0].kind"
+    model["trace"] = {"ops": [{"kind": "linear", "flops": -1}]}
+    with pytest.raises(WorkloadError, match="flops"):
+        parse_workload({"model": model, "data": {"samples": 10}, "training": {"batch_size": 2, "epochs": 1}})
+
+
+def test_every_kernel_kind_a_trace_may_name_has_a_cost() -> None:
+    assert set(ELEMENTWISE_KINDS) == set(ELEMENT_ACCESSES)

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from core.catalogue import device_from_entry
 from core.errors import WorkloadError
 from core.model import analyze_model
 from core.presets import load_presets
+from core.sizing import size_candidate
 from core.workload import parse_workload
+from telemetry.calibrate import efficiency_from_calibration
 from telemetry.tracer import resolve_torch_models, trace_torch_model
+from tests.unit.test_calibration import PROFILE
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="CI installs torch==2.13.0")
 
@@ -54,6 +58,15 @@ def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
     )
     w = parse_workload(doc)
     assert w.analysis.kind == "summary" and w.analysis.notes[0].startswith("traced from model.py:make")
+    # the traced kernels time the step exactly as the layer list does (4 products, 3 LeakyReLUs)
+    layers = parse_workload({**doc, "model": {"preset": "seed-mlp"}})
+    cpu = device_from_entry({"name": "test CPU", "kind": "cpu", "fp32_tflops": 0.2, "source": "test"})
+    rates = efficiency_from_calibration(PROFILE, "cpu")
+    traced_step = size_candidate(w, cpu, 1, calibrated=rates).step
+    layer_step = size_candidate(layers, cpu, 1, calibrated=rates).step
+    assert traced_step.compute_s == pytest.approx(layer_step.compute_s)
+    assert traced_step.memory_s == pytest.approx(layer_step.memory_s)
+    assert traced_step.step_s == pytest.approx(layer_step.step_s)
 
 
 @pytest.mark.parametrize(
