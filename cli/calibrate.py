@@ -46,6 +46,9 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         print(f"  elementwise layers, ns per element (forward + backward): {elem}")
         opt = ", ".join(f"{k} {v * 1e9:.2f}" for k, v in prof["optimizer_s"].items())
         print(f"  optimizer step, ns per parameter: {opt}")
+        if prof.get("optimizer_tensor_s"):
+            fixed = ", ".join(f"{k} {v * 1e6:.1f}" for k, v in prof["optimizer_tensor_s"].items())
+            print(f"  optimizer step, µs per parameter tensor: {fixed}")
     else:
         print(
             f"  CPU training step rates: linear {result['cpu_linear_train_flops'] / g:,.1f}, "

@@ -97,6 +97,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             matmul_params=dirs * w,
             largest_param=gates * hidden * max(in_f, hidden),
             flops=dirs * 2 * w * steps,
+            tensors=dirs * (4 if bias else 2),  # input and hidden weights and biases
         )
         in_f = dirs * hidden
     out_shape = (steps, dirs * hidden)
@@ -126,6 +127,7 @@ def _attention(
         matmul_params=dim * dim + 2 * dim * kv_dim,
         largest_param=dim * dim,
         flops=2 * length * (dim * dim + 2 * dim * kv_dim),
+        tensors=6 if bias else 3,  # query, key and value projections
     )
     # memory-efficient attention keeps q, k, v, its output and a log-sum-exp per row and head
     core = g.op(
@@ -194,6 +196,7 @@ def swiglu(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         matmul_params=2 * dim * hidden,
         largest_param=dim * hidden,
         flops=2 * 2 * dim * hidden * lead,
+        tensors=4 if bias else 2,  # gate and up projections
     )
     # silu keeps its input (the gate), the product keeps both factors
     act = g.op("silu_mul", gate_up, n_hidden, save_input=True, extra=((n_hidden, None),))

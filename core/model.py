@@ -173,6 +173,7 @@ def _check_trace(trace: Any, path: str) -> Mapping[str, Any]:
             get_bool(o, "pointwise", p, default=False)
         else:
             get_float(o, "elements", p, minimum=0, maximum=1e15)
-    if "op_calls" in t:
-        get_int(t, "op_calls", path, minimum=0, maximum=10**9)
+    for key in ("op_calls", "param_tensors"):
+        if key in t:
+            get_int(t, key, path, minimum=0, maximum=10**9)
     return t

@@ -180,7 +180,11 @@ def step_time(
         comm = volume / link
     per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S)
     per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S[kind])
-    overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
+    if "optimizer_tensor_s" in cal:  # measured: the optimizer's ops per parameter tensor
+        tensors = parameter_tensors(model) if ops else n_ops
+        overhead = per_step + per_op * 3 * n_ops + float(cal["optimizer_tensor_s"][optimizer]) * tensors
+    else:
+        overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
     # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
     # host issues the next ones, so the slower of the two sets the pace
     busy = work + overhead if kind == "cpu" else max(work, overhead)
@@ -246,6 +250,17 @@ def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
         for o in trace.get("ops", ())
     )
     return ops, int(trace.get("op_calls", len(ops)))
+
+
+def parameter_tensors(model: ModelAnalysis) -> int:
+    """Trainable tensors the optimizer steps one by one (weights, biases, norms' scales and shifts);
+    a traced model counts its own."""
+    if model.graph is not None:
+        return sum(op.tensors for op in model.graph.ops)
+    trace = model.trace or {}
+    if trace.get("param_tensors"):
+        return int(trace["param_tensors"])
+    return sum(2 for o in trace.get("ops", ()) if o.get("kind") in ("linear", "conv"))
 
 
 def matrix_time(

@@ -109,7 +109,7 @@ def efficiency_from_calibration(cal: dict[str, Any], device_kind: str) -> dict[s
         out["conv_first_train"] = [[float(f), float(r)] for f, r in prof["conv_first_train"]]
     if prof.get("conv_call_s") is not None:
         out["conv_call_s"] = float(prof["conv_call_s"])
-    for key in ("elementwise_s", "optimizer_s"):
+    for key in ("elementwise_s", "optimizer_s", "optimizer_tensor_s"):
         if prof.get(key):
             out[key] = {k: float(v) for k, v in prof[key].items()}
     half, fp32 = cal.get("cpu_bf16_matmul_flops"), cal.get("cpu_fp32_matmul_flops")

@@ -46,7 +46,7 @@ def main() -> int:
     big = torch.empty(64 * 2**20 // 4)
     dst = torch.empty_like(big)
     out["cpu_memory_bandwidth_bps"] = 2 * big.numel() * 4 / median_time(lambda: dst.copy_(big))
-    out["step_overhead"] = step_overhead(torch)
+    out["step_overhead"] = step_overhead(torch, out["cpu_profile"]["optimizer_tensor_s"]["adam"])
     if torch.cuda.is_available():
         out["gpus"] = [gpu(torch, i) for i in range(torch.cuda.device_count())]
     print(json.dumps(out))
@@ -156,12 +156,12 @@ def elementwise_costs(torch, dev) -> dict[str, float]:
     return out
 
 
-def optimizer_costs(torch, dev) -> dict[str, float]:
-    """Seconds per parameter element of one optimizer step (PyTorch's default implementation)."""
-    n = ELEMENTS[dev.type] // 2
-    out = {}
-    for name in OPTIMIZERS:
-        params = [torch.nn.Parameter(torch.randn(n, device=dev)) for _ in range(4)]
+def optimizer_costs(torch, dev) -> tuple[dict[str, float], dict[str, float]]:
+    """Seconds per parameter element and seconds per parameter tensor of one optimizer step
+    (PyTorch's default implementation: on a CPU it loops over the tensors, a few ops each)."""
+
+    def timed(name: str, tensors: int, n: int) -> float:
+        params = [torch.nn.Parameter(torch.randn(n, device=dev)) for _ in range(tensors)]
         for p in params:
             p.grad = torch.randn_like(p)
         kind, kwargs = {
@@ -174,26 +174,36 @@ def optimizer_costs(torch, dev) -> dict[str, float]:
         }[name]
         opt = getattr(torch.optim, kind)(params, **kwargs)
 
-        def step(opt=opt) -> None:
+        def step() -> None:
             opt.step()
             sync(torch, dev)
 
-        out[name] = median_time(step, repeat=5) / (4 * n)
-    return out
+        return median_time(step, repeat=5)
+
+    n = ELEMENTS[dev.type] // 2
+    per_element, per_tensor = {}, {}
+    for name in OPTIMIZERS:
+        # 64 tensors of 8 elements: the fixed cost per tensor; 4 large tensors: the cost per element
+        per_tensor[name] = timed(name, 64, 8) / 64
+        per_element[name] = max(timed(name, 4, n) - 4 * per_tensor[name], 0.0) / (4 * n)
+    return per_element, per_tensor
 
 
 def profile(torch, dev) -> dict:
     """What the timing model needs of a device: layer rates by size, elementwise and optimizer costs."""
+    per_element, per_tensor = optimizer_costs(torch, dev)
     return {
         **train_rates(torch, dev),
         "elementwise_s": elementwise_costs(torch, dev),
-        "optimizer_s": optimizer_costs(torch, dev),
+        "optimizer_s": per_element,
+        "optimizer_tensor_s": per_tensor,
     }
 
 
-def step_overhead(torch) -> dict:
-    """Framework cost of a training step: two tiny MLPs whose work is negligible; the slope over
-    their op counts is the cost per op, the intercept the cost per step."""
+def step_overhead(torch, adam_per_tensor: float) -> dict:
+    """Framework cost of a training step: two tiny MLPs whose work is negligible, less their Adam
+    steps' measured cost per parameter tensor; the slope over their op counts is the cost per op,
+    the intercept the cost per step."""
     results = []
     for depth in (2, 12):
         layers = []
@@ -209,11 +219,13 @@ def step_overhead(torch) -> dict:
             opt.step()
             opt.zero_grad()
 
-        results.append((2 * depth + 1, median_time(lambda: [step() for _ in range(20)], repeat=5) / 20))
+        seconds = median_time(lambda: [step() for _ in range(20)], repeat=5) / 20
+        tensors = 2 * (depth + 1)  # weight and bias of each linear layer
+        results.append((2 * depth + 1, seconds - adam_per_tensor * tensors))
     (ops1, t1), (ops2, t2) = results
-    # the engine counts 3 op costs for forward+backward and 2 for the optimizer per graph op
-    per_op = max((t2 - t1) / ((ops2 - ops1) * 5), 0.0)
-    per_step = max(t1 - per_op * ops1 * 5, 0.0)
+    # the engine counts 3 op costs (forward, backward) per graph op, the optimizer's per tensor
+    per_op = max((t2 - t1) / ((ops2 - ops1) * 3), 0.0)
+    per_step = max(t1 - per_op * ops1 * 3, 0.0)
     return {"per_op_s": per_op, "per_step_s": per_step}
 
 

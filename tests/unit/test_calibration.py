@@ -93,6 +93,13 @@ PROFILE = {
 }
 
 
+# a calibration that also measured each optimizer's fixed cost per parameter tensor
+PROFILE_PER_TENSOR = {
+    **PROFILE,
+    "cpu_profile": {**PROFILE["cpu_profile"], "optimizer_tensor_s": {"adam": 2e-5, "sgd": 2e-6}},
+}
+
+
 def test_rates_are_interpolated_by_size_in_log_log() -> None:
     curve = [[1e6, 2e10], [1e9, 1e11]]
     assert interpolate_rate(curve, 1e3) == 2e10 and interpolate_rate(curve, 1e12) == 1e11  # held at the ends
@@ -122,6 +129,18 @@ def test_a_cpu_step_is_the_sum_of_its_layers_elementwise_work_optimizer_and_over
     assert s.overhead_s == pytest.approx(2e-4 + 1e-5 * 5 * n_ops)
     assert s.step_s == pytest.approx(s.compute_s + s.memory_s + s.overhead_s)  # a CPU runs them in turn
     assert s.bound == "framework overhead"
+
+
+def test_a_measured_optimizer_pays_its_fixed_cost_per_parameter_tensor() -> None:
+    doc = {"model": SMALL_CNN, "data": {"samples": 10_000}, "training": {"batch_size": 32, "epochs": 1}}
+    rates = efficiency_from_calibration(PROFILE_PER_TENSOR, "cpu")
+    n_ops = len(parse_workload(doc).analysis.graph.ops)
+    for optimizer, per_tensor in (("adam", 2e-5), ("sgd", 2e-6)):
+        w = parse_workload({**doc, "training": {**doc["training"], "optimizer": optimizer}})
+        s = size_candidate(w, CPU, 1, calibrated=rates).step
+        # framework calls of forward and backward per op, then the optimizer's ops on 4 tensors:
+        # the convolution's and the linear layer's weights and biases
+        assert s.overhead_s == pytest.approx(2e-4 + 1e-5 * 3 * n_ops + per_tensor * 4)
 
 
 def test_an_accelerator_overlaps_the_framework_with_its_kernels_and_moves_elementwise_data_at_its_bandwidth() -> None:

@@ -16,7 +16,7 @@ from core.sizing import size_candidate
 from core.workload import parse_workload
 from telemetry.calibrate import efficiency_from_calibration
 from telemetry.tracer import resolve_torch_models, trace_torch_model
-from tests.unit.test_calibration import PROFILE
+from tests.unit.test_calibration import PROFILE_PER_TENSOR
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="CI installs torch==2.13.0")
 
@@ -61,7 +61,8 @@ def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
     # the traced kernels time the step exactly as the layer list does (4 products, 3 LeakyReLUs)
     layers = parse_workload({**doc, "model": {"preset": "seed-mlp"}})
     cpu = device_from_entry({"name": "test CPU", "kind": "cpu", "fp32_tflops": 0.2, "source": "test"})
-    rates = efficiency_from_calibration(PROFILE, "cpu")
+    assert trace["param_tensors"] == 8  # 4 linear layers' weights and biases: the optimizer's fixed cost
+    rates = efficiency_from_calibration(PROFILE_PER_TENSOR, "cpu")
     traced_step = size_candidate(w, cpu, 1, calibrated=rates).step
     layer_step = size_candidate(layers, cpu, 1, calibrated=rates).step
     assert traced_step.compute_s == pytest.approx(layer_step.compute_s)
