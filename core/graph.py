@@ -32,7 +32,7 @@ class Op:
     math_scores: int = 0  # L×L×heads score elements the math attention kernel keeps (CPU with dropout)
     flops: int = 0  # forward matrix-product FLOPs per sample (0 for elementwise ops)
     kernel_area: int = 0  # a convolution's kernel height × width
-    tensors: int = 0  # trainable parameter tensors (an optimizer steps them one by one)
+    tensor_sizes: tuple[int, ...] = ()  # elements of each trainable tensor (the optimizer steps each)
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,14 @@ class Graph:
         out_fp32: bool | None = None,
         flops: int = 0,
         kernel_area: int = 0,
-        tensors: int | None = None,
+        tensor_sizes: tuple[int, ...] | None = None,
     ) -> int:
         """Append an op reading ``input_id``; returns the id of its output tensor.
 
         ``extra`` lists further tensors the op creates and saves: (elements, dtype bytes).
         ``output_id`` given means the output aliases an existing tensor (a view).
-        ``tensors``: its trainable tensors where they are not a weight (``largest_param``) and a
-        bias or shift holding the rest of ``params``.
+        ``tensor_sizes``: its trainable tensors where they are not a weight (``largest_param``) and
+        a bias or shift holding the rest of ``params``.
         ``autocast`` says what torch.autocast does with the op: "lower" (matmuls: half output; an
         fp32 input is saved as a half copy), "fp32" (norms, softmax: fp32 output; a half input is
         saved as an fp32 copy) or "same" (runs in its input's type).
@@ -121,7 +121,9 @@ class Graph:
                 self.segment,
                 flops=flops,
                 kernel_area=kernel_area,
-                tensors=(bool(largest_param) + (params > largest_param)) if tensors is None else tensors,
+                tensor_sizes=tuple(n for n in (largest_param, params - largest_param) if n > 0)
+                if tensor_sizes is None
+                else tensor_sizes,
             )
         )
         return out

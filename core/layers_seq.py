@@ -97,7 +97,8 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             matmul_params=dirs * w,
             largest_param=gates * hidden * max(in_f, hidden),
             flops=dirs * 2 * w * steps,
-            tensors=dirs * (4 if bias else 2),  # input and hidden weights and biases
+            # per direction: input and hidden weights, input and hidden biases
+            tensor_sizes=dirs * ((gates * hidden * in_f, gates * hidden * hidden) + (gates * hidden,) * 2 * bias),
         )
         in_f = dirs * hidden
     out_shape = (steps, dirs * hidden)
@@ -127,7 +128,7 @@ def _attention(
         matmul_params=dim * dim + 2 * dim * kv_dim,
         largest_param=dim * dim,
         flops=2 * length * (dim * dim + 2 * dim * kv_dim),
-        tensors=6 if bias else 3,  # query, key and value projections
+        tensor_sizes=(dim * dim, dim * kv_dim, dim * kv_dim) + ((dim, kv_dim, kv_dim) if bias else ()),  # q, k, v
     )
     # memory-efficient attention keeps q, k, v, its output and a log-sum-exp per row and head
     core = g.op(
@@ -196,7 +197,7 @@ def swiglu(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         matmul_params=2 * dim * hidden,
         largest_param=dim * hidden,
         flops=2 * 2 * dim * hidden * lead,
-        tensors=4 if bias else 2,  # gate and up projections
+        tensor_sizes=(dim * hidden,) * 2 + ((hidden,) * 2 if bias else ()),  # gate and up projections
     )
     # silu keeps its input (the gate), the product keeps both factors
     act = g.op("silu_mul", gate_up, n_hidden, save_input=True, extra=((n_hidden, None),))

@@ -173,7 +173,11 @@ def _check_trace(trace: Any, path: str) -> Mapping[str, Any]:
             get_bool(o, "pointwise", p, default=False)
         else:
             get_float(o, "elements", p, minimum=0, maximum=1e15)
-    for key in ("op_calls", "param_tensors"):
-        if key in t:
-            get_int(t, key, path, minimum=0, maximum=10**9)
+    if "op_calls" in t:
+        get_int(t, "op_calls", path, minimum=0, maximum=10**9)
+    sizes = t.get("param_sizes", [])
+    if not isinstance(sizes, list):
+        raise WorkloadError(f"{path}.param_sizes", "must be a list of parameter tensor sizes")
+    for i, n in enumerate(sizes):
+        get_int({f"param_sizes[{i}]": n}, f"param_sizes[{i}]", path, minimum=0, maximum=MAX_PARAMS)
     return t

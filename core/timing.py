@@ -181,7 +181,7 @@ def step_time(
     per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S)
     per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S[kind])
     if "optimizer_tensor_s" in cal:  # measured: the optimizer's ops per parameter tensor
-        tensors = parameter_tensors(model) if ops else n_ops
+        tensors = len(parameter_tensor_sizes(model)) if ops else n_ops
         overhead = per_step + per_op * 3 * n_ops + float(cal["optimizer_tensor_s"][optimizer]) * tensors
     else:
         overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
@@ -252,15 +252,16 @@ def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
     return ops, int(trace.get("op_calls", len(ops)))
 
 
-def parameter_tensors(model: ModelAnalysis) -> int:
-    """Trainable tensors the optimizer steps one by one (weights, biases, norms' scales and shifts);
-    a traced model counts its own."""
+def parameter_tensor_sizes(model: ModelAnalysis) -> list[float]:
+    """Elements of each trainable tensor the optimizer steps (weights, biases, norms' scales and
+    shifts): the layer graph's, a traced model's own, or else the average of an estimated count."""
     if model.graph is not None:
-        return sum(op.tensors for op in model.graph.ops)
+        return [float(n) for op in model.graph.ops for n in op.tensor_sizes]
     trace = model.trace or {}
-    if trace.get("param_tensors"):
-        return int(trace["param_tensors"])
-    return sum(2 for o in trace.get("ops", ()) if o.get("kind") in ("linear", "conv"))
+    if trace.get("param_sizes"):
+        return [float(n) for n in trace["param_sizes"] if n]
+    tensors = sum(2 for o in trace.get("ops", ()) if o.get("kind") in ("linear", "conv")) or 1
+    return [model.parameters / tensors] * tensors if model.parameters else []
 
 
 def matrix_time(
@@ -311,10 +312,11 @@ def _op_times(
         if op.cpu_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
             memory += sum(per_element(k) for k in ("softmax", "dropout", "add")) * op.cpu_scores * b
     memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
-    opt_cost = cal.get("optimizer_s", {}).get(optimizer)
-    if opt_cost is None:
-        opt_cost = OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth
-    memory += float(opt_cost) * model.parameters
+    curve = cal.get("optimizer_s", {}).get(optimizer)
+    if curve:  # measured per element by tensor size: small tensors stay in cache
+        memory += sum(interpolate_rate(curve, size) * size for size in parameter_tensor_sizes(model))
+    else:
+        memory += OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
     return compute, memory
 
 

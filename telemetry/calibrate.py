@@ -109,9 +109,14 @@ def efficiency_from_calibration(cal: dict[str, Any], device_kind: str) -> dict[s
         out["conv_first_train"] = [[float(f), float(r)] for f, r in prof["conv_first_train"]]
     if prof.get("conv_call_s") is not None:
         out["conv_call_s"] = float(prof["conv_call_s"])
-    for key in ("elementwise_s", "optimizer_s", "optimizer_tensor_s"):
+    for key in ("elementwise_s", "optimizer_tensor_s"):
         if prof.get(key):
             out[key] = {k: float(v) for k, v in prof[key].items()}
+    if prof.get("optimizer_s"):  # by tensor size; a calibration from an older version has one figure
+        out["optimizer_s"] = {
+            k: [[float(n), float(t)] for n, t in v] if isinstance(v, list) else [[1.0, float(v)]]
+            for k, v in prof["optimizer_s"].items()
+        }
     half, fp32 = cal.get("cpu_bf16_matmul_flops"), cal.get("cpu_fp32_matmul_flops")
     if half and fp32:
         out["half_speedup"] = float(half) / float(fp32)

@@ -115,7 +115,7 @@ def summary_from_trace(
             ],
             "ops": list(trace.get("ops") or []),
             "op_calls": int(trace.get("op_calls", 0)),
-            "param_tensors": int(trace.get("param_tensors", 0)),
+            "param_sizes": [int(n) for n in trace.get("param_sizes") or []],
         },
     }
 

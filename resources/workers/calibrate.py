@@ -65,6 +65,8 @@ CONV_SIZES["cuda"] = [(256, 8, 8, 32), (64, 32, 64, 56), (64, 128, 128, 28), (12
 FIRST_CONV_SIZES = {"cpu": [(256, 1, 8, 28), (64, 3, 32, 32)], "cuda": [(256, 1, 8, 28), (256, 3, 64, 64)]}
 # Elements per elementwise measurement: large enough that the per-element cost dominates the call.
 ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+# Parameter tensor sizes (elements) at which the optimizer's cost per element is measured.
+OPTIMIZER_SIZES = {"cpu": [2**14, 2**17, 2**20, 2**22], "cuda": [2**18, 2**22, 2**26]}
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
 
 
@@ -156,9 +158,10 @@ def elementwise_costs(torch, dev) -> dict[str, float]:
     return out
 
 
-def optimizer_costs(torch, dev) -> tuple[dict[str, float], dict[str, float]]:
-    """Seconds per parameter element and seconds per parameter tensor of one optimizer step
-    (PyTorch's default implementation: on a CPU it loops over the tensors, a few ops each)."""
+def optimizer_costs(torch, dev) -> tuple[dict[str, list[list[float]]], dict[str, float]]:
+    """Seconds per parameter element of one optimizer step, as [tensor elements, seconds] pairs (a
+    small tensor stays in cache, a large one streams from memory), and seconds per parameter
+    tensor (PyTorch's default implementation on a CPU loops over the tensors, a few ops each)."""
 
     def timed(name: str, tensors: int, n: int) -> float:
         params = [torch.nn.Parameter(torch.randn(n, device=dev)) for _ in range(tensors)]
@@ -180,12 +183,15 @@ def optimizer_costs(torch, dev) -> tuple[dict[str, float], dict[str, float]]:
 
         return median_time(step, repeat=5)
 
-    n = ELEMENTS[dev.type] // 2
     per_element, per_tensor = {}, {}
     for name in OPTIMIZERS:
-        # 64 tensors of 8 elements: the fixed cost per tensor; 4 large tensors: the cost per element
+        # 64 tensors of 8 elements: the fixed cost per tensor; then the cost per element by size
         per_tensor[name] = timed(name, 64, 8) / 64
-        per_element[name] = max(timed(name, 4, n) - 4 * per_tensor[name], 0.0) / (4 * n)
+        per_element[name] = []
+        for n in OPTIMIZER_SIZES[dev.type]:
+            k = max(1, OPTIMIZER_SIZES[dev.type][-1] // n)  # as many elements in all at every size
+            seconds = max(timed(name, k, n) - k * per_tensor[name], 0.0) / (k * n)
+            per_element[name].append([n, seconds])
     return per_element, per_tensor
 
 

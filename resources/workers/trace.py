@@ -147,7 +147,7 @@ def main() -> int:
         except RuntimeError:
             device = "cpu"
         params = sum(p.numel() for p in model.parameters())
-        param_tensors = sum(1 for p in model.parameters() if p.requires_grad)
+        param_sizes = [p.numel() for p in model.parameters() if p.requires_grad]
         opt = optimizers[spec.get("optimizer", "adam")](model.parameters())
         tracker = MemTracker()
         tracker.track_external(model, opt)
@@ -203,7 +203,7 @@ def main() -> int:
                     {k: (v / batch if k in ("flops", "elements") else v) for k, v in op.items()} for op in recorder.ops
                 ],
                 "op_calls": recorder.calls,
-                "param_tensors": param_tensors,
+                "param_sizes": param_sizes,  # elements of each trainable tensor
                 "batch": batch,
                 "output_shape": output_shape,
             }

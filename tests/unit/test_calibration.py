@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -93,10 +94,15 @@ PROFILE = {
 }
 
 
-# a calibration that also measured each optimizer's fixed cost per parameter tensor
+# a calibration that measured each optimizer's fixed cost per parameter tensor and its cost per
+# element by tensor size (a calibration from an older version has one figure: PROFILE)
 PROFILE_PER_TENSOR = {
     **PROFILE,
-    "cpu_profile": {**PROFILE["cpu_profile"], "optimizer_tensor_s": {"adam": 2e-5, "sgd": 2e-6}},
+    "cpu_profile": {
+        **PROFILE["cpu_profile"],
+        "optimizer_s": {"adam": [[100, 4e-9], [10_000, 1e-9]], "sgd": [[100, 1e-9], [10_000, 1e-10]]},
+        "optimizer_tensor_s": {"adam": 2e-5, "sgd": 2e-6},
+    },
 }
 
 
@@ -141,6 +147,13 @@ def test_a_measured_optimizer_pays_its_fixed_cost_per_parameter_tensor() -> None
         # framework calls of forward and backward per op, then the optimizer's ops on 4 tensors:
         # the convolution's and the linear layer's weights and biases
         assert s.overhead_s == pytest.approx(2e-4 + 1e-5 * 3 * n_ops + per_tensor * 4)
+    # Adam's cost per element by tensor size: the 36 convolution weights and the 4 and 10 biases
+    # at the small-tensor cost (held below 100 elements), the 640 linear weights in between (log-log)
+    w = parse_workload({**doc, "training": {**doc["training"], "optimizer": "adam"}})
+    c = size_candidate(w, CPU, 1, calibrated=rates).step
+    elementwise = c.memory_s - 32 * (256 * 1e-9 + 256 * 4e-9 + 64 * 6e-9 + 10 * 2e-9)
+    adam_at_640 = 4e-9 * (1e-9 / 4e-9) ** (math.log10(640 / 100) / 2)  # 2.2e-9
+    assert elementwise == pytest.approx((36 + 4 + 10) * 4e-9 + 640 * adam_at_640)
 
 
 def test_an_accelerator_overlaps_the_framework_with_its_kernels_and_moves_elementwise_data_at_its_bandwidth() -> None:
@@ -221,6 +234,10 @@ def test_a_hand_edited_trace_is_checked_with_its_path() -> None:
     model["trace"] = {"ops": [{"kind": "linear", "flops": -1}]}
     with pytest.raises(WorkloadError, match="flops"):
         parse_workload({"model": model, "data": {"samples": 10}, "training": {"batch_size": 2, "epochs": 1}})
+    model["trace"] = {"ops": [], "param_sizes": [8, "two"]}
+    with pytest.raises(WorkloadError) as err:
+        parse_workload({"model": model, "data": {"samples": 10}, "training": {"batch_size": 2, "epochs": 1}})
+    assert err.value.path == "model.trace.param_sizes[1]"
 
 
 def test_every_kernel_kind_a_trace_may_name_has_a_cost() -> None:

@@ -13,6 +13,7 @@ from core.errors import WorkloadError
 from core.model import analyze_model
 from core.presets import load_presets
 from core.sizing import size_candidate
+from core.timing import parameter_tensor_sizes
 from core.workload import parse_workload
 from telemetry.calibrate import efficiency_from_calibration
 from telemetry.tracer import resolve_torch_models, trace_torch_model
@@ -61,7 +62,9 @@ def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
     # the traced kernels time the step exactly as the layer list does (4 products, 3 LeakyReLUs)
     layers = parse_workload({**doc, "model": {"preset": "seed-mlp"}})
     cpu = device_from_entry({"name": "test CPU", "kind": "cpu", "fp32_tflops": 0.2, "source": "test"})
-    assert trace["param_tensors"] == 8  # 4 linear layers' weights and biases: the optimizer's fixed cost
+    # the tensors an optimizer steps, one fixed cost each: 4 linear layers' weights and biases
+    sizes = sorted(int(n) for n in parameter_tensor_sizes(engine))
+    assert len(trace["param_sizes"]) == 8 and sorted(trace["param_sizes"]) == sizes
     rates = efficiency_from_calibration(PROFILE_PER_TENSOR, "cpu")
     traced_step = size_candidate(w, cpu, 1, calibrated=rates).step
     layer_step = size_candidate(layers, cpu, 1, calibrated=rates).step
