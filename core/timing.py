@@ -18,9 +18,11 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from core.catalogue import DeviceSpec
+from core.graph import Graph
 from core.memory import OPTIMIZER_STATES, PRECISION_BYTES
 from core.model import ModelAnalysis
 
@@ -180,9 +182,10 @@ def step_time(
         comm = volume / link
     per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S)
     per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S[kind])
-    if "optimizer_tensor_s" in cal:  # measured: the optimizer's ops per parameter tensor
+    per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
+    if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
         tensors = len(parameter_tensor_sizes(model)) if ops else n_ops
-        overhead = per_step + per_op * 3 * n_ops + float(cal["optimizer_tensor_s"][optimizer]) * tensors
+        overhead = per_step + per_op * 3 * n_ops + float(per_tensor) * tensors
     else:
         overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
     # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
@@ -219,23 +222,7 @@ def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
     """The forward pass's ops and the number of framework calls they take: from the layer graph,
     or from the kernels a trace of the PyTorch model recorded; empty for a published summary."""
     if model.graph is not None:
-        g = model.graph
-        ops = tuple(
-            OpWork(
-                rate=("conv" if op.name == "conv2d" else "linear") if op.flops else None,
-                flops=float(op.flops),
-                weights=op.matmul_params if op.name == "conv2d" else 0,
-                elementwise=tuple(
-                    (k, float(g.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems))
-                    for k in ELEMENTWISE_KIND.get(op.name, ())
-                ),
-                cpu_scores=float(op.math_scores),
-                first=op.input_id == 0,
-                pointwise=op.kernel_area == 1,
-            )
-            for op in g.ops
-        )
-        return ops, len(g.ops)
+        return _graph_work(model.graph)
     trace = model.trace or {}
     ops = tuple(
         OpWork(
@@ -252,16 +239,42 @@ def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
     return ops, int(trace.get("op_calls", len(ops)))
 
 
-def parameter_tensor_sizes(model: ModelAnalysis) -> list[float]:
+@lru_cache(maxsize=256)
+def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
+    """A layer graph's ops as timing work, built once per graph (the what-if loop re-times it)."""
+    ops = tuple(
+        OpWork(
+            rate=("conv" if op.name == "conv2d" else "linear") if op.flops else None,
+            flops=float(op.flops),
+            weights=op.matmul_params if op.name == "conv2d" else 0,
+            elementwise=tuple(
+                (k, float(g.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems))
+                for k in ELEMENTWISE_KIND.get(op.name, ())
+            ),
+            cpu_scores=float(op.math_scores),
+            first=op.input_id == 0,
+            pointwise=op.kernel_area == 1,
+        )
+        for op in g.ops
+    )
+    return ops, len(g.ops)
+
+
+def parameter_tensor_sizes(model: ModelAnalysis) -> Sequence[float]:
     """Elements of each trainable tensor the optimizer steps (weights, biases, norms' scales and
     shifts): the layer graph's, a traced model's own, or else the average of an estimated count."""
     if model.graph is not None:
-        return [float(n) for op in model.graph.ops for n in op.tensor_sizes]
+        return _graph_tensor_sizes(model.graph)
     trace = model.trace or {}
     if trace.get("param_sizes"):
         return [float(n) for n in trace["param_sizes"] if n]
     tensors = sum(2 for o in trace.get("ops", ()) if o.get("kind") in ("linear", "conv")) or 1
     return [model.parameters / tensors] * tensors if model.parameters else []
+
+
+@lru_cache(maxsize=256)
+def _graph_tensor_sizes(g: Graph) -> tuple[float, ...]:
+    return tuple(float(n) for op in g.ops for n in op.tensor_sizes)
 
 
 def matrix_time(

@@ -147,6 +147,10 @@ def test_a_measured_optimizer_pays_its_fixed_cost_per_parameter_tensor() -> None
         # framework calls of forward and backward per op, then the optimizer's ops on 4 tensors:
         # the convolution's and the linear layer's weights and biases
         assert s.overhead_s == pytest.approx(2e-4 + 1e-5 * 3 * n_ops + per_tensor * 4)
+    # an optimizer the calibration did not measure keeps the default: framework calls per op
+    w = parse_workload({**doc, "training": {**doc["training"], "optimizer": "rmsprop"}})
+    s = size_candidate(w, CPU, 1, calibrated=rates).step
+    assert s.overhead_s == pytest.approx(2e-4 + 1e-5 * 5 * n_ops)
     # Adam's cost per element by tensor size: the 36 convolution weights and the 4 and 10 biases
     # at the small-tensor cost (held below 100 elements), the 640 linear weights in between (log-log)
     w = parse_workload({**doc, "training": {**doc["training"], "optimizer": "adam"}})
