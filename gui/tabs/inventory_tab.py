@@ -70,7 +70,7 @@ class InventoryTab(QWidget):
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.setToolTip(
             "Measure this machine's compute rates, overhead and storage with PyTorch "
-            "(about 12 s); sizings of this machine then use them"
+            "(about 20 s); sizings of this machine then use them"
         )
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy: the worker reports no fraction
