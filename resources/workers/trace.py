@@ -133,8 +133,9 @@ def main() -> int:
         "rmsprop": torch.optim.RMSprop,
     }
     batch, shape = int(spec["batch"]), [int(d) for d in spec["input_shape"]]
-    # a PyTorch built with CUDA fakes CUDA tensors (no GPU needed); a CPU-only build traces on the CPU
-    device = "cuda" if torch.backends.cuda.is_built() else "cpu"
+    # a PyTorch built with CUDA fakes CUDA tensors (no GPU needed); a CPU-only build traces on the
+    # CPU, as does a retry after a CUDA trace that crashed
+    device = spec.get("device") or ("cuda" if torch.backends.cuda.is_built() else "cpu")
     with FakeTensorMode():
         try:
             model = factory()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,23 @@ def test_cli_sizes_a_pytorch_file(tmp_path: Path, cli) -> None:
     )
     code, _, err = cli("size", str(wl), "--no-save")
     assert code == 2 and "missing.py does not exist" in err
+
+
+def test_a_trace_that_crashes_on_its_device_is_retried_on_the_cpu(tmp_path: Path) -> None:
+    # stands in for a PyTorch built with CUDA on a machine whose GPU cannot be used: the worker
+    # aborts (as PyTorch does without a CUDA device guard) unless it is told to trace on the CPU
+    write(tmp_path, SEED_MLP)
+    python = tmp_path / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        'case "$2" in *\\"device\\"*) exec "' + sys.executable + '" "$@";; esac\n'
+        "echo 'terminate called after throwing an instance of c10::Error' >&2\nexit 134\n"
+    )
+    python.chmod(0o755)
+    summary = trace_torch_model({"torch": "model.py:make", "input_shape": [75]}, TRAINING, tmp_path, python=str(python))
+    assert summary["summary"]["parameters"] == 569_354 and summary["trace"]["device"] == "cpu"
+    crash = tmp_path / "crash"
+    crash.write_text("#!/bin/sh\necho 'Fatal Python error: Aborted' >&2\nexit 134\n")
+    crash.chmod(0o755)
+    with pytest.raises(WorkloadError, match=re.escape("tracing model.py:make failed: Fatal Python error: Aborted")):
+        trace_torch_model({"torch": "model.py:make", "input_shape": [75]}, TRAINING, tmp_path, python=str(crash))
