@@ -88,8 +88,8 @@ class Graph:
 
         ``extra`` lists further tensors the op creates and saves: (elements, dtype bytes).
         ``output_id`` given means the output aliases an existing tensor (a view).
-        ``tensor_sizes``: its trainable tensors where they are not a weight (``largest_param``) and
-        a bias or shift holding the rest of ``params``.
+        ``tensor_sizes``: the elements of each of its trainable tensors; by default one weight of
+        ``largest_param`` elements and one bias or shift holding the rest of ``params``.
         ``autocast`` says what torch.autocast does with the op: "lower" (matmuls: half output; an
         fp32 input is saved as a half copy), "fp32" (norms, softmax: fp32 output; a half input is
         saved as an fp32 copy) or "same" (runs in its input's type).
