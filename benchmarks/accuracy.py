@@ -12,7 +12,6 @@ Run: python benchmarks/accuracy.py [--quick] [--calibrate [--rounds 3]] > table.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import warnings
@@ -23,8 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.catalogue import load_catalogue
 from core.model import analyze_model
-from core.paths import resource_path
-from core.presets import load_presets
+from core.presets import accuracy_models
 from core.sizing import size_candidate
 from core.workload import parse_workload
 from telemetry.machine import probe_machine, this_machine_device
@@ -65,8 +63,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     import torch
 
-    models = {**json.loads(resource_path("reference_models.json").read_text())["models"]}
-    models.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
+    models = accuracy_models()
     machine = probe_machine()
     device = this_machine_device(machine, load_catalogue())
     cases = [

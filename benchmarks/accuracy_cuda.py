@@ -9,7 +9,6 @@ Run on a machine with a CUDA GPU: python benchmarks/accuracy_cuda.py
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -17,8 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.catalogue import load_catalogue
-from core.paths import resource_path
-from core.presets import load_presets
+from core.presets import accuracy_models
 from core.sizing import size_candidate
 from core.workload import parse_workload
 from telemetry.machine import probe_machine, this_machine_device
@@ -46,8 +44,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     import torch
 
-    models = json.loads(resource_path("reference_models.json").read_text())["models"]
-    models.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
+    models = accuracy_models()
     machine = probe_machine()
     device = this_machine_device(machine, load_catalogue())
     rates = None

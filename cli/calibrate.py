@@ -44,15 +44,12 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         print(f"  CPU training step rates, GFLOP/s by layer size: linear {lin}; convolution {conv}")
         elem = ", ".join(f"{k} {v * 1e9:.2f}" for k, v in prof["elementwise_s"].items())
         print(f"  elementwise layers, ns per element (forward + backward): {elem}")
-        opt = ", ".join(
-            f"{k} " + ("–".join(f"{t * 1e9:.2f}" for _, t in v) if isinstance(v, list) else f"{v * 1e9:.2f}")
-            for k, v in prof["optimizer_s"].items()
-        )
-        sizes = "; by tensor size " + "/".join(f"{n:,}" for n, _ in next(iter(prof["optimizer_s"].values())))
-        print(f"  optimizer step, ns per parameter{sizes if '–' in opt else ''}: {opt}")
-        if prof.get("optimizer_tensor_s"):
-            fixed = ", ".join(f"{k} {v * 1e6:.1f}" for k, v in prof["optimizer_tensor_s"].items())
-            print(f"  optimizer step, µs per parameter tensor: {fixed}")
+        curves = prof["optimizer_s"]  # [tensor elements, seconds per element] by optimizer
+        sizes = "/".join(f"{n:,}" for n, _ in next(iter(curves.values())))
+        opt = ", ".join(f"{k} " + "–".join(f"{t * 1e9:.2f}" for _, t in v) for k, v in curves.items())
+        print(f"  optimizer step, ns per parameter in tensors of {sizes} elements: {opt}")
+        fixed = ", ".join(f"{k} {v * 1e6:.1f}" for k, v in prof["optimizer_tensor_s"].items())
+        print(f"  optimizer step, µs per parameter tensor: {fixed}")
     else:
         print(
             f"  CPU training step rates: linear {result['cpu_linear_train_flops'] / g:,.1f}, "

@@ -86,6 +86,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
         extra = ((steps * dirs * (2 * gates * hidden + 2 * hidden + reserve), None),)
         if p > 0 and _ < layers - 1:
             extra += ((steps * dirs * hidden, 1),)
+        biases = (gates * hidden,) * 2 if bias else ()
         x = g.op(
             kind,
             x,
@@ -97,8 +98,8 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             matmul_params=dirs * w,
             largest_param=gates * hidden * max(in_f, hidden),
             flops=dirs * 2 * w * steps,
-            # per direction: input and hidden weights, input and hidden biases
-            tensor_sizes=dirs * ((gates * hidden * in_f, gates * hidden * hidden) + (gates * hidden,) * 2 * bias),
+            # per direction: input and hidden weights, then their biases
+            tensor_sizes=dirs * (gates * hidden * in_f, gates * hidden * hidden, *biases),
         )
         in_f = dirs * hidden
     out_shape = (steps, dirs * hidden)

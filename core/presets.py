@@ -20,6 +20,14 @@ def load_presets() -> dict[str, dict[str, Any]]:
     return presets
 
 
+def accuracy_models() -> dict[str, dict[str, Any]]:
+    """The networks checked against PyTorch (benchmarks/accuracy*.py, tests): the presets given as
+    layer lists and the reference models of resources/reference_models.json, by name."""
+    models = dict(json.loads(resource_path("reference_models.json").read_text(encoding="utf-8"))["models"])
+    models.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
+    return models
+
+
 def get_preset(name: Any, path: str) -> dict[str, Any]:
     presets = load_presets()
     if isinstance(name, str):

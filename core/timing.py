@@ -158,6 +158,7 @@ def step_time(
     p = model.parameters
     kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
     ops, n_ops = forward_work(model)
+    sizes = parameter_tensor_sizes(model) if ops else ()
     if not ops:  # a published summary: totals only, compute and memory traffic overlap
         compute = flops / (peak * eff)
         traffic = p * (3 * pb + 2 * gb + 2 * OPTIMIZER_STATES[optimizer] * ob + pb)
@@ -166,7 +167,9 @@ def step_time(
         work = max(compute, memory)
         n_ops = 50
     else:
-        compute, memory = _op_times(model, ops, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal)
+        compute, memory = _op_times(
+            model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal
+        )
         work = compute + memory  # the ops run one after another
     if compute and "linear_train" in cal:
         eff = flops / compute / peak
@@ -184,7 +187,7 @@ def step_time(
     per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S[kind])
     per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
     if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
-        tensors = len(parameter_tensor_sizes(model)) if ops else n_ops
+        tensors = len(sizes) if ops else n_ops
         overhead = per_step + per_op * 3 * n_ops + float(per_tensor) * tensors
     else:
         overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
@@ -260,21 +263,16 @@ def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
     return ops, len(g.ops)
 
 
-def parameter_tensor_sizes(model: ModelAnalysis) -> Sequence[float]:
+def parameter_tensor_sizes(model: ModelAnalysis) -> list[float]:
     """Elements of each trainable tensor the optimizer steps (weights, biases, norms' scales and
     shifts): the layer graph's, a traced model's own, or else the average of an estimated count."""
     if model.graph is not None:
-        return _graph_tensor_sizes(model.graph)
+        return [float(n) for op in model.graph.ops for n in op.tensor_sizes]
     trace = model.trace or {}
     if trace.get("param_sizes"):
         return [float(n) for n in trace["param_sizes"] if n]
     tensors = sum(2 for o in trace.get("ops", ()) if o.get("kind") in ("linear", "conv")) or 1
     return [model.parameters / tensors] * tensors if model.parameters else []
-
-
-@lru_cache(maxsize=256)
-def _graph_tensor_sizes(g: Graph) -> tuple[float, ...]:
-    return tuple(float(n) for op in g.ops for n in op.tensor_sizes)
 
 
 def matrix_time(
@@ -298,6 +296,7 @@ def matrix_time(
 def _op_times(
     model: ModelAnalysis,
     ops: Sequence[OpWork],
+    tensor_sizes: Sequence[float],
     device: DeviceSpec,
     kind: str,
     b: int,
@@ -307,7 +306,8 @@ def _op_times(
     peak_rate: float,
     cal: Mapping[str, Any],
 ) -> tuple[float, float]:
-    """Seconds of matrix products and of memory-bound work (elementwise layers, loss, optimizer)."""
+    """Seconds of matrix products and of memory-bound work (elementwise layers, loss, and the
+    optimizer over the trainable tensors of ``tensor_sizes`` elements)."""
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -327,7 +327,7 @@ def _op_times(
     memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
     curve = cal.get("optimizer_s", {}).get(optimizer)
     if curve:  # measured per element by tensor size: small tensors stay in cache
-        memory += sum(interpolate_rate(curve, size) * size for size in parameter_tensor_sizes(model))
+        memory += sum(interpolate_rate(curve, size) * size for size in tensor_sizes)
     else:
         memory += OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
     return compute, memory

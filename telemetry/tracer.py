@@ -50,19 +50,20 @@ def trace_torch_model(
         "batch": batch,
         "optimizer": optimizer if optimizer in OPTIMIZER_STATES else "adam",
     }
-    result = _run_trace(python, spec, ref, timeout_s)
+    result, why = _run_trace(python, spec, ref, timeout_s)
     if result is None:  # the worker died without an answer (a CUDA build without a usable GPU can)
-        result = _run_trace(python, {**spec, "device": "cpu"}, ref, timeout_s)
-    if isinstance(result, str):
-        raise WorkloadError("model.torch", f"tracing {ref} failed: {result}")
+        result, why = _run_trace(python, {**spec, "device": "cpu"}, ref, timeout_s)
+    if result is None:
+        raise WorkloadError("model.torch", f"tracing {ref} failed: {why}")
     if "error" in result:
         raise WorkloadError("model.torch", result["error"])
     return summary_from_trace(result, shape, dtype, ref, training)
 
 
-def _run_trace(python: str | None, spec: Mapping[str, Any], ref: str, timeout_s: float) -> Any:
-    """The worker's answer; None when it died without one on its own choice of device, or the last
-    line it wrote to stderr when it died on the CPU."""
+def _run_trace(
+    python: str | None, spec: Mapping[str, Any], ref: str, timeout_s: float
+) -> tuple[dict[str, Any] | None, str]:
+    """The worker's answer (None when it died without one) and the last line it wrote to stderr."""
     try:
         proc = subprocess.run(
             [python or sys.executable, str(resource_path(WORKER)), json.dumps(spec)],
@@ -77,12 +78,11 @@ def _run_trace(python: str | None, spec: Mapping[str, Any], ref: str, timeout_s:
         ) from None
     except FileNotFoundError:
         raise WorkloadError("model.torch", "tracing needs a Python with PyTorch") from None
+    why = (proc.stderr.strip().splitlines() or [f"no output (exit status {proc.returncode})"])[-1]
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        return json.loads(proc.stdout.strip().splitlines()[-1]), why
     except (ValueError, IndexError):
-        if "device" not in spec:
-            return None
-        return (proc.stderr.strip().splitlines() or [f"no output (exit status {proc.returncode})"])[-1]
+        return None, why
 
 
 def summary_from_trace(

@@ -62,6 +62,9 @@ class InventoryTab(QWidget):
         self.tree.setColumnWidth(2, 260)
         self.torch_status = QLabel("Not checked yet: press Check to find a Python with PyTorch.")
         self.torch_status.setWordWrap(True)
+        # room for the calibration summary's three lines: a wrapped label in a row does not grow
+        # its box when its text changes
+        self.torch_status.setMinimumHeight(self.torch_status.fontMetrics().lineSpacing() * 3 + 4)
         self.torch_status.setToolTip(
             "Local training runs and model tracing run in this Python; TrainRig itself never imports PyTorch"
         )

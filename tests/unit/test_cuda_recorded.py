@@ -6,18 +6,14 @@ device guard it does not have), so the recorded figures stand in for the GPU her
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from core.catalogue import find_device, load_catalogue
-from core.paths import resource_path
-from core.presets import load_presets
+from core.presets import accuracy_models
 from core.sizing import size_candidate
 from core.workload import parse_workload
 
-MODELS = json.loads(resource_path("reference_models.json").read_text())["models"]
-MODELS.update({n: p["model"] for n, p in load_presets().items() if "layers" in p["model"]})
+MODELS = accuracy_models()
 
 # (model, batch, optimizer, precision): measured peak allocated, MiB
 RECORDED_H100 = {
