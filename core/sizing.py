@@ -148,7 +148,13 @@ def size_candidate(
     total = st.step_s * steps * t.epochs
     assumptions = [
         f"efficiency {st.efficiency:.0%} of the {t.precision} peak {st.peak_flops / 1e12:.3g} TFLOP/s"
-        + (f" ({calibrated.get('note', 'calibrated')})" if calibrated else " (default for the device class)"),
+        + (f" ({calibrated.get('note', 'calibrated')})" if calibrated else " (default for the device class)")
+        + (
+            "; measured above the estimated peak (cores × clock × FLOP per cycle): the clock or FLOP per"
+            " cycle it assumes is below what this processor reaches"
+            if st.efficiency > 1
+            else ""
+        ),
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
         read_note,
     ]

@@ -246,3 +246,14 @@ def test_a_hand_edited_trace_is_checked_with_its_path() -> None:
 
 def test_every_kernel_kind_a_trace_may_name_has_a_cost() -> None:
     assert set(ELEMENTWISE_KINDS) == set(ELEMENT_ACCESSES)
+
+
+def test_a_measured_rate_above_the_estimated_peak_is_explained() -> None:
+    w = parse_workload({"model": {"preset": "seed-mlp"}})
+    fast = efficiency_from_calibration({**CAL, "cpu_linear_train_flops": 3.0e11}, "cpu")  # peak is 2e11
+    c = size_candidate(w, CPU, 1, calibrated=fast)
+    # 3 × forward FLOPs over the time of 3 passes (2 on the first layer) at 1.5 × the peak
+    assert c.step.efficiency > 1.5
+    assert f"efficiency {c.step.efficiency:.0%} of the fp32 peak" in c.assumptions[0]
+    assert "measured above the estimated peak (cores × clock × FLOP per cycle)" in c.assumptions[0]
+    assert "above the estimated peak" not in size_candidate(w, CPU, 1).assumptions[0]
