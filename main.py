@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from core.errors import StoreError, TrainRigError
     from core.paths import default_db_path
-    from core.store import Store
+    from core.storage.store import Store
 
     args = build_parser().parse_args(argv)
     db_path = args.db or default_db_path()

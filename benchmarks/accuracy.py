@@ -20,11 +20,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.catalogue import load_catalogue
-from core.model import analyze_model
-from core.presets import accuracy_models
-from core.sizing import size_candidate
-from core.workload import parse_workload
+from core.estimate.sizing import size_candidate
+from core.hardware.catalogue import load_catalogue
+from core.network.model import analyze_model
+from core.network.presets import accuracy_models
+from core.spec.workload import parse_workload
 from telemetry.machine import probe_machine, this_machine_device
 from torchbridge.models import build_module, example_batch, measure_step_memory, measure_step_time
 

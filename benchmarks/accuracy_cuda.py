@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.catalogue import load_catalogue
-from core.presets import accuracy_models
-from core.sizing import size_candidate
-from core.workload import parse_workload
+from core.estimate.sizing import size_candidate
+from core.hardware.catalogue import load_catalogue
+from core.network.presets import accuracy_models
+from core.spec.workload import parse_workload
 from telemetry.machine import probe_machine, this_machine_device
 from torchbridge.models import measure_cuda_step
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.catalogue import find_device, load_catalogue
-from core.model import _analyze_cached
-from core.sizing import size_candidate, size_workload
-from core.workload import parse_workload
+from core.estimate.sizing import size_candidate, size_workload
+from core.hardware.catalogue import find_device, load_catalogue
+from core.network.model import _analyze_cached
+from core.spec.workload import parse_workload
 
 
 def timed(fn, repeat: int) -> list[float]:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication
 
 def main() -> None:
     app = QApplication([])
-    from core.store import Store
+    from core.storage.store import Store
     from gui.app import configure_app
     from gui.main_window import MainWindow
 

@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.catalogue import (
+from core.errors import WorkloadError
+from core.hardware.catalogue import (
     DEVICE_KINDS,
     catalogue_entries,
     check_user_device_name,
     load_catalogue,
     normalise_device_entry,
 )
-from core.errors import WorkloadError
-from core.store import Store
+from core.storage.store import Store
 from core.units import fmt_count
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from core.store import Store
+from core.storage.store import Store
 from telemetry.inventory import collect_inventory, inventory_to_text
 
 

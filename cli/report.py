@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from cli.sizing_run import size_file
-from core.report import build_report
-from core.report_csv import write_csv
-from core.store import Store
+from core.output.report import build_report
+from core.output.report_csv import write_csv
+from core.storage.store import Store
 from telemetry.inventory import inventory_to_text
 
 

@@ -7,9 +7,9 @@ import json
 import sys
 
 from cli.sizing_run import size_file
-from core.presets import load_presets
-from core.sizing_report import sizing_to_dict, sizing_to_text
-from core.store import Store
+from core.network.presets import load_presets
+from core.output.sizing_report import sizing_to_dict, sizing_to_text
+from core.storage.store import Store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

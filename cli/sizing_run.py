@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.bom import BomLine, recommend_bom
-from core.catalogue import DeviceSpec
-from core.rules import Finding, evaluate_rules
-from core.sizing import SizingResult, size_workload
-from core.store import Store
-from core.workload import parse_workload, read_workload_document
+from core.advice.bom import BomLine, recommend_bom
+from core.advice.rules import Finding, evaluate_rules
+from core.estimate.sizing import SizingResult, size_workload
+from core.hardware.catalogue import DeviceSpec
+from core.spec.workload import parse_workload, read_workload_document
+from core.storage.store import Store
 from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.inventory import collect_inventory
 from telemetry.machine import MachineSummary, summary_from_inventory

@@ -9,7 +9,7 @@ from PySide6.QtCore import QCoreApplication, QThreadPool
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from core.errors import StoreError
-from core.store import Store
+from core.storage.store import Store
 
 
 def configure_app(app: QApplication) -> None:

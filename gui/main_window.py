@@ -7,7 +7,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 
 from core import __version__
-from core.store import Store
+from core.storage.store import Store
 from gui.tabs.inventory_tab import InventoryTab
 from gui.wizard.wizard import SizingWizard
 

@@ -18,7 +18,7 @@ def run_self_test(screenshots: Path | None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from core import __version__
-    from core.store import Store
+    from core.storage.store import Store
     from gui.app import configure_app
 
     t0 = time.perf_counter()

@@ -7,8 +7,8 @@ import math
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 
-from core.memory import MemoryBreakdown
-from core.report import CandidateRow
+from core.estimate.memory import MemoryBreakdown
+from core.output.report import CandidateRow
 from core.units import fmt_bytes, fmt_seconds
 
 PARTS = [

@@ -19,7 +19,7 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
-from core.report import Report
+from core.output.report import Report
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 from reports.charts import memory_chart, time_cost_chart
 

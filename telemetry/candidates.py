@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from core.catalogue import (
+from core.hardware.catalogue import (
     DeviceSpec,
     device_from_entry,
     find_device,
@@ -17,7 +17,7 @@ from core.catalogue import (
     match_detected_gpu,
     merge_user_devices,
 )
-from core.workload import Workload
+from core.spec.workload import Workload
 from telemetry.machine import MachineSummary, probe_machine, this_machine_device
 
 THIS_MACHINE = "this-machine"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from core.catalogue import DeviceSpec, match_detected_gpu
+from core.hardware.catalogue import DeviceSpec, match_detected_gpu
 from telemetry.inventory import SystemRoots, collect_inventory
 from telemetry.inventory.collect import _DEFAULT_NVML
 

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import WorkloadError
-from core.memory import OPTIMIZER_STATES, PRECISION_BYTES
-from core.model import INPUT_DTYPES
 from core.paths import resource_path
 from core.validate import get_choice, get_shape, reject_unknown
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES
 
 WORKER = "workers/trace.py"
 

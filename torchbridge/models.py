@@ -16,7 +16,7 @@ def build_module(model: Mapping[str, Any]) -> Any:
     import torch
     from torch import nn
 
-    from core.layers_seq import expand_transformer_block
+    from core.network.layers_seq import expand_transformer_block
 
     class Residual(nn.Module):
         def __init__(self, branch: nn.Module, shortcut: nn.Module) -> None:

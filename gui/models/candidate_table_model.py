@@ -6,8 +6,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from core.sizing import CandidateResult
-from core.sizing_report import step_breakdown
+from core.estimate.sizing import CandidateResult
+from core.output.sizing_report import step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 
 COL_DEVICE, COL_COUNT, COL_FITS, COL_MEMORY, COL_CAPACITY, COL_LARGEST, COL_STEP, COL_TIME, COL_CAPEX, COL_TCO = range(

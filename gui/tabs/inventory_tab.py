@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.catalogue import DeviceSpec, load_catalogue, match_detected_cpu
 from core.errors import TrainRigError
-from core.store import Store
+from core.hardware.catalogue import DeviceSpec, load_catalogue, match_detected_cpu
+from core.storage.store import Store
 from core.units import fmt_bytes
 from gui.workers import Job, start_job
 from telemetry.calibrate import run_calibration

@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from core.memory import MemoryBreakdown
+from core.estimate.memory import MemoryBreakdown
 from core.units import fmt_bytes
 from reports.charts import PARTS
 

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from core.catalogue import DeviceSpec, device_from_entry, normalise_device_entry
 from core.errors import TrainRigError
+from core.hardware.catalogue import DeviceSpec, device_from_entry, normalise_device_entry
 from gui.wizard.base import WizardPage, combo, dspin, error_label, spin
 
 THIS_MACHINE = "this-machine"

@@ -6,9 +6,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit
 
-from core.memory import OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
-from core.model import INPUT_DTYPES
-from core.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS
+from core.spec.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, spin
 
 PURPOSE_LABELS = {

@@ -27,10 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import TrainRigError
-from core.layers import HANDLERS
-from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
-from core.presets import load_presets
+from core.network.layers import HANDLERS
+from core.network.model import ModelAnalysis, analyze_model
+from core.network.presets import load_presets
 from core.units import fmt_count
+from core.vocabulary import INPUT_DTYPES
 from gui.wizard.base import WizardPage, combo, error_label, set_combo
 from gui.workers import Job, start_job
 from telemetry.pytorch_env import find_torch_environment

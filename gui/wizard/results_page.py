@@ -25,11 +25,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.bom import BomLine, choose_candidate
-from core.memory import PRECISION_BYTES
-from core.rules import Finding
-from core.sizing import CandidateResult, SizingResult
+from core.advice.bom import BomLine, choose_candidate
+from core.advice.rules import Finding
+from core.estimate.sizing import CandidateResult, SizingResult
 from core.units import fmt_bytes, fmt_count, fmt_seconds
+from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
 from gui.wizard.base import combo, spin

@@ -23,17 +23,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.bom import recommend_bom
-from core.catalogue import load_catalogue, merge_user_devices
+from core.advice.bom import recommend_bom
+from core.advice.rules import evaluate_rules
 from core.errors import TrainRigError
-from core.presets import load_presets
-from core.report import build_report
-from core.report_csv import write_csv
-from core.rules import evaluate_rules
-from core.sizing import SizingResult, size_workload
-from core.sizing_report import sizing_to_dict
-from core.store import Store
-from core.workload import parse_workload
+from core.estimate.sizing import SizingResult, size_workload
+from core.hardware.catalogue import load_catalogue, merge_user_devices
+from core.network.presets import load_presets
+from core.output.report import build_report
+from core.output.report_csv import write_csv
+from core.output.sizing_report import sizing_to_dict
+from core.spec.workload import parse_workload
+from core.storage.store import Store
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from core.catalogue import DeviceSpec, load_catalogue, match_detected_gpu
+from core.hardware.catalogue import DeviceSpec, load_catalogue, match_detected_gpu
 from telemetry.inventory.cpu import numa_nodes, read_cpu
 from telemetry.inventory.gpu import load_nvml, read_gpus
 from telemetry.inventory.memory import read_memory, read_swap

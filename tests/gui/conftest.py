@@ -22,7 +22,7 @@ def _qt_settings(tmp_path, qapp):
 @pytest.fixture
 def main_window(qtbot):
     """A main window on an in-memory database, shown, with this machine detected."""
-    from core.store import Store
+    from core.storage.store import Store
     from gui.main_window import MainWindow
 
     def make(store=None) -> MainWindow:

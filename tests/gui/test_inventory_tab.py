@@ -8,7 +8,7 @@ import os
 import psutil
 from PySide6.QtGui import QGuiApplication
 
-from core.store import Store
+from core.storage.store import Store
 
 
 def rows(tab) -> dict[str, tuple[str, str, str]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.store import Store
+from core.storage.store import Store
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="CI installs torch==2.13.0")
 

@@ -48,7 +48,7 @@ def test_cli_report_pdf_and_csv_match_the_sizing(tmp_path: Path, cli) -> None:
 
 
 def test_wizard_exports_the_report(qtbot, tmp_path: Path) -> None:
-    from core.store import Store
+    from core.storage.store import Store
     from gui.main_window import MainWindow
 
     w = MainWindow(Store.open(None))

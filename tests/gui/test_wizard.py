@@ -10,7 +10,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 
-from core.store import Store
+from core.storage.store import Store
 from gui.models.candidate_table_model import COL_DEVICE, COL_FITS, COL_MEMORY
 from gui.wizard.candidates_page import THIS_MACHINE
 

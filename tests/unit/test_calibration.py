@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from core.catalogue import device_from_entry, find_device, load_catalogue
 from core.errors import WorkloadError
-from core.model import ELEMENTWISE_KINDS
-from core.sizing import size_candidate
-from core.timing import ELEMENT_ACCESSES, interpolate_rate
-from core.workload import parse_workload
+from core.estimate.sizing import size_candidate
+from core.estimate.timing import ELEMENT_ACCESSES, interpolate_rate
+from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
+from core.network.model import ELEMENTWISE_KINDS
+from core.spec.workload import parse_workload
 from telemetry.calibrate import efficiency_from_calibration, measure_read
 from telemetry.candidates import calibrated_rates
 from telemetry.machine import GpuSummary, probe_machine, this_machine_device

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.catalogue import catalogue_entries, find_device, load_catalogue
 from core.errors import CatalogueError
-from core.seed_formulas import peak_flops
+from core.estimate.seed_formulas import peak_flops
+from core.hardware.catalogue import catalogue_entries, find_device, load_catalogue
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_every_cpu_peak_is_cores_times_clock_times_flops_per_cycle() -> None:
     ],
 )
 def test_nvml_names_match_catalogue_entries(nvml_name: str, memory_gb: float, expected: str | None) -> None:
-    from core.catalogue import match_detected_gpu
+    from core.hardware.catalogue import match_detected_gpu
 
     found = match_detected_gpu(nvml_name, int(memory_gb * 1e9), load_catalogue())
     assert (found.name if found else None) == expected

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.store import Store
+from core.storage.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.catalogue import find_device, load_catalogue
-from core.presets import accuracy_models
-from core.sizing import size_candidate
-from core.workload import parse_workload
+from core.estimate.sizing import size_candidate
+from core.hardware.catalogue import find_device, load_catalogue
+from core.network.presets import accuracy_models
+from core.spec.workload import parse_workload
 
 MODELS = accuracy_models()
 

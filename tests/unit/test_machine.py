@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psutil
 
-from core.catalogue import load_catalogue
+from core.hardware.catalogue import load_catalogue
 from telemetry.inventory import SystemRoots
 from telemetry.machine import fp32_flops_per_cycle, probe_machine, this_machine_device
 

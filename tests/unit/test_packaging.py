@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 import core
-from core import catalogue, paths, presets, rules
+from core import paths
+from core.advice import rules
+from core.hardware import catalogue
+from core.network import presets
 
 ROOT = Path(__file__).resolve().parents[2]
 NEEDED = [

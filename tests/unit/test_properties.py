@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.catalogue import find_device, load_catalogue
-from core.memory import SHARDINGS, estimate_peak_memory
-from core.sizing import size_candidate
+from core.estimate.memory import estimate_peak_memory
+from core.estimate.sizing import size_candidate
+from core.hardware.catalogue import find_device, load_catalogue
+from core.spec.workload import parse_workload
 from core.units import fmt_bytes
-from core.workload import parse_workload
+from core.vocabulary import SHARDINGS
 
 OPTIMIZERS = ["sgd", "sgd_momentum", "adam", "adamw", "adagrad", "rmsprop"]
 PRECISIONS = ["fp32", "tf32", "fp16_mixed", "bf16_mixed"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 import io
 
-from core.bom import recommend_bom
-from core.catalogue import device_from_entry, find_device, load_catalogue
-from core.report import build_report
-from core.report_csv import neutralise, report_rows, write_csv
-from core.rules import evaluate_rules
-from core.sizing import size_workload
-from core.workload import parse_workload
+from core.advice.bom import recommend_bom
+from core.advice.rules import evaluate_rules
+from core.estimate.sizing import size_workload
+from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
+from core.output.report import build_report
+from core.output.report_csv import neutralise, report_rows, write_csv
+from core.spec.workload import parse_workload
 
 HOSTILE = ["=cmd|' /C calc'!A0", "+SUM(A1:A9)", "-2+3+cmd", '@HYPERLINK("x")', "\tTAB", "\rCR"]
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from core.bom import choose_candidate, recommend_bom
-from core.catalogue import device_from_entry, find_device, load_catalogue
+from core.advice.bom import choose_candidate, recommend_bom
+from core.advice.expressions import ExpressionError, evaluate
+from core.advice.rules import Rule, evaluate_rules, load_rules
 from core.errors import TrainRigError
-from core.expressions import ExpressionError, evaluate
-from core.rules import Rule, evaluate_rules, load_rules
-from core.sizing import size_workload
-from core.workload import parse_workload
+from core.estimate.sizing import size_workload
+from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
+from core.spec.workload import parse_workload
 
 CATALOGUE = load_catalogue()
 CPU = device_from_entry({"name": "Test CPU", "kind": "cpu", "fp32_tflops": 1.0, "source": "test"})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import seed_formulas as seed
-from core.catalogue import find_device, load_catalogue
-from core.sizing import size_workload
-from core.workload import parse_workload
+from core.estimate import seed_formulas as seed
+from core.estimate.sizing import size_workload
+from core.hardware.catalogue import find_device, load_catalogue
+from core.spec.workload import parse_workload
 
 
 def test_p40_peak_flops_is_hoodas_test_vector() -> None:

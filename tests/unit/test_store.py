@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import StoreError
-from core.store import SCHEMA_VERSION, Store
+from core.storage.store import SCHEMA_VERSION, Store
 
 
 def test_new_database_is_created_in_wal_mode_at_the_current_schema(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
 def test_migration_from_version_1_copies_the_file_first_and_keeps_the_data(tmp_path: Path) -> None:
     import sqlite_utils
 
-    import core.store as store_mod
+    import core.storage.store as store_mod
 
     p = tmp_path / "old.db"
     db = sqlite_utils.Database(p)  # a database as the first TrainRig release left it
@@ -85,7 +85,7 @@ def test_migration_from_version_1_copies_the_file_first_and_keeps_the_data(tmp_p
 
 
 def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path, monkeypatch) -> None:
-    import core.store as store_mod
+    import core.storage.store as store_mod
 
     p = tmp_path / "t.db"
     Store.open(p).close()

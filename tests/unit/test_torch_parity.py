@@ -14,11 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is installed in CI (torch==2.13.0)")
 
-from core.memory import estimate_peak_memory  # noqa: E402
-from core.model import analyze_model  # noqa: E402
+from core.estimate.memory import estimate_peak_memory  # noqa: E402
+from core.estimate.timing import parameter_tensor_sizes  # noqa: E402
+from core.network.model import analyze_model  # noqa: E402
+from core.network.presets import load_presets  # noqa: E402
 from core.paths import resource_path  # noqa: E402
-from core.presets import load_presets  # noqa: E402
-from core.timing import parameter_tensor_sizes  # noqa: E402
 from torchbridge.models import build_module, example_batch, measure_step_memory  # noqa: E402
 
 BIG = {"llama-8b", "gpt2-small", "bert-base"}  # built on the meta device: no memory, shapes only

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core.errors import WorkloadError
-from core.workload import parse_workload
+from core.spec.workload import parse_workload
 
 ISSUE_EXAMPLE = {
     "name": "seed MLP",

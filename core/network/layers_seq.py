@@ -1,6 +1,6 @@
 """Sequence layers: embeddings, recurrent layers, attention and transformer blocks.
 
-Registered into ``core.layers.HANDLERS`` on import. Attention FLOPs count the four matrix
+Registered into ``core.network.layers.HANDLERS`` on import. Attention FLOPs count the four matrix
 products of scaled dot-product attention over the full L×L score matrix (what
 ``torch.utils.flop_counter`` counts for the math kernel, causal masking included).
 """
@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import WorkloadError
-from core.graph import Graph, LayerRow
-from core.layers import MAX_FEATURES, Context, Shape, check_size, expect_dims, handler, numel
+from core.network.graph import Graph, LayerRow
+from core.network.layers import MAX_FEATURES, Context, Shape, check_size, expect_dims, handler, numel
 from core.validate import get_bool, get_choice, get_float, get_int, reject_unknown
 
 

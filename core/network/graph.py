@@ -1,7 +1,7 @@
 """The tensor graph a layer list builds: what each primitive op owns, reads, makes and saves.
 
-The layer handlers in ``core.layers`` describe every layer as primitive ops over tensors sized
-*per sample* (the batch dimension is left out). ``core.memory`` replays that graph to find the
+The layer handlers in ``core.network.layers`` describe every layer as primitive ops over tensors sized
+*per sample* (the batch dimension is left out). ``core.estimate.memory`` replays that graph to find the
 live-tensor high-water mark of a training step. Sizes are element counts; a tensor's element
 type is either the compute precision (``dtype_bytes`` None) or fixed (bool masks, int64 indices).
 """

@@ -20,21 +20,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from core.graph import Graph, Op
-from core.model import ModelAnalysis
+from core.network.graph import Graph, Op
+from core.network.model import ModelAnalysis
+from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
-# Bytes per element by training precision: (parameter, gradient, activation, optimizer state).
-PRECISION_BYTES = {
-    "fp32": (4, 4, 4, 4),
-    "tf32": (4, 4, 4, 4),
-    "fp16_mixed": (4, 4, 2, 4),  # torch.autocast: fp32 params/grads, half activations
-    "bf16_mixed": (4, 4, 2, 4),
-}
-# Optimizer state tensors kept per parameter (torch.optim defaults).
-OPTIMIZER_STATES = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2, "adagrad": 1, "rmsprop": 1}
-# Jamgharyan/Subbotin N_v: algorithm variables per weight (the gradient plus optimizer state).
-ALGORITHM_VARIABLES = {k: 1 + v for k, v in OPTIMIZER_STATES.items()}
-SHARDINGS = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp")
 # CUDA context, loaded kernels and library handles outside PyTorch's pool: 779 MiB measured on an
 # H100 (driver 580, CUDA 13, PyTorch 2.11) after training runs; older stacks use 300–600 MiB.
 CUDA_CONTEXT_BYTES = 768 * 2**20

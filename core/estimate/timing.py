@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from core.catalogue import DeviceSpec
-from core.graph import Graph
-from core.memory import OPTIMIZER_STATES, PRECISION_BYTES
-from core.model import ModelAnalysis
+from core.hardware.catalogue import DeviceSpec
+from core.network.graph import Graph
+from core.network.model import ModelAnalysis
+from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
 # Fraction of the datasheet peak a training step reaches, by device class and precision.
 # TrainRig defaults (Hooda 2023 observes 15–25 % below peak for large kernels; small layers reach

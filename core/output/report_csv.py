@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.report import Report
+from core.output.report import Report
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.errors import WorkloadError
-from core.graph import Graph, LayerRow
+from core.network.graph import Graph, LayerRow
 from core.validate import (
     get_bool,
     get_choice,

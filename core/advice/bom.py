@@ -6,11 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from core.memory import OPTIMIZER_STATES
-from core.model import INPUT_DTYPES
-from core.sizing import CandidateResult, SizingResult
-from core.timing import disk_bytes_per_sample
+from core.estimate.sizing import CandidateResult, SizingResult
+from core.estimate.timing import disk_bytes_per_sample
 from core.units import fmt_bytes, fmt_seconds
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES
 
 RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 DISK_SIZES_TB = (0.5, 1, 2, 4, 8, 16, 32, 64)

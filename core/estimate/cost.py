@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.catalogue import DeviceSpec
-from core.workload import CostSpec
+from core.hardware.catalogue import DeviceSpec
+from core.spec.workload import CostSpec
 
 HOURS_PER_YEAR = 8760.0
 

@@ -1,7 +1,7 @@
 """A workload's model → one analysis: parameters, FLOPs, Jamgharyan T1/T2 and the tensor graph.
 
 Three forms are accepted (docs/workload.md): a layer list with an input shape, a named preset
-(resolved to one of the other forms by ``core.presets``), or a *summary* of a published model
+(resolved to one of the other forms by ``core.network.presets``), or a *summary* of a published model
 that gives only its parameter and feature sizes (Jamgharyan Table 1).
 """
 
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import core.layers_seq  # noqa: F401  (registers the sequence layer handlers)
+import core.network.layers_seq  # noqa: F401  (registers the sequence layer handlers)
 from core.errors import WorkloadError
-from core.graph import Graph, LayerRow
-from core.layers import Context, Shape, apply_layer, numel
+from core.network.graph import Graph, LayerRow
+from core.network.layers import Context, Shape, apply_layer, numel
 from core.validate import get_bool, get_choice, get_float, get_int, get_shape, reject_unknown, require_mapping
+from core.vocabulary import INPUT_DTYPES
 
-INPUT_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "uint8": 1}
 MAX_PARAMS = 10**13
 
 
@@ -151,7 +151,7 @@ def _analyze_summary(model: Mapping[str, Any], path: str) -> ModelAnalysis:
     )
 
 
-# Kernel kinds a trace may list (the worker's names; core.timing has a cost for each).
+# Kernel kinds a trace may list (the worker's names; core.estimate.timing has a cost for each).
 ELEMENTWISE_KINDS = ("relu", "tanh", "gelu", "softmax", "batchnorm", "layernorm", "maxpool", "avgpool", "dropout")
 ELEMENTWISE_KINDS += ("add", "embedding")
 

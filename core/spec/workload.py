@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.catalogue import normalise_device_entry
 from core.errors import WorkloadError
-from core.memory import OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
-from core.model import INPUT_DTYPES, ModelAnalysis, analyze_model
-from core.presets import get_preset
+from core.hardware.catalogue import normalise_device_entry
+from core.network.model import ModelAnalysis, analyze_model
+from core.network.presets import get_preset
 from core.validate import get_bool, get_choice, get_float, get_int, get_str, reject_unknown, require_mapping
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 
 DATA_FORMATS = ("raw", "npy", "csv", "jpeg", "png", "tiff")
 STORAGE_TIERS = ("hdd", "hdd_10k", "sata_ssd", "nvme", "ramdisk", "network")

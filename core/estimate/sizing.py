@@ -7,21 +7,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core import seed_formulas as seed
-from core.catalogue import DeviceSpec
-from core.cost import CostEstimate, estimate_cost
-from core.memory import (
-    ALGORITHM_VARIABLES,
+from core.estimate import seed_formulas as seed
+from core.estimate.cost import CostEstimate, estimate_cost
+from core.estimate.memory import (
     CPU_RUNTIME_BYTES,
-    PRECISION_BYTES,
     MemoryBreakdown,
     breakdown_at,
     gpu_workspace_bytes,
     largest_batch_per_device,
     phase_lines,
 )
-from core.model import INPUT_DTYPES
-from core.timing import (
+from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
     disk_bytes_per_sample,
@@ -29,8 +25,10 @@ from core.timing import (
     step_time,
     train_flops_per_sample,
 )
+from core.hardware.catalogue import DeviceSpec
+from core.spec.workload import Workload
 from core.units import fmt_bytes
-from core.workload import Workload
+from core.vocabulary import ALGORITHM_VARIABLES, INPUT_DTYPES, PRECISION_BYTES
 
 ENGINE_SOURCE = "TrainRig sizing engine (docs/sizing.md)"
 

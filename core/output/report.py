@@ -10,11 +10,11 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.bom import BomLine, choose_candidate
-from core.memory import MemoryBreakdown
-from core.rules import Finding
-from core.sizing import CandidateResult, SizingResult
-from core.timing import BANDWIDTH_EFFICIENCY, DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.advice.bom import BomLine, choose_candidate
+from core.advice.rules import Finding
+from core.estimate.memory import MemoryBreakdown
+from core.estimate.sizing import CandidateResult, SizingResult
+from core.estimate.timing import BANDWIDTH_EFFICIENCY, DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
 

@@ -15,14 +15,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from core.advice.expressions import ExpressionError, evaluate, names_in
 from core.errors import TrainRigError
-from core.expressions import ExpressionError, evaluate, names_in
-from core.memory import OPTIMIZER_STATES
-from core.model import INPUT_DTYPES
+from core.estimate.sizing import CandidateResult, SizingResult, size_candidate
+from core.estimate.timing import FORMAT_SIZE_FACTOR, disk_bytes_per_sample
 from core.paths import resource_path
-from core.sizing import CandidateResult, SizingResult, size_candidate
-from core.timing import FORMAT_SIZE_FACTOR, disk_bytes_per_sample
 from core.units import fmt_bytes, fmt_count, fmt_seconds
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES
 
 SEVERITIES = ("critical", "warning", "advice", "info")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.bom import BomLine
-from core.rules import Finding
-from core.sizing import ENGINE_SOURCE, CandidateResult, SizingResult
-from core.timing import train_flops_per_sample
+from core.advice.bom import BomLine
+from core.advice.rules import Finding
+from core.estimate.sizing import ENGINE_SOURCE, CandidateResult, SizingResult
+from core.estimate.timing import train_flops_per_sample
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
 FLOP_CONVENTION = (

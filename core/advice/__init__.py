@@ -1,0 +1,1 @@
+"""Advice: the recommendation rules, their expression language and the bill of materials."""

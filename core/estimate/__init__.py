@@ -1,0 +1,1 @@
+"""Estimates: peak memory, step and training time, cost, the seed formulas, sizing per candidate."""

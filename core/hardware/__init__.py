@@ -1,0 +1,1 @@
+"""The hardware catalogue: devices with datasheet figures and their sources."""

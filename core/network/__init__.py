@@ -1,0 +1,1 @@
+"""The network: layer list or preset to a layer graph with parameters, FLOPs, tensor sizes."""

@@ -1,0 +1,1 @@
+"""Output: the report model shared by the PDF, the CSV and `size` text output."""

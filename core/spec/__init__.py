@@ -1,0 +1,1 @@
+"""The workload document: parse and validate what the user describes."""

@@ -1,0 +1,1 @@
+"""Storage: the SQLite database of sizings, inventories, calibrations and user devices."""
