@@ -87,7 +87,8 @@ def main() -> None:
     for _ in range(max(1, args.rounds)):
         rates = None
         if args.calibrate:
-            from telemetry.calibrate import efficiency_from_calibration, run_calibration
+            from core.estimate.calibration import efficiency_from_calibration
+            from telemetry.calibrate import run_calibration
 
             rates = efficiency_from_calibration(run_calibration(sys.executable), "cpu")
         for c in cases:

@@ -49,7 +49,8 @@ def main() -> None:
     device = this_machine_device(machine, load_catalogue())
     rates = None
     if "--calibrate" in sys.argv:
-        from telemetry.calibrate import efficiency_from_calibration, run_calibration
+        from core.estimate.calibration import efficiency_from_calibration
+        from telemetry.calibrate import run_calibration
 
         rates = efficiency_from_calibration(run_calibration(sys.executable), "gpu")
         print(f"calibrated: {rates}")

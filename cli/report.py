@@ -31,9 +31,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         return 2
     run_ = size_file(args.workload, args.candidate, store)
     report = build_report(
-        run_.result,
-        run_.findings,
-        run_.bom,
+        run_.recommendation,
         author=args.author,
         machine=f"{platform.node()} ({run_.machine.cpu_model})",
         inventory_text=inventory_to_text(run_.inventory),

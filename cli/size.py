@@ -50,11 +50,11 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
         return 2
     run_ = size_file(args.workload, args.candidate, store)
-    result, findings, bom = run_.result, run_.findings, run_.bom
-    doc = sizing_to_dict(result, findings, bom)
+    rec = run_.recommendation
+    doc = sizing_to_dict(rec)
     if store is not None and not args.no_save:
         store.save_inventory_if_changed(run_.inventory)  # "this machine" as it was sized
-        wid = store.save_workload(result.workload.name, run_.document)
+        wid = store.save_workload(rec.result.workload.name, run_.document)
         store.save_sizing(wid, [d.name for d in run_.devices], doc)
-    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(result, findings, bom))
+    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(rec))
     return 0

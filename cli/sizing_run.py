@@ -1,5 +1,6 @@
 """The steps `size` and `report` share: read the workload (tracing PyTorch code), detect this
-machine, resolve the candidates, apply this machine's calibration, size, evaluate the rules."""
+machine, resolve the candidates, apply this machine's calibration, then the one core pipeline
+(core.advice.recommendation.recommend)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.advice.bom import BomLine, recommend_bom
-from core.advice.rules import Finding, evaluate_rules
-from core.estimate.sizing import SizingResult, size_workload
+from core.advice.recommendation import Recommendation, recommend
 from core.hardware.catalogue import DeviceSpec
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
@@ -22,9 +21,7 @@ from telemetry.tracer import resolve_torch_models
 @dataclass(frozen=True)
 class SizingRun:
     document: Any
-    result: SizingResult
-    findings: list[Finding]
-    bom: list[BomLine]
+    recommendation: Recommendation
     devices: list[DeviceSpec]
     machine: MachineSummary
     inventory: dict[str, Any]
@@ -38,12 +35,11 @@ def size_file(path: str, candidates: list[str], store: Store | None) -> SizingRu
         candidates, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
     )
     calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
-    result = size_workload(
+    rec = recommend(
         workload,
         devices,
         host_ram_bytes=machine.ram_total_bytes,
         calibrated=calibrated_rates(devices, calibration, machine),
+        inventory=inventory,
     )
-    return SizingRun(
-        document, result, evaluate_rules(result, inventory), recommend_bom(result), devices, machine, inventory
-    )
+    return SizingRun(document, rec, devices, machine, inventory)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from core.hardware.catalogue import DeviceSpec, match_detected_gpu
+from core.hardware.catalogue import DeviceSpec, match_detected_cpu, match_detected_gpu
 from telemetry.inventory import SystemRoots, collect_inventory
 from telemetry.inventory.collect import _DEFAULT_NVML
 
@@ -104,11 +104,14 @@ def this_machine_device(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) ->
                 name=f"this machine ({gpu.name})",
                 memory_bytes=gpu.memory_bytes,
                 source=f"NVML on this machine, matched to {match.name}; datasheet: {match.source}",
+                origin="this-machine",
+                catalogue_match=match.name,
             )
         note = f"; the GPU {gpu.name} is not in the catalogue (add it as a custom device), so the CPU is sized"
     clock = (m.clock_mhz or 2000.0) * 1e6
     per_cycle = fp32_flops_per_cycle(m)
     cores = min(m.physical_cores, m.usable_cores)
+    cpu_match = match_detected_cpu(m.cpu_model, catalogue)
     return DeviceSpec(
         name=f"this machine ({m.cpu_model}, {cores} cores)",
         kind="cpu",
@@ -121,4 +124,11 @@ def this_machine_device(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) ->
             f"{cores} usable physical cores × {clock / 1e9:.2f} GHz ({m.clock_source}) × "
             f"{per_cycle} FP32 FLOP/cycle (from the CPU flags){note}"
         ),
+        origin="this-machine",
+        catalogue_match=cpu_match.name if cpu_match is not None else None,
     )
+
+
+def this_machine_cpu(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) -> DeviceSpec:
+    """This machine's CPU as a device, whether or not it has a GPU."""
+    return this_machine_device(replace(m, gpus=()), catalogue)

@@ -35,6 +35,15 @@ class DeviceSpec:
     clock_hz: float | None = None
     source: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # where the device comes from: "catalogue" (shipped), "user" (your devices, in the database),
+    # "workload" (a custom device in the workload file) or "this-machine" (detected here)
+    origin: str = "catalogue"
+    # for a detected device: the catalogue model it was matched to (its datasheet figures), if any
+    catalogue_match: str | None = None
+
+    @property
+    def is_this_machine(self) -> bool:
+        return self.origin == "this-machine"
 
     def peak_flops(self, precision: str) -> float:
         """Dense peak for the training precision; devices without tensor cores fall back to FP32."""
@@ -45,7 +54,7 @@ class DeviceSpec:
         return self.fp32_flops
 
 
-def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
+def device_from_entry(entry: Mapping[str, Any], origin: str = "catalogue") -> DeviceSpec:
     tera = 1e12
     boost = entry.get("boost_clock_mhz")
     # TPUs publish no FP32 matmul rate: XLA runs FP32 matmuls as BF16 passes by default
@@ -70,6 +79,7 @@ def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
         clock_hz=boost * 1e6 if boost else None,
         source=str(entry.get("source", "")),
         extra=dict(entry),
+        origin=origin,
     )
 
 
@@ -196,7 +206,11 @@ def merge_user_devices(shipped: Sequence[DeviceSpec], user_entries: Sequence[Map
     for entry in user_entries:
         if entry["name"].lower() in names:
             continue  # refused when added; an old database may still hold one: the shipped entry wins
-        merged.append(device_from_entry({**entry, "user": True, "source": f"user entry: {entry.get('source', '')}"}))
+        merged.append(
+            device_from_entry(
+                {**entry, "user": True, "source": f"user entry: {entry.get('source', '')}"}, origin="user"
+            )
+        )
     return merged
 
 

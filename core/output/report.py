@@ -10,7 +10,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.advice.bom import BomLine, choose_candidate
+from core.advice.bom import BomLine
+from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.sizing import CandidateResult, SizingResult
@@ -67,15 +68,14 @@ class Report:
 
 
 def build_report(
-    result: SizingResult,
-    findings: Sequence[Finding],
-    bom: Sequence[BomLine],
+    rec: Recommendation,
     *,
     author: str = "",
     machine: str = "",
     inventory_text: str = "",
     created: dt.datetime | None = None,
 ) -> Report:
+    result, findings, bom = rec.result, rec.findings, rec.bom
     w, m, t, d, c = (
         result.workload,
         result.workload.analysis,
@@ -83,7 +83,7 @@ def build_report(
         result.workload.data,
         result.workload.cost,
     )
-    best = choose_candidate(result)
+    best = rec.best
     cur = c.currency
     s = result.seed
     when = (created or dt.datetime.now()).strftime("%Y-%m-%d %H:%M")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from core.advice.bom import BomLine
-from core.advice.rules import Finding
-from core.estimate.sizing import ENGINE_SOURCE, CandidateResult, SizingResult
+from core.advice.recommendation import Recommendation
+from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
 from core.estimate.timing import train_flops_per_sample
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
@@ -61,7 +60,9 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
     }
 
 
-def sizing_to_dict(r: SizingResult, findings: Sequence[Finding] = (), bom: Sequence[BomLine] = ()) -> dict[str, Any]:
+def sizing_to_dict(rec: Recommendation) -> dict[str, Any]:
+    """`size --json` and the sizing saved in the database (docs/glossary.md names each key)."""
+    r, findings, bom = rec.result, rec.findings, rec.bom
     w, m, t = r.workload, r.workload.analysis, r.workload.training
     first = r.candidates[0]
     return {
@@ -103,7 +104,9 @@ def sizing_to_dict(r: SizingResult, findings: Sequence[Finding] = (), bom: Seque
     }
 
 
-def sizing_to_text(r: SizingResult, findings: Sequence[Finding] = (), bom: Sequence[BomLine] = ()) -> str:
+def sizing_to_text(rec: Recommendation) -> str:
+    """`size`'s text output."""
+    r, findings, bom = rec.result, rec.findings, rec.bom
     w, m, t, d = r.workload, r.workload.analysis, r.workload.training, r.workload.data
     s = r.seed
     lines = [

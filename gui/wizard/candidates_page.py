@@ -17,10 +17,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import TrainRigError
+from core.hardware.candidates import THIS_MACHINE
 from core.hardware.catalogue import DeviceSpec, device_from_entry, normalise_device_entry
 from gui.wizard.base import WizardPage, combo, dspin, error_label, spin
-
-THIS_MACHINE = "this-machine"
 
 
 class CandidatesPage(WizardPage):
@@ -88,7 +87,7 @@ class CandidatesPage(WizardPage):
         self.custom_add.clicked.connect(self.add_custom)
 
     def _add_item(self, d: DeviceSpec, checked: bool) -> QListWidgetItem:
-        mine = d.extra.get("user") or d.extra.get("custom")
+        mine = d.origin in ("user", "workload")
         item = QListWidgetItem(d.name + (" (yours)" if mine else ""))
         item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
         item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
@@ -136,7 +135,7 @@ class CandidatesPage(WizardPage):
             return
         self.error.setVisible(False)
         self.custom.append(entry)
-        self._add_item(device_from_entry({**entry, "custom": True}), checked=True)
+        self._add_item(device_from_entry(entry, origin="workload"), checked=True)
         self.custom_name.clear()
         self.changed.emit()
 
@@ -162,7 +161,7 @@ class CandidatesPage(WizardPage):
         for entry in hw.get("custom", []):
             if not any(c["name"] == entry["name"] for c in self.custom):
                 self.custom.append(entry)
-                self._add_item(device_from_entry({"source": "custom", **entry, "custom": True}), checked=False)
+                self._add_item(device_from_entry({"source": "custom", **entry}, origin="workload"), checked=False)
         wanted = hw.get("candidates")
         if wanted:
             for i in range(self.list.count()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pyqtgraph as pg
@@ -25,7 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.advice.bom import BomLine, choose_candidate
+from core.advice.bom import BomLine
+from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.units import fmt_bytes, fmt_count, fmt_seconds
@@ -135,15 +137,15 @@ class ResultsPage(QWidget):
             {"batch_size": self.batch.value(), "gpus": self.gpus.value(), "precision": self.precision.currentData()}
         )
 
-    def show_result(self, result: SizingResult, findings: list[Finding], bom: list[BomLine]) -> None:
-        self.result = result
+    def show_result(self, rec: Recommendation) -> None:
+        result = self.result = rec.result
         self.model.set_rows(sorted(result.candidates, key=_rank))
         self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
         self._show_scatter(result)
         self._show_seed(result)
-        self._show_findings(findings)
-        self._show_bom(bom)
-        best = choose_candidate(result)
+        self._show_findings(rec.findings)
+        self._show_bom(rec.bom)
+        best = rec.best
         c = result.workload.cost
         if best is None:
             self.verdict.setText("<b style='color:#d9534f'>No candidate fits.</b> See Findings for a way out.")
@@ -211,7 +213,7 @@ class ResultsPage(QWidget):
         )
         self.seed.setToolTip("\n".join(SEED_TIPS.values()))
 
-    def _show_findings(self, findings: list[Finding]) -> None:
+    def _show_findings(self, findings: Sequence[Finding]) -> None:
         self.findings.clear()
         for f in findings:
             item = QTreeWidgetItem([f"[{f.severity}] {f.message}", f.source])
@@ -224,7 +226,7 @@ class ResultsPage(QWidget):
         self.findings.expandAll()
         self.tabs.setTabText(2, f"Findings ({len(findings)})")
 
-    def _show_bom(self, bom: list[BomLine]) -> None:
+    def _show_bom(self, bom: Sequence[BomLine]) -> None:
         self.bom.clear()
         for b in bom:
             item = QTreeWidgetItem([b.item, b.spec, b.reason])

@@ -23,10 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.advice.bom import recommend_bom
-from core.advice.rules import evaluate_rules
+from core.advice.recommendation import Recommendation, recommend
 from core.errors import TrainRigError
-from core.estimate.sizing import SizingResult, size_workload
+from core.estimate.sizing import SizingResult
 from core.hardware.catalogue import load_catalogue, merge_user_devices
 from core.network.presets import load_presets
 from core.output.report import build_report
@@ -68,9 +67,7 @@ class SizingWizard(QWidget):
         self.machine: MachineSummary | None = None
         self.inventory: dict[str, Any] | None = None
         self.calibration: dict[str, Any] | None = None
-        self.result: SizingResult | None = None
-        self.findings: list[Any] = []
-        self.bom: list[Any] = []
+        self.recommendation: Recommendation | None = None
         self.doc = starter_document()
         user = store.user_devices() if store else []
         self.user_devices = user
@@ -231,6 +228,14 @@ class SizingWizard(QWidget):
         self.recompute()
 
     # --- results ------------------------------------------------------------------------------
+    @property
+    def result(self) -> SizingResult | None:
+        return self.recommendation.result if self.recommendation is not None else None
+
+    @property
+    def findings(self) -> tuple[Any, ...]:
+        return self.recommendation.findings if self.recommendation is not None else ()
+
     def recompute(self) -> None:
         problems = [self.page_problem(i) for i in range(len(self.pages) - 1)]
         problem = next((p for p in problems if p), None)
@@ -243,21 +248,19 @@ class SizingWizard(QWidget):
         try:
             workload = parse_workload(self.doc)
             devices, _ = resolve_candidates(names, workload, self.machine or _placeholder(), self.user_devices)
-            host_ram = self.machine.ram_total_bytes if self.machine else None
-            result = size_workload(
+            rec = recommend(
                 workload,
                 devices,
-                host_ram_bytes=host_ram,
+                host_ram_bytes=self.machine.ram_total_bytes if self.machine else None,
                 calibrated=calibrated_rates(devices, self.calibration, self.machine),
+                inventory=self.inventory,
             )
-            findings = evaluate_rules(result, self.inventory)
-            bom = recommend_bom(result)
         except TrainRigError as exc:
             self.problem.setText(str(exc))
             return
-        self.result, self.findings, self.bom = result, findings, bom
-        self.results.show_result(result, findings, bom)
-        self.sized.emit(result)
+        self.recommendation = rec
+        self.results.show_result(rec)
+        self.sized.emit(rec.result)
 
     def _what_if(self, values: dict[str, Any]) -> None:
         self._collect()
@@ -313,11 +316,11 @@ class SizingWizard(QWidget):
 
     def export_report(self, pdf: Path) -> bool:
         """The purchasing report as PDF and, beside it, the CSV of the bill of materials and candidates."""
-        if self.result is None:
+        if self.recommendation is None:
             return self._say("Nothing to export yet.")
         inventory_text = inventory_to_text(self.inventory) if self.inventory else ""
         machine = f"{platform.node()} ({self.machine.cpu_model})" if self.machine else ""
-        report = build_report(self.result, self.findings, self.bom, machine=machine, inventory_text=inventory_text)
+        report = build_report(self.recommendation, machine=machine, inventory_text=inventory_text)
         try:
             pages = render_pdf(report, pdf)
             write_csv(report, pdf.with_suffix(".csv"))
@@ -369,12 +372,12 @@ class SizingWizard(QWidget):
         return True
 
     def save_sizing(self) -> None:
-        if self.store is None or self.result is None:
+        if self.store is None or self.recommendation is None:
             self._say("Nothing to save: no database is open or no sizing yet.")
             return
         wid = self.store.save_workload(self.result.workload.name, self.doc)
         sid = self.store.save_sizing(
-            wid, [c.device.name for c in self.result.candidates], sizing_to_dict(self.result, self.findings, self.bom)
+            wid, [c.device.name for c in self.result.candidates], sizing_to_dict(self.recommendation)
         )
         self._say(f"Saved sizing #{sid}.", error=False)
 

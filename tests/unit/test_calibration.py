@@ -10,12 +10,13 @@ from dataclasses import replace
 import pytest
 
 from core.errors import WorkloadError
+from core.estimate.calibration import efficiency_from_calibration
 from core.estimate.sizing import size_candidate
 from core.estimate.timing import ELEMENT_ACCESSES, interpolate_rate
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
 from core.network.model import ELEMENTWISE_KINDS
 from core.spec.workload import parse_workload
-from telemetry.calibrate import efficiency_from_calibration, measure_read
+from telemetry.calibrate import measure_read
 from telemetry.candidates import calibrated_rates
 from telemetry.machine import GpuSummary, probe_machine, this_machine_device
 

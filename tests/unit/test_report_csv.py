@@ -5,9 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from core.advice.bom import recommend_bom
-from core.advice.rules import evaluate_rules
-from core.estimate.sizing import size_workload
+from core.advice.recommendation import recommend
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
 from core.output.report import build_report
 from core.output.report_csv import neutralise, report_rows, write_csv
@@ -22,8 +20,7 @@ def report_for(names: list[str]):
         device_from_entry({"name": n, "kind": "gpu", "fp32_tflops": 10, "memory_gb": 8, "price_usd": 500, "source": n})
         for n in names
     ]
-    result = size_workload(w, devices)
-    return build_report(result, evaluate_rules(result), recommend_bom(result))
+    return build_report(recommend(w, devices))
 
 
 def test_every_cell_round_trips_and_hostile_text_is_inert(tmp_path) -> None:

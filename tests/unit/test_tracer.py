@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from core.errors import WorkloadError
+from core.estimate.calibration import efficiency_from_calibration
 from core.estimate.sizing import size_candidate
 from core.estimate.timing import parameter_tensor_sizes
 from core.hardware.catalogue import device_from_entry
 from core.network.model import analyze_model
 from core.network.presets import load_presets
 from core.spec.workload import parse_workload
-from telemetry.calibrate import efficiency_from_calibration
 from telemetry.tracer import resolve_torch_models, trace_torch_model
 from tests.unit.test_calibration import PROFILE_PER_TENSOR
 

@@ -1,0 +1,114 @@
+"""What a calibration of this machine changes in the estimates: the measured rates and costs the
+timing model takes for this machine's CPU, and the efficiency of this machine's device classes
+(the fraction of the datasheet peak a large layer's training step reached here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.hardware.catalogue import DeviceSpec, match_detected_gpu
+
+
+def calibrated_rates(
+    devices: Sequence[DeviceSpec],
+    calibration: Mapping[str, Any] | None,
+    catalogue: Sequence[DeviceSpec],
+    this_cpu: DeviceSpec | None = None,
+    gpu_memory: Sequence[int | None] = (),
+) -> dict[str, dict[str, Any]]:
+    """Measured figures per candidate, from this machine's latest calibration.
+
+    The "this machine" CPU candidate takes every measured rate. A catalogue device of the same model
+    as this machine's CPU or GPU (and this machine's GPU itself) takes the measured efficiency.
+    ``this_cpu`` is this machine's CPU as a device (its peak and the catalogue model it matched);
+    ``gpu_memory`` the memory NVML reports for each of its GPUs, in calibration order.
+    """
+    if not calibration:
+        return {}
+    cal = dict(calibration)
+    classes = class_efficiencies(cal, this_cpu, gpu_memory, catalogue)
+    out: dict[str, dict[str, Any]] = {}
+    for d in devices:
+        if d.is_this_machine and d.kind == "cpu":
+            out[d.name] = efficiency_from_calibration(cal, "cpu")
+        elif d.origin == "catalogue" and d.name in classes:
+            out[d.name] = classes[d.name]
+        elif d.is_this_machine and d.catalogue_match in classes:
+            out[d.name] = classes[str(d.catalogue_match)]
+    return out
+
+
+def class_efficiencies(
+    cal: Mapping[str, Any],
+    this_cpu: DeviceSpec | None,
+    gpu_memory: Sequence[int | None],
+    catalogue: Sequence[DeviceSpec],
+) -> dict[str, dict[str, Any]]:
+    """Efficiency of each catalogue device class this machine has, from its calibration: the rate
+    of the largest measured linear layer's training step over the class's datasheet peak (and, for
+    a GPU, the bf16 matmul rate over the tensor peak at the same train/matmul ratio)."""
+    out: dict[str, dict[str, Any]] = {}
+    prof = cal.get("cpu_profile") or {}
+    if this_cpu is not None and this_cpu.catalogue_match and this_cpu.fp32_flops and prof.get("linear_train"):
+        rate = max(r for _, r in prof["linear_train"])
+        out[this_cpu.catalogue_match] = {
+            "fp32": min(rate / this_cpu.fp32_flops, 1.0),
+            "note": f"measured on this machine's {this_cpu.catalogue_match}",
+        }
+    for i, g in enumerate(cal.get("gpus") or []):
+        curve = (g.get("profile") or {}).get("linear_train")
+        memory = gpu_memory[i] if i < len(gpu_memory) else None
+        gpu = match_detected_gpu(str(g.get("name", "")), memory, catalogue)
+        if gpu is None or not curve:
+            continue
+        rate = max(r for _, r in curve)
+        note = f"measured on this machine's {gpu.name}"
+        eff: dict[str, Any] = {"fp32": min(rate / gpu.fp32_flops, 1.0), "note": note}
+        fp32_mm, half_mm = g.get("fp32_matmul_flops"), g.get("bf16_matmul_flops")
+        if fp32_mm and half_mm and gpu.half_flops:
+            eff["tensor"] = min(half_mm / gpu.half_flops * rate / fp32_mm, 1.0)
+        out[gpu.name] = eff
+    return out
+
+
+def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dict[str, Any]:
+    """The figures the timing model takes from a calibration of this machine: layer rates by size,
+    elementwise and optimizer costs, framework overhead. A calibration from an older version has
+    one rate per kind of layer; it is used as a rate for every size."""
+    out: dict[str, Any] = {}
+    if device_kind != "cpu":
+        # GPU rates are measured and stored, but not yet checked against measured GPU training steps
+        # with this per-op model, so GPUs keep the datasheet peak and bandwidth with the default
+        # efficiencies (docs/accuracy.md).
+        return out
+    prof = cal.get("cpu_profile") or {}
+    lin, conv = cal.get("cpu_linear_train_flops"), cal.get("cpu_conv_train_flops")
+    if prof.get("linear_train"):
+        out["linear_train"] = [[float(f), float(r)] for f, r in prof["linear_train"]]
+    elif lin:
+        out["linear_train"] = [[1.0, float(lin)]]
+    if prof.get("conv_train"):
+        out["conv_train"] = [[float(f), float(r)] for f, r in prof["conv_train"]]
+    elif conv:
+        out["conv_train"] = [[1.0, float(conv)]]
+    if prof.get("conv_first_train"):
+        out["conv_first_train"] = [[float(f), float(r)] for f, r in prof["conv_first_train"]]
+    if prof.get("conv_call_s") is not None:
+        out["conv_call_s"] = float(prof["conv_call_s"])
+    for key in ("elementwise_s", "optimizer_tensor_s"):
+        if prof.get(key):
+            out[key] = {k: float(v) for k, v in prof[key].items()}
+    if prof.get("optimizer_s"):  # by tensor size; a calibration from an older version has one figure
+        out["optimizer_s"] = {
+            k: [[float(n), float(t)] for n, t in v] if isinstance(v, list) else [[1.0, float(v)]]
+            for k, v in prof["optimizer_s"].items()
+        }
+    half, fp32 = cal.get("cpu_bf16_matmul_flops"), cal.get("cpu_fp32_matmul_flops")
+    if half and fp32:
+        out["half_speedup"] = float(half) / float(fp32)
+    overhead = cal.get("step_overhead") or {}
+    if "per_op_s" in overhead:
+        out["per_op_s"] = float(overhead["per_op_s"])
+        out["per_step_s"] = float(overhead["per_step_s"])
+    return out
