@@ -6,10 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from core.advice.host import MIN_HOST_CORES, host_cores, l3_cache_mb, loader_cores
+from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.estimate.timing import disk_bytes_per_sample
+from core.estimate.timing import dataset_bytes_on_disk
 from core.units import fmt_bytes, fmt_seconds
-from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES
 
 RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 DISK_SIZES_TB = (0.5, 1, 2, 4, 8, 16, 32, 64)
@@ -80,14 +81,14 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
         else:
             lines.append(BomLine("Accelerator", f"{best.device.name} × {count}", why, best.device.source))
     # CPU: cores for loaders and one process per GPU, never more threads than physical cores
-    cores = max(8, 4 * count + 2) if best is not None and best.device.kind != "cpu" else 8
+    cores = host_cores(count) if best is not None and best.device.kind != "cpu" else MIN_HOST_CORES
     cpu_spec = f"≥ {cores} physical cores, one socket"
     cpu_reason = (
-        f"{4 * count} cores feed {count} GPU(s) with data, 2 run the training processes; use no more threads "
-        "than physical cores"
+        f"{loader_cores(count)} cores feed {count} GPU(s) with data, 2 run the training processes; use no more "
+        "threads than physical cores"
     )
     if w.goal.concurrent_runs > 1:
-        l3 = max(16, 8 * w.goal.concurrent_runs)
+        l3 = l3_cache_mb(w.goal.concurrent_runs)
         cpu_spec += f", ≥ {l3} MB L3"
         cpu_reason += f"; {w.goal.concurrent_runs} networks at once need cache, and one socket avoids NUMA traffic"
     lines.append(
@@ -115,9 +116,8 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
         )
     )
     # storage: dataset twice (raw + working copy), checkpoints, system
-    disk_sample = disk_bytes_per_sample(d.features, INPUT_DTYPES[d.dtype], d.format, d.bytes_per_sample_on_disk)
-    on_disk = disk_sample * d.samples
-    checkpoint = m.parameters * 4 * (1 + OPTIMIZER_STATES[t.optimizer])
+    on_disk = dataset_bytes_on_disk(d)
+    checkpoint = checkpoint_bytes(m.parameters, t.optimizer)
     need = 2 * on_disk + 5 * checkpoint + 200 * 10**9
     size_tb = next((s for s in DISK_SIZES_TB if s * 10**12 >= need), DISK_SIZES_TB[-1])
     input_bound = best is not None and best.step.bound == "input pipeline"

@@ -16,12 +16,13 @@ from functools import lru_cache
 from typing import Any
 
 from core.advice.expressions import ExpressionError, evaluate, names_in
+from core.advice.host import host_cores, l3_cache_mb, loader_cores
 from core.errors import TrainRigError
-from core.estimate.sizing import CandidateResult, SizingResult, size_candidate
-from core.estimate.timing import FORMAT_SIZE_FACTOR, disk_bytes_per_sample
+from core.estimate.memory import checkpoint_bytes
+from core.estimate.sizing import CandidateResult, SizingResult, fits_in_half_of_ram, size_candidate
+from core.estimate.timing import FORMAT_SIZE_FACTOR, dataset_bytes_on_disk
 from core.paths import resource_path
 from core.units import fmt_bytes, fmt_count, fmt_seconds
-from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES
 
 SEVERITIES = ("critical", "warning", "advice", "info")
 
@@ -136,20 +137,17 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
     vision = "conv2d" in layer_types or (m.kind == "summary" and len(m.input_shape) == 3)
     language = bool(layer_types & {"embedding", "lstm", "gru", "multihead_attention"})
     host = host_facts(inventory)
-    dtype_bytes = INPUT_DTYPES[d.dtype]
-    disk_sample = disk_bytes_per_sample(d.features, dtype_bytes, d.format, d.bytes_per_sample_on_disk)
     ram = host["host_ram_bytes"]
     ramdisk_fit = (
         ""
         if ram is None
         else (
             " — it fits in this machine's RAM"
-            if result.dataset_bytes <= ram * 0.5
+            if fits_in_half_of_ram(result.dataset_bytes, ram)
             else " — it does not fit in this machine's RAM"
         )
     )
     steps = math.ceil(d.samples / t.batch_size)
-    checkpoint_bytes = m.parameters * 4 * (1 + OPTIMIZER_STATES[t.optimizer])
     k1 = result.seed.get("k1")
     return {
         **host,
@@ -178,14 +176,14 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "data_format": d.format,
         "data_format_upper": d.format.upper(),
         "jpeg_ratio": f"{FORMAT_SIZE_FACTOR[d.format] / FORMAT_SIZE_FACTOR['jpeg']:g}",
-        "reads_text": fmt_bytes(disk_sample * d.samples * t.epochs),
-        "checkpoint_text": fmt_bytes(checkpoint_bytes),
+        "reads_text": fmt_bytes(dataset_bytes_on_disk(d) * t.epochs),
+        "checkpoint_text": fmt_bytes(checkpoint_bytes(m.parameters, t.optimizer)),
         "purpose": w.goal.purpose,
         "concurrent_runs": w.goal.concurrent_runs,
-        "l3_wanted_mb": max(16, 8 * w.goal.concurrent_runs),
+        "l3_wanted_mb": l3_cache_mb(w.goal.concurrent_runs),
         "gpu_count_max": max(gpu_counts),
-        "cores_needed": max(8, 4 * max(gpu_counts) + 2),
-        "loader_cores": 4 * max(gpu_counts),
+        "cores_needed": host_cores(max(gpu_counts)),
+        "loader_cores": loader_cores(max(gpu_counts)),
         "model_is_vision": vision,
         "model_is_language": language,
         "model_domain": "vision" if vision else "language" if language else "neural",

@@ -395,3 +395,9 @@ def gpu_workspace_bytes(compute_capability: str | None) -> int:
     except ValueError:
         major = 0
     return CUBLAS_WORKSPACE_BYTES["hopper+" if major >= 9 else "older"]
+
+
+def checkpoint_bytes(parameters: int, optimizer: str) -> int:
+    """Bytes of one training checkpoint: fp32 weights and the optimizer's state tensors, as
+    ``torch.save`` of the model's and optimizer's ``state_dict`` writes them."""
+    return parameters * 4 * (1 + OPTIMIZER_STATES[optimizer])

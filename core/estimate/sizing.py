@@ -20,7 +20,8 @@ from core.estimate.memory import (
 from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
-    disk_bytes_per_sample,
+    dataset_bytes_on_disk,
+    sample_bytes_on_disk,
     scaled_time,
     step_time,
     train_flops_per_sample,
@@ -126,7 +127,6 @@ def size_candidate(
     largest = None
     if capacity is not None:
         largest = largest_batch_per_device(lines, capacity, kind, reserve) * devices
-    dtype_bytes = INPUT_DTYPES[d.dtype]
     read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
         m,
@@ -139,7 +139,7 @@ def size_candidate(
         checkpointing=t.checkpointing,
         sharding=t.sharding,
         read_bps=read_bps,
-        disk_bytes_per_sample=disk_bytes_per_sample(d.features, dtype_bytes, d.format, d.bytes_per_sample_on_disk),
+        disk_bytes_per_sample=sample_bytes_on_disk(d),
         calibrated=calibrated,
     )
     steps = math.ceil(d.samples / t.batch_size)
@@ -173,7 +173,14 @@ def size_candidate(
     )
 
 
-TMPFS_DEFAULT_FRACTION = 0.5  # Linux mounts tmpfs with at most half of RAM unless told otherwise
+TMPFS_DEFAULT_FRACTION = 0.5  # Linux mounts tmpfs with at most half of RAM unless told otherwise (tmpfs(5))
+
+
+def fits_in_half_of_ram(nbytes: float, ram_bytes: int) -> bool:
+    """Whether ``nbytes`` of data fit in half of the RAM: the most a default tmpfs RAM disk holds
+    (tmpfs(5)), and the share TrainRig counts on the page cache keeping for a dataset while the
+    training process uses the rest."""
+    return nbytes <= ram_bytes * TMPFS_DEFAULT_FRACTION
 
 
 def dataset_fit(dataset_bytes: int, host_ram_bytes: int | None) -> dict[str, object]:
@@ -187,7 +194,7 @@ def dataset_fit(dataset_bytes: int, host_ram_bytes: int | None) -> dict[str, obj
     return {
         "host_ram_bytes": host_ram_bytes,
         "fits_in_ram": dataset_bytes <= host_ram_bytes - CPU_RUNTIME_BYTES,
-        "fits_in_ramdisk": dataset_bytes <= host_ram_bytes * TMPFS_DEFAULT_FRACTION,
+        "fits_in_ramdisk": fits_in_half_of_ram(dataset_bytes, host_ram_bytes),
         "ramdisk_note": "a RAM disk subtracts its size from RAM and needs a UPS (Jamgharyan 2024)",
     }
 
@@ -201,9 +208,9 @@ def effective_read_bps(workload: Workload, host_ram_bytes: int | None) -> tuple[
     d, epochs = workload.data, workload.training.epochs
     tier = STORAGE_READ_BPS[d.storage]
     ram = host_ram_bytes or DEFAULT_HOST_RAM
-    dataset = d.samples * disk_bytes_per_sample(d.features, INPUT_DTYPES[d.dtype], d.format, d.bytes_per_sample_on_disk)
+    dataset = dataset_bytes_on_disk(d)
     note = f"data read from {d.storage} at {tier / 1e6:.0f} MB/s ({d.format})"
-    if d.storage == "ramdisk" or dataset > ram / 2 or epochs == 1:
+    if d.storage == "ramdisk" or not fits_in_half_of_ram(dataset, ram) or epochs == 1:
         return tier, note
     cached = STORAGE_READ_BPS["ramdisk"]
     # time per epoch-average byte: one epoch from the tier, the rest from the page cache

@@ -24,7 +24,8 @@ from typing import Any
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
-from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
+from core.spec.workload import DataSpec
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES
 
 # Fraction of the datasheet peak a training step reaches, by device class and precision.
 # TrainRig defaults (Hooda 2023 observes 15–25 % below peak for large kernels; small layers reach
@@ -130,8 +131,17 @@ def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool) -> int:
     return model.forward_flops * (4 if checkpointing else 3)
 
 
-def disk_bytes_per_sample(features: int, dtype_bytes: int, fmt: str, override: int | None) -> float:
-    return float(override) if override else features * dtype_bytes * FORMAT_SIZE_FACTOR[fmt]
+def sample_bytes_on_disk(d: DataSpec) -> float:
+    """Bytes of one sample as stored: the workload's own figure, else its decoded size × the
+    format's size factor (FORMAT_SIZE_FACTOR)."""
+    if d.bytes_per_sample_on_disk:
+        return float(d.bytes_per_sample_on_disk)
+    return d.features * INPUT_DTYPES[d.dtype] * FORMAT_SIZE_FACTOR[d.format]
+
+
+def dataset_bytes_on_disk(d: DataSpec) -> float:
+    """Bytes of the whole dataset as stored (sample_bytes_on_disk × samples)."""
+    return d.samples * sample_bytes_on_disk(d)
 
 
 def step_time(
