@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--db", type=Path, help="database file (default: $TRAINRIG_DB, else the user data dir)")
     parser.add_argument("--version", action="version", version=f"TrainRig {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print the full traceback of an unexpected error")
     parser.add_argument("--self-test", action="store_true", help="open every tab and wizard page, then exit")
     parser.add_argument("--screenshots", type=Path, metavar="DIR", help="with --self-test: save a PNG of each")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -66,11 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"trainrig {args.command}: {exc.filename or ''} {exc.strerror or exc}".strip(), file=sys.stderr)
         return EXIT_BAD_INPUT
-    except Exception as exc:  # a bug: say so in one line instead of a traceback
-        print(
-            f"trainrig {args.command}: unexpected error ({type(exc).__name__}: {exc}); please report it",
-            file=sys.stderr,
-        )
+    except Exception as exc:  # a bug: one line and the log file's path; --debug shows the traceback
+        from core.storage.error_log import unexpected_message
+
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"trainrig {args.command}: {unexpected_message(exc, f'trainrig {args.command}')}", file=sys.stderr)
         return 1
     finally:
         if store is not None:

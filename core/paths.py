@@ -23,3 +23,14 @@ def default_db_path() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir(APP_NAME, appauthor=False)) / "trainrig.db"
+
+
+def default_log_path() -> Path:
+    """``$TRAINRIG_LOG`` if set, else trainrig.log in the platform's user log directory: where the
+    details of unexpected errors go."""
+    env = os.environ.get("TRAINRIG_LOG")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir(APP_NAME, appauthor=False)) / "trainrig.log"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import TracebackType
 
 from PySide6.QtCore import QCoreApplication, QThreadPool
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -34,6 +35,13 @@ def configure_app(app: QApplication) -> None:
     )
 
 
+def _report_unexpected(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """A bug in a slot: the window stays up, the user reads one line, the traceback goes to the log."""
+    from core.storage.error_log import unexpected_message
+
+    QMessageBox.critical(None, "TrainRig — unexpected error", unexpected_message(exc.with_traceback(tb), "window"))
+
+
 def run_app(db_path: Path) -> int:
     app = QApplication.instance() or QApplication(sys.argv)
     assert isinstance(app, QApplication)
@@ -46,6 +54,7 @@ def run_app(db_path: Path) -> int:
     from gui.main_window import MainWindow
 
     window = MainWindow(store)
+    sys.excepthook = _report_unexpected
     window.show()
     code = app.exec()
     QThreadPool.globalInstance().waitForDone(2000)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from core.errors import TrainRigError
+from core.storage.error_log import unexpected_message
 
 
 class JobSignals(QObject):
@@ -29,9 +29,8 @@ class Job(QRunnable):
             result = self.fn()
         except TrainRigError as exc:  # an expected problem: its message is for the user
             self.signals.failed.emit(str(exc))
-        except Exception as exc:  # a bug: reported as a message, logged in full on stderr
-            traceback.print_exc()
-            self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug: one line for the user, the traceback in the error log
+            self.signals.failed.emit(unexpected_message(exc, "background job"))
         else:
             self.signals.finished.emit(result)
 

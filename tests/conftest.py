@@ -31,6 +31,7 @@ SEED_MLP_LAYERS = [
 def _isolated_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     db = tmp_path / "trainrig.db"
     monkeypatch.setenv("TRAINRIG_DB", str(db))
+    monkeypatch.setenv("TRAINRIG_LOG", str(tmp_path / "log" / "trainrig.log"))
     return db
 
 

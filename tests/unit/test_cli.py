@@ -134,3 +134,24 @@ def test_main_py_runs_as_a_script_without_importing_torch_or_qt(tmp_path, write_
     )
     assert "MODULES False False 0" in proc.stderr
     assert json.loads(proc.stdout)["parameters"] == 569_354
+
+
+def test_an_unexpected_error_is_one_line_with_the_log_path_and_debug_shows_the_traceback(
+    cli, write_json, seed_doc, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import cli.size as size_command
+
+    def broken(args, store):
+        raise ZeroDivisionError("division by zero in a bug")
+
+    monkeypatch.setattr(size_command, "run", broken)  # the parser binds it when main() builds it
+    code, out, err = cli("size", str(write_json(seed_doc)), "--no-save")
+    log = tmp_path / "log" / "trainrig.log"
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == [
+        f"trainrig size: unexpected error (ZeroDivisionError: division by zero in a bug); details in {log} "
+        "— please report it"
+    ]
+    assert "Traceback (most recent call last)" in log.read_text() and "in broken" in log.read_text()
+    code, out, err = cli("--debug", "size", str(write_json(seed_doc)), "--no-save")
+    assert code == 1 and "Traceback (most recent call last)" in err and 'raise ZeroDivisionError("division' in err
