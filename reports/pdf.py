@@ -19,6 +19,7 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
+from core.output import glossary
 from core.output.report import Report
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 from reports.charts import memory_chart, time_cost_chart
@@ -192,17 +193,18 @@ def report_html(r: Report, width: float) -> str:
         ]
         for c in r.candidates
     ]
+    g = glossary
     headers = [
-        "Device × count",
-        "Fits",
-        "Peak memory",
-        "Time",
-        f"Capex ({cur})",
-        "Energy (kWh)",
-        f"TCO ({cur})",
-        f"Cloud ({cur})",
-        "Break-even",
-        "Deadline, budget",
+        f"{g.DEVICE.label} × {g.COUNT.label.lower()}",
+        g.FITS.label,
+        g.MEMORY_PER_DEVICE.label,
+        g.TRAINING_TIME.label,
+        f"{g.CAPEX.label} ({cur})",
+        f"{g.ENERGY.label} (kWh)",
+        f"{g.TCO.label} ({cur})",
+        f"{g.CLOUD_COST.label} ({cur})",
+        g.BREAK_EVEN.label,
+        g.VERDICT.label,
     ]
     parts += [
         "<h2>Candidates</h2>",

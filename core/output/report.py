@@ -16,6 +16,7 @@ from core.advice.rules import Finding
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import BANDWIDTH_EFFICIENCY, DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.output.glossary import MEMORY_PER_DEVICE, verdict_text
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
 
@@ -116,7 +117,7 @@ def build_report(
                 "workload",
             ),
             (
-                "Peak memory per device" + (f" ({best.device.name} × {best.count})" if best else ""),
+                MEMORY_PER_DEVICE.label + (f" ({best.device.name} × {best.count})" if best else ""),
                 fmt_bytes(best.memory.total) if best else "no candidate fits",
                 "step replay of saved tensors, optimizer state and overheads (docs/sizing.md)",
             ),
@@ -189,11 +190,6 @@ def _summary(result: SizingResult, best: CandidateResult | None) -> str:
 
 
 def _candidate_row(c: CandidateResult) -> CandidateRow:
-    verdict = []
-    if c.meets_deadline is not None:
-        verdict.append("deadline met" if c.meets_deadline else "deadline missed")
-    if c.within_budget is not None:
-        verdict.append("within budget" if c.within_budget else "over budget")
     return CandidateRow(
         c.device.name,
         c.count,
@@ -206,7 +202,7 @@ def _candidate_row(c: CandidateResult) -> CandidateRow:
         c.cost.tco,
         c.cost.cloud_cost,
         c.cost.break_even_hours,
-        ", ".join(verdict),
+        verdict_text(c.meets_deadline, c.within_budget),
     )
 
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from core.output import glossary
 from core.output.report import Report
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -36,23 +37,24 @@ def neutralise(value: Any) -> Any:
 
 def report_rows(report: Report) -> list[list[Any]]:
     cur = report.currency
+    g = glossary
     header = [
         "section",
         "item",
         "specification",
-        "quantity",
+        g.COUNT.csv(cur),
         f"unit_price_{cur}",
         f"total_price_{cur}",
-        "fits",
-        "peak_memory_GiB",
-        "capacity_GiB",
-        "training_time_h",
-        f"capex_{cur}",
-        "energy_kWh",
-        f"tco_{cur}",
-        f"cloud_{cur}",
-        "break_even_h",
-        "verdict",
+        g.FITS.csv(cur),
+        g.MEMORY_PER_DEVICE.csv(cur),
+        g.CAPACITY.csv(cur),
+        g.TRAINING_TIME.csv(cur),
+        g.CAPEX.csv(cur),
+        g.ENERGY.csv(cur),
+        g.TCO.csv(cur),
+        g.CLOUD_COST.csv(cur),
+        g.BREAK_EVEN.csv(cur),
+        g.VERDICT.csv(cur),
         "reason",
         "source",
     ]

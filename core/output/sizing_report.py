@@ -8,6 +8,7 @@ from typing import Any
 from core.advice.recommendation import Recommendation
 from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
 from core.estimate.timing import train_flops_per_sample
+from core.output.glossary import verdict_text
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
 FLOP_CONVENTION = (
@@ -42,7 +43,7 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
             "peak_flops": c.step.peak_flops,
         },
         "steps_per_epoch": c.steps_per_epoch,
-        "train_time_s": c.train_time_s,
+        "training_time_s": c.train_time_s,
         "gpu_hours": c.cost.gpu_hours,
         "power_w": c.cost.power_w,
         "energy_kwh": c.cost.energy_kwh,
@@ -54,6 +55,7 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
         "currency": c.cost.currency,
         "meets_deadline": c.meets_deadline,
         "within_budget": c.within_budget,
+        "verdict": verdict_text(c.meets_deadline, c.within_budget),
         "assumptions": list(c.assumptions),
         "source": c.device.source,
         "price_date": c.device.price_date,
@@ -139,16 +141,17 @@ def sizing_to_text(rec: Recommendation) -> str:
         fit = {True: "fits", False: "DOES NOT FIT", None: "capacity unknown"}[c.fits]
         lines += [
             f"  {c.device.name} × {c.count}" + (f" × {c.nodes} nodes" if c.nodes > 1 else "") + f": {fit}",
-            f"    memory per device: {fmt_bytes(mem.total)} peak ({mem.peak_phase}) of "
+            f"    memory per device: {fmt_bytes(mem.total)} (highest in {mem.peak_phase}) of "
             f"{fmt_bytes(c.capacity_bytes)}; weights {fmt_bytes(mem.weights)}, gradients "
             f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
             f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, overhead {fmt_bytes(mem.overhead)}",
             f"    largest batch that fits: {c.largest_batch if c.largest_batch is not None else 'unknown'}",
             f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound: {step_breakdown(c)}), "
-            f"training {fmt_seconds(c.train_time_s)}",
+            f"training time {fmt_seconds(c.train_time_s)}",
             f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
             + (f"{c.cost.energy_kwh:.3g} kWh" if c.cost.energy_kwh is not None else "unknown")
-            + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}, cloud {fmt_money(c.cost.cloud_cost, c.cost.currency)}",
+            + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}"
+            + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}",
         ]
     for note in r.notes:
         lines.append(f"Note: {note}")

@@ -7,36 +7,27 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from core.estimate.sizing import CandidateResult
+from core.output import glossary
 from core.output.sizing_report import step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 
 COL_DEVICE, COL_COUNT, COL_FITS, COL_MEMORY, COL_CAPACITY, COL_LARGEST, COL_STEP, COL_TIME, COL_CAPEX, COL_TCO = range(
     10
 )
-HEADERS = [
-    "Device",
-    "Count",
-    "Fits",
-    "Peak memory",
-    "Capacity",
-    "Largest batch",
-    "Step",
-    "Training time",
-    "Capex",
-    "TCO",
-]
-TOOLTIPS = [
-    "Candidate device (catalogue datasheet figures; source in the row tooltip)",
-    "Devices per node (data parallel)",
-    "Does the peak training memory fit in the device memory (RAM for a CPU)?",
-    "Peak memory per device of a steady-state training step, incl. CUDA context or runtime overhead",
-    "Device memory (GPU) or this machine's RAM (CPU)",
-    "Largest global batch that still fits",
-    "Predicted time of one training step",
-    "Predicted time of the whole run (epochs × steps)",
-    "Devices × count + host, at the catalogue's indicative price",
-    "Capex + energy and maintenance over the amortisation period (Hooda §3.3.4)",
-]
+COLUMN_TERMS = (
+    glossary.DEVICE,
+    glossary.COUNT,
+    glossary.FITS,
+    glossary.MEMORY_PER_DEVICE,
+    glossary.CAPACITY,
+    glossary.LARGEST_BATCH,
+    glossary.STEP_TIME,
+    glossary.TRAINING_TIME,
+    glossary.CAPEX,
+    glossary.TCO,
+)
+HEADERS = [term.label for term in COLUMN_TERMS]
+TOOLTIPS = [term.meaning[0].upper() + term.meaning[1:] for term in COLUMN_TERMS]
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1
 

@@ -40,7 +40,7 @@ def test_cli_report_pdf_and_csv_match_the_sizing(tmp_path: Path, cli) -> None:
     assert f"{doc['parameters']:,}" in text
     assert f"{best['capex']:,.0f}" in text
     assert fmt_bytes(best["memory_per_device"]["total"]) in text
-    assert fmt_seconds(best["train_time_s"]) in text
+    assert fmt_seconds(best["training_time_s"]) in text
     assert "A. Buyer" in text and f"Page {pages} of {pages}" in text
     for finding in doc["rules"][:3]:
         assert finding["source"].split(",")[0] in text

@@ -47,7 +47,7 @@ def test_first_time_user_walks_to_results_for_the_seed_mlp(qtbot, main_window, c
     gui = {c.device.name: c for c in wiz.result.candidates}
     cli_4090 = next(c for c in doc["candidates"] if c["device"] == "NVIDIA GeForce RTX 4090")
     assert gui["NVIDIA GeForce RTX 4090"].memory.total == cli_4090["memory_per_device"]["total"]
-    assert gui["NVIDIA GeForce RTX 4090"].train_time_s == cli_4090["train_time_s"]
+    assert gui["NVIDIA GeForce RTX 4090"].train_time_s == cli_4090["training_time_s"]
     assert "K1 = 0.09383" in wiz.results.seed.text() and "K1 &lt; 1" in wiz.results.seed.text()
     assert {f.rule for f in wiz.findings} >= {"gpu-tensor-cores"}
     assert wiz.results.bom.topLevelItem(0).text(1) == "NVIDIA GeForce RTX 4090 × 1"

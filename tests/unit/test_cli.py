@@ -40,7 +40,7 @@ def test_size_json_has_every_documented_field(cli, write_json, seed_doc) -> None
             "fits",
             "memory_per_device",
             "step_time_s",
-            "train_time_s",
+            "training_time_s",
             "energy_kwh",
             "capex",
             "tco",
@@ -49,7 +49,7 @@ def test_size_json_has_every_documented_field(cli, write_json, seed_doc) -> None
             assert key in c
         assert c["fits"] is True
         assert c["largest_batch"] > 512
-        assert c["train_time_s"] == pytest.approx(c["step_time_s"] * 159 * 400)  # ceil(80909/512) = 159
+        assert c["training_time_s"] == pytest.approx(c["step_time_s"] * 159 * 400)  # ceil(80909/512) = 159
     assert doc["dataset"]["bytes"] == 80_909 * 85 * 4
     assert doc["dataset"]["fits_in_ram"] is True and doc["dataset"]["fits_in_ramdisk"] is True
     assert all(c["dataset_fits_in_device_memory"] for c in doc["candidates"])

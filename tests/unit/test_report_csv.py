@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+from pathlib import Path
+
+import pytest
 
 from core.advice.recommendation import recommend
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
@@ -70,3 +74,21 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_every_output_names_a_figure_as_the_glossary_does(cli, write_json, seed_doc, tmp_path) -> None:
+    from core.output.glossary import CANDIDATE_TERMS
+
+    code, out, err = cli("size", str(write_json(seed_doc)), "--candidate", "4090", "--json", "--no-save")
+    assert code == 0, err
+    (cand,) = json.loads(out)["candidates"]
+    assert [t.json_key for t in CANDIDATE_TERMS if t.json_key not in cand] == []
+    assert cand["training_time_s"] == pytest.approx(cand["step_time_s"] * 159 * 400) and cand["verdict"] == ""
+    code, _, err = cli("report", str(write_json(seed_doc)), "--candidate", "4090", "--csv", str(tmp_path / "r.csv"))
+    assert code == 0, err
+    header = next(csv.reader(io.StringIO((tmp_path / "r.csv").read_text(encoding="utf-8-sig"))))
+    wanted = [t.csv("USD") for t in CANDIDATE_TERMS if t.csv_header]
+    assert [h for h in wanted if h not in header] == []
+    assert "memory_per_device_GiB" in header and "peak_memory_GiB" not in header
+    glossary = (Path(__file__).resolve().parents[2] / "docs" / "glossary.md").read_text()
+    assert all(t.label in glossary and f"`{t.json_key}`" in glossary for t in CANDIDATE_TERMS)

@@ -1,0 +1,75 @@
+"""One name per concept: the label the window and the PDF show, the key `size --json` writes and
+the CSV header with its unit, for every figure a candidate has (docs/glossary.md).
+
+"Peak" is kept for what it means in the literature: a device's peak FLOP/s and, for a traced
+model, the live-tensor peak. What a training step needs on each device is "memory per device"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    label: str  # window column and PDF header
+    json_key: str  # key of a candidate in `size --json` (bytes, seconds: SI base units)
+    csv_header: str  # CSV column, with its unit; {currency} is the workload's currency; "" if not in the CSV
+    meaning: str  # tooltip and glossary text
+
+    def csv(self, currency: str) -> str:
+        return self.csv_header.format(currency=currency)
+
+
+DEVICE = Term("Device", "device", "specification", "the candidate device, with its datasheet source")
+COUNT = Term("Count", "count", "quantity", "devices per node, training data parallel")
+FITS = Term("Fits", "fits", "fits", "whether the memory per device fits in the device's memory (RAM for a CPU)")
+MEMORY_PER_DEVICE = Term(
+    "Memory per device",
+    "memory_per_device",
+    "memory_per_device_GiB",
+    "what one training step needs on each device at its highest point: weights, gradients, optimizer "
+    "state, saved activations, the input batch and the runtime (CUDA context or Python process)",
+)
+CAPACITY = Term("Capacity", "capacity_bytes", "capacity_GiB", "the device's memory (RAM of the host for a CPU)")
+LARGEST_BATCH = Term("Largest batch", "largest_batch", "", "the largest global batch that still fits")
+STEP_TIME = Term("Step time", "step_time_s", "", "predicted time of one training step (hover a row for its terms)")
+TRAINING_TIME = Term(
+    "Training time", "training_time_s", "training_time_h", "predicted time of the whole run: epochs × steps"
+)
+CAPEX = Term("Capex", "capex", "capex_{currency}", "devices × count plus the host, at the catalogue's dated prices")
+ENERGY = Term("Energy", "energy_kwh", "energy_kWh", "energy of the training run, power × time × PUE")
+TCO = Term(
+    "TCO", "tco", "tco_{currency}", "capex plus energy and maintenance over the amortisation period (Hooda 2023 §3.3.4)"
+)
+CLOUD_COST = Term("Cloud cost", "cloud_cost", "cloud_cost_{currency}", "the same device-hours rented in a cloud")
+BREAK_EVEN = Term(
+    "Break-even", "break_even_hours", "break_even_h", "hours of training after which owning is cheaper than renting"
+)
+VERDICT = Term("Deadline, budget", "verdict", "verdict", "whether the candidate meets the deadline and the budget")
+
+CANDIDATE_TERMS = (
+    DEVICE,
+    COUNT,
+    FITS,
+    MEMORY_PER_DEVICE,
+    CAPACITY,
+    LARGEST_BATCH,
+    STEP_TIME,
+    TRAINING_TIME,
+    CAPEX,
+    ENERGY,
+    TCO,
+    CLOUD_COST,
+    BREAK_EVEN,
+    VERDICT,
+)
+
+
+def verdict_text(meets_deadline: bool | None, within_budget: bool | None) -> str:
+    """The Deadline, budget column: "deadline met, within budget"; empty when neither was asked."""
+    parts = []
+    if meets_deadline is not None:
+        parts.append("deadline met" if meets_deadline else "deadline missed")
+    if within_budget is not None:
+        parts.append("within budget" if within_budget else "over budget")
+    return ", ".join(parts)
