@@ -47,7 +47,9 @@ def memory_chart(mem: MemoryBreakdown, capacity: int | None, title: str, width: 
     p.drawText(
         QRectF(left, 10, right - left, 60),
         Qt.AlignmentFlag.AlignLeft,
-        f"{title}: peak {fmt_bytes(mem.total)} ({mem.peak_phase})" + (f" of {fmt_bytes(capacity)}" if capacity else ""),
+        f"{title}: memory per device {fmt_bytes(mem.total)}"
+        + (f" of {fmt_bytes(capacity)}" if capacity else "")
+        + f" (highest in {mem.peak_phase})",
     )
     x = float(left)
     for _, color, v in values:
@@ -69,7 +71,10 @@ def memory_chart(mem: MemoryBreakdown, capacity: int | None, title: str, width: 
         p.fillRect(QRectF(cx, cy, 30, 30), QColor(color))
         p.drawText(QPointF(cx + 45, cy + 27), f"{name} {fmt_bytes(v)}")
     legend_y = y + ((len(values) + 2) // 3) * 50 + 10
-    p.drawText(QPointF(left, legend_y + 20), "black line: peak of the step    red dashed: device capacity")
+    p.drawText(
+        QPointF(left, legend_y + 20),
+        "black line: memory per device (the step's highest point)    red dashed: device capacity",
+    )
     p.end()
     return img
 

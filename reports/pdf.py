@@ -208,7 +208,7 @@ def report_html(r: Report, width: float) -> str:
     ]
     parts += [
         "<h2>Candidates</h2>",
-        _table(headers, cand_rows, [19, 5, 9, 8, 10, 8, 10, 9, 9, 13], {2, 3, 4, 5, 6, 7, 8}),
+        _table(headers, cand_rows, [17, 5, 9, 10, 10, 8, 10, 9, 9, 13], {2, 3, 4, 5, 6, 7, 8}),
         "<p class='note'>Capex: devices plus host. TCO: capex plus energy and maintenance over the amortisation "
         "period. Cloud: the same device-hours rented. Break-even: hours of training after which owning is cheaper "
         "than renting.</p>",

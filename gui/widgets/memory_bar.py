@@ -40,8 +40,9 @@ class MemoryBar(QWidget):
         layout.addWidget(self.plot)
         self.setToolTip(
             "Memory of one device for a steady-state training step. The parts are shown side by side; "
-            "the peak (solid line) differs from their sum: not all parts are alive at the same instant, and "
-            "library workspaces (cuBLAS) count in the peak only. Red dashed line: device capacity."
+            "the memory per device (solid line, the step's highest point) differs from their sum: not all parts "
+            "are alive at the same instant, and library workspaces (cuBLAS) count at that point only. "
+            "Red dashed line: device capacity."
         )
 
     def show_breakdown(self, mem: MemoryBreakdown, capacity: int | None, title: str) -> None:
@@ -68,5 +69,7 @@ class MemoryBar(QWidget):
             self.capacity.setValue(capacity / scale)
         elif capacity is not None:
             cap_text = f"; capacity {fmt_bytes(capacity)} (off the scale)"
-        self.plot.setTitle(f"{title}: peak {fmt_bytes(mem.total)} ({mem.peak_phase}){cap_text}", size="9pt")
+        self.plot.setTitle(
+            f"{title}: memory per device {fmt_bytes(mem.total)}, highest in {mem.peak_phase}{cap_text}", size="9pt"
+        )
         self.plot.setXRange(0, largest / scale * 1.08 or 1.0, padding=0)
