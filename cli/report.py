@@ -22,6 +22,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", type=Path, help="write the bill of materials and candidates here (CSV)")
     p.add_argument("--page-size", choices=("a4", "letter"), help="default: from the locale")
     p.add_argument("--author", default="", help="name on the title page")
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="run the Python code of a model given as PyTorch code (model.torch) to trace it, without asking",
+    )
     p.set_defaults(func=run, needs_store=True)
 
 
@@ -29,7 +34,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.pdf and not args.csv:
         print("trainrig report: give --pdf FILE and/or --csv FILE")
         return 2
-    run_ = size_file(args.workload, args.candidate, store)
+    run_ = size_file(args.workload, args.candidate, store, trust_code=args.trust_code)
     report = build_report(
         run_.recommendation,
         author=args.author,

@@ -26,6 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--list-presets", action="store_true", help="list the model presets and exit")
     p.add_argument("--no-save", action="store_true", help="do not record this sizing in the database")
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="run the Python code of a model given as PyTorch code (model.torch) to trace it, without asking",
+    )
     p.set_defaults(func=run, needs_store=True)
 
 
@@ -49,7 +54,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.workload:
         print("trainrig size: give a workload file, or --list-presets", file=sys.stderr)
         return 2
-    run_ = size_file(args.workload, args.candidate, store)
+    run_ = size_file(args.workload, args.candidate, store, trust_code=args.trust_code)
     rec = run_.recommendation
     doc = sizing_to_dict(rec)
     if store is not None and not args.no_save:

@@ -4,6 +4,7 @@ machine, resolve the candidates, apply this machine's calibration, then the one 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,20 @@ class SizingRun:
     inventory: dict[str, Any]
 
 
-def size_file(path: str, candidates: list[str], store: Store | None) -> SizingRun:
+def ask_on_terminal(question: str) -> bool:
+    """Yes from a person at a terminal; never yes when no one can answer (a script, CI, a pipe)."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def size_file(path: str, candidates: list[str], store: Store | None, trust_code: bool = False) -> SizingRun:
     document = read_workload_document(path)
-    workload = parse_workload(resolve_torch_models(document, Path(path).resolve().parent))
+    base = Path(path).resolve().parent
+    workload = parse_workload(resolve_torch_models(document, base, trust_code=trust_code, ask=ask_on_terminal))
     inventory = collect_inventory()
     devices, machine = resolve_candidates(
         candidates, workload, summary_from_inventory(inventory), store.user_devices() if store else ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -130,16 +130,64 @@ def summary_from_trace(
     }
 
 
-def resolve_torch_models(doc: Any, base_dir: Path, python: str | None = None) -> Any:
+def resolve_torch_models(
+    doc: Any,
+    base_dir: Path,
+    python: str | None = None,
+    *,
+    trust_code: bool = False,
+    ask: Callable[[str], bool] | None = None,
+) -> Any:
     """The workload document with a ``{"torch": ...}`` model replaced by its traced summary
-    (anything else, even a document that is not an object, is returned as it is for the parser)."""
+    (anything else, even a document that is not an object, is returned as it is for the parser).
+
+    Tracing runs the file's code, so it runs only when the user asked for it: ``trust_code`` (the
+    command line's ``--trust-code``), or ``ask(question)`` answering yes for a file inside the
+    workload's folder. A file outside that folder needs ``trust_code``. The rest of the workload is
+    validated before any code runs."""
     if not isinstance(doc, Mapping):
         return doc
     model = doc.get("model")
     if isinstance(model, Mapping) and "torch" in model:
         training = doc.get("training", {})
+        _validate_around_the_model(doc, model)
+        _check_trust(model, base_dir, trust_code, ask)
         doc = {
             **doc,
             "model": trace_torch_model(model, training if isinstance(training, Mapping) else {}, base_dir, python),
         }
     return doc
+
+
+def _validate_around_the_model(doc: Mapping[str, Any], model: Mapping[str, Any]) -> None:
+    """Parse the workload with a stand-in for the traced model, so a bad batch, precision or data
+    field is refused by its key path before the user's code runs."""
+    from core.spec.workload import parse_workload
+
+    reject_unknown(model, {"torch", "input_shape", "input_dtype"}, "model")
+    stand_in = {
+        "input_shape": get_shape(model, "input_shape", "model"),
+        "input_dtype": get_choice(model, "input_dtype", "model", INPUT_DTYPES, default="float32"),
+        "summary": {"parameters": 1, "activation_bytes_per_sample": 0, "forward_flops_per_sample": 1, "outputs": 1},
+    }
+    parse_workload({**doc, "model": stand_in})
+
+
+def _check_trust(model: Mapping[str, Any], base_dir: Path, trust_code: bool, ask: Callable[[str], bool] | None) -> None:
+    ref = model.get("torch")
+    if not isinstance(ref, str) or ":" not in ref:
+        raise WorkloadError("model.torch", f"must be 'path/to/file.py:factory', got {ref!r}")
+    if trust_code:
+        return
+    path = (base_dir / ref.rsplit(":", 1)[0]).resolve()
+    if not path.is_relative_to(base_dir.resolve()):
+        raise WorkloadError(
+            "model.torch",
+            f"{path} is outside the workload's folder; TrainRig runs such code only with --trust-code",
+        )
+    question = f"Tracing the model runs the Python code in {path}. Run it?"
+    if ask is None or not ask(question):
+        raise WorkloadError(
+            "model.torch",
+            f"tracing runs the Python code in {path}; TrainRig runs it only when asked: add --trust-code",
+        )

@@ -58,6 +58,7 @@ def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
     doc = resolve_torch_models(
         {"model": {"torch": "model.py:make", "input_shape": [75]}, "data": {"samples": 1000}, "training": TRAINING},
         tmp_path,
+        ask=lambda question: question.endswith("Run it?"),  # the user said yes
     )
     w = parse_workload(doc)
     assert w.analysis.kind == "summary" and w.analysis.notes[0].startswith("traced from model.py:make")
@@ -110,12 +111,12 @@ def test_cli_sizes_a_pytorch_file(tmp_path: Path, cli) -> None:
             }
         )
     )
-    code, out, err = cli("size", str(wl), "-c", "4090", "--json", "--no-save")
+    code, out, err = cli("size", str(wl), "-c", "4090", "--json", "--no-save", "--trust-code")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["parameters"] == 569_354
     assert doc["model"]["traced"]["peak_by_category"]["param"] == 569_354 * 4
-    code, out, err = cli("size", str(wl), "-c", "4090", "--no-save")
+    code, out, err = cli("size", str(wl), "-c", "4090", "--no-save", "--trust-code")
     assert code == 0, err
     assert "Traced from model.py:make" in out and "parameters 2.17 MiB" in out and "6 (Linear): 10.2 kFLOP" in out
     wl.write_text(
@@ -123,7 +124,7 @@ def test_cli_sizes_a_pytorch_file(tmp_path: Path, cli) -> None:
             {"model": {"torch": "missing.py:make", "input_shape": [75]}, "data": {"samples": 1}, "training": TRAINING}
         )
     )
-    code, _, err = cli("size", str(wl), "--no-save")
+    code, _, err = cli("size", str(wl), "--no-save", "--trust-code")
     assert code == 2 and "missing.py does not exist" in err
 
 
