@@ -45,6 +45,21 @@ class DeviceSpec:
         return self.fp32_flops
 
 
+GIB = 2**30
+
+
+def device_memory_bytes(entry: Mapping[str, Any]) -> int | None:
+    """Device memory in bytes: ``memory_bytes`` (the catalogue's, NVML's total where recorded), else
+    ``memory_gb`` read as GiB — vendors' "24 GB" of GDDR or HBM is 24 GiB (binary chip and stack
+    sizes), not 24·10⁹ B. None for a CPU, whose RAM is the host's."""
+    if entry.get("kind") == "cpu":
+        return None
+    if entry.get("memory_bytes"):
+        return int(entry["memory_bytes"])
+    gb = entry.get("memory_gb")
+    return round(float(gb) * GIB) if gb else None
+
+
 def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
     tera = 1e12
     boost = entry.get("boost_clock_mhz")
@@ -52,14 +67,13 @@ def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
     fp32 = entry.get("fp32_tflops") or entry.get("fp16_tflops")
     if not fp32:
         raise CatalogueError(f"device {entry.get('name')!r} has neither fp32_tflops nor fp16_tflops")
-    mem = entry.get("memory_gb") if entry.get("kind") != "cpu" else None
     return DeviceSpec(
         name=str(entry["name"]),
         kind=str(entry["kind"]),
         fp32_flops=float(fp32) * tera,
         tf32_flops=entry["tf32_tflops"] * tera if entry.get("tf32_tflops") else None,
         half_flops=entry["fp16_tflops"] * tera if entry.get("fp16_tflops") else None,
-        memory_bytes=int(mem * 1e9) if mem else None,
+        memory_bytes=device_memory_bytes(entry),
         bandwidth=entry["memory_bandwidth_gbs"] * 1e9 if entry.get("memory_bandwidth_gbs") else None,
         tdp_w=entry.get("tdp_w"),
         price_usd=entry.get("price_usd"),
@@ -168,7 +182,8 @@ DEVICE_KINDS = ("gpu", "cpu", "tpu", "accelerator")
 def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
     """Validate a user's device (custom in a workload, or added to the catalogue).
 
-    Required: ``name``, ``fp32_tflops`` and, for anything but a CPU, ``memory_gb``. Optional
+    Required: ``name``, ``fp32_tflops`` and, for anything but a CPU, ``memory_gb`` (read as GiB, as
+    vendors mean it for device memory: 24 → 25,769,803,776 B). Optional
     figures are checked for range. Raises WorkloadError naming the key path.
     """
     e = dict(require_mapping(entry, path))

@@ -342,7 +342,7 @@ class InventoryTab(QWidget):
                 s, f"GPU {g['index']}", inv, f"{p}.name", g.get("name"), match.name if match else "no catalogue entry"
             )
             rows = [
-                ("Memory", "memory_bytes", _bytes(g.get("memory_bytes")), f"{cat.get('memory_gb')} GB"),
+                ("Memory", "memory_bytes", _bytes(g.get("memory_bytes")), _bytes(cat.get("memory_bytes"))),
                 ("Architecture", "architecture", g.get("architecture"), cat.get("architecture", "")),
                 (
                     "Compute capability",

@@ -134,7 +134,8 @@ def test_memory_finding_is_specific() -> None:
     (f,) = [f for f in evaluate_rules(result, HOST) if f.rule == "gpu-memory-too-small"]
     assert f.severity == "critical"
     need = result.candidates[0].memory.total / 2**30
-    assert f"NVIDIA GeForce RTX 4090: memory 22.4 GiB < {need:.3g} GiB needed at batch 512" in f.message
+    # NVML: 25,757,220,864 B (24,564 MiB) on an RTX 4090
+    assert f"NVIDIA GeForce RTX 4090: memory 24 GiB < {need:.3g} GiB needed at batch 512" in f.message
     assert "reduce the batch to 256 or use 2 GPUs with ZeRO-2" in f.message
 
 
