@@ -156,6 +156,13 @@ def size_candidate(
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
         read_note,
     ]
+    if workload.cost.currency != "USD":
+        c = workload.cost
+        assumptions.append(
+            f"money in {c.currency} at {c.per_usd:g} {c.currency} per USD ({c.rate_date}), set in the workload: "
+            "catalogue prices and the USD defaults converted; the prices you give are taken as "
+            f"{c.currency}"
+        )
     if t.scaling_model != "analytic" and devices > 1:
         # one device, analytic: the baseline Wünsche's observed speed-ups are applied to
         single = replace(workload, training=replace(t, nodes=1, scaling_model="analytic"))

@@ -1,0 +1,61 @@
+"""Money and power: the user's currency, and where each figure of the cost model comes from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.advice.bom import recommend_bom
+from core.advice.rules import evaluate_rules
+from core.errors import WorkloadError
+from core.estimate.sizing import size_workload
+from core.hardware.catalogue import find_device, load_catalogue
+from core.output.report import build_report
+from core.spec.workload import parse_workload
+
+CATALOGUE = load_catalogue()
+EUR = {"currency": "EUR", "exchange_rate": {"per_usd": 0.92, "date": "2026-11-01"}}
+
+
+def seed(cost: dict[str, Any]) -> dict[str, Any]:
+    return {"model": {"preset": "seed-mlp"}, "cost": cost}
+
+
+def test_a_euro_workload_pays_the_catalogue_price_converted_at_its_rate() -> None:
+    # RTX 4090: 1,599 USD launch list price; the host is given in the user's currency (EUR)
+    w = parse_workload(seed({**EUR, "host_cost": 2500}))
+    (c,) = size_workload(w, [find_device("4090", CATALOGUE)]).candidates
+    assert c.cost.currency == "EUR"
+    assert c.cost.capex == pytest.approx(1599 * 0.92 + 2500)  # 3,971.08 EUR; was 4,099 "EUR" unconverted
+
+
+def test_a_currency_without_its_rate_is_refused_naming_the_key() -> None:
+    with pytest.raises(WorkloadError) as err:
+        parse_workload(seed({"currency": "EUR"}))
+    assert err.value.path == "cost.exchange_rate"
+    assert "currency EUR needs the rate per USD and its date" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("rate", "words"),
+    [
+        ({"per_usd": 0.92}, "cost.exchange_rate.date"),
+        ({"per_usd": 0.92, "date": "1 November"}, "cost.exchange_rate.date"),
+        ({"per_usd": -1, "date": "2026-11-01"}, "cost.exchange_rate.per_usd"),
+    ],
+)
+def test_an_incomplete_rate_is_refused(rate: dict[str, Any], words: str) -> None:
+    with pytest.raises(WorkloadError, match=words.replace(".", r"\.")):
+        parse_workload(seed({"currency": "EUR", "exchange_rate": rate}))
+
+
+def test_the_report_shows_the_rate_its_date_and_converted_unit_prices() -> None:
+    w = parse_workload(seed(EUR))
+    result = size_workload(w, [find_device("4090", CATALOGUE)])
+    report = build_report(result, evaluate_rules(result), recommend_bom(result))
+    assumptions = dict(report.assumptions)
+    assert "1 USD = 0.92 EUR on 2026-11-01" in assumptions["Exchange rate"]
+    (gpu,) = [r for r in report.bom if r.item == "Accelerator"]
+    assert gpu.unit_price == pytest.approx(1599 * 0.92)
+    assert "0.92 EUR per USD (2026-11-01)" in " ".join(result.candidates[0].assumptions)
