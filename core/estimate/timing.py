@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.hardware.catalogue import DeviceSpec
+from core.hardware.links import FALLBACK_LINK_BPS
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
@@ -176,7 +177,7 @@ def step_time(
     input_s = b * disk_bytes_per_sample / read_bps
     comm = 0.0
     if devices > 1:
-        link = device.interconnect_bw or 15.75e9
+        link = device.interconnect_bw or device.host_link_bw or FALLBACK_LINK_BPS  # GPU to GPU
         if nodes > 1:
             link = min(link, INTER_NODE_BPS)
         volume = 2 * (devices - 1) / devices * p * gb

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import CatalogueError, WorkloadError
+from core.hardware.links import parse_pcie, pcie_bps
 from core.paths import resource_path
 from core.validate import get_choice, get_float, get_int, get_str, require_mapping
 
@@ -30,7 +31,9 @@ class DeviceSpec:
     price_usd: float | None = None
     price_date: str | None = None
     interconnect: str | None = None
-    interconnect_bw: float | None = None  # per direction, bytes/s
+    interconnect_bw: float | None = None  # device to device, per direction, bytes/s (all-reduce)
+    host_link: str | None = None  # the PCIe link to host memory, e.g. "PCIe 3.0 x16"
+    host_link_bw: float | None = None  # per direction, bytes/s
     cuda_cores: int | None = None
     clock_hz: float | None = None
     source: str = ""
@@ -60,6 +63,17 @@ def device_memory_bytes(entry: Mapping[str, Any]) -> int | None:
     return round(float(gb) * GIB) if gb else None
 
 
+def host_link_of(entry: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The PCIe link a device reaches host memory over, and its bytes/s per direction: the entry's
+    ``host_link``, else a PCIe ``interconnect`` (a card on the bus); None when not known (TPUs,
+    Trainium, a user's device without either)."""
+    for text in (entry.get("host_link"), entry.get("interconnect")):
+        pcie = parse_pcie(text)
+        if pcie:
+            return f"PCIe {pcie[0]}.0 x{pcie[1]}", pcie_bps(*pcie)
+    return None
+
+
 def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
     tera = 1e12
     boost = entry.get("boost_clock_mhz")
@@ -67,6 +81,7 @@ def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
     fp32 = entry.get("fp32_tflops") or entry.get("fp16_tflops")
     if not fp32:
         raise CatalogueError(f"device {entry.get('name')!r} has neither fp32_tflops nor fp16_tflops")
+    host = host_link_of(entry)
     return DeviceSpec(
         name=str(entry["name"]),
         kind=str(entry["kind"]),
@@ -80,6 +95,8 @@ def device_from_entry(entry: Mapping[str, Any]) -> DeviceSpec:
         price_date=entry.get("price_date"),
         interconnect=entry.get("interconnect"),
         interconnect_bw=entry["interconnect_gbs"] * 1e9 if entry.get("interconnect_gbs") else None,
+        host_link=host[0] if host else None,
+        host_link_bw=host[1] if host else None,
         cuda_cores=entry.get("cuda_cores"),
         clock_hz=boost * 1e6 if boost else None,
         source=str(entry.get("source", "")),
