@@ -303,8 +303,9 @@ def estimate_peak_memory(
     """Peak memory of one device in bytes for one steady-state step.
 
     ``batch_size`` is the global batch, split evenly over ``devices`` data-parallel replicas.
-    ``device_kind`` "gpu" adds the CUDA context and allocator fragmentation and uses the
-    multi-tensor (foreach) optimizers; "cpu" uses the single-tensor optimizers of PyTorch on CPU.
+    ``device_kind`` "gpu" (CUDA) adds the CUDA context and allocator fragmentation and uses the
+    multi-tensor (foreach) optimizers; "cpu" uses the single-tensor optimizers of PyTorch on CPU;
+    "accelerator" (TPU, Trainium) counts the tensors as on a GPU and no runtime overhead (unknown).
     Sources: parameter/gradient/state sizes follow torch.optim; ZeRO stages 1–3 shard optimizer
     state, then gradients, then parameters (Rajbhandari et al., 2020); reserve is Jamgharyan's
     +25–30 % for reverse-engineering overfitted models.
@@ -354,6 +355,8 @@ def largest_batch_per_device(lines: PhaseLines, capacity: int, device_kind: str,
     """Largest per-device batch whose total stays within ``capacity`` bytes (0 if none fits)."""
     if device_kind == "gpu":
         budget = (capacity / (1 + reserve_fraction) - CUDA_CONTEXT_BYTES) / (1 + CUDA_FRAGMENTATION)
+    elif device_kind == "accelerator":
+        budget = capacity / (1 + reserve_fraction)
     else:
         budget = capacity / (1 + reserve_fraction) - CPU_RUNTIME_BYTES
     room = budget - lines.fixed
@@ -365,6 +368,8 @@ def largest_batch_per_device(lines: PhaseLines, capacity: int, device_kind: str,
 def _overhead(device_kind: str, tensor_peak: int) -> int:
     if device_kind == "gpu":
         return CUDA_CONTEXT_BYTES + int(CUDA_FRAGMENTATION * tensor_peak)
+    if device_kind == "accelerator":
+        return 0  # a TPU's or Trainium's runtime reserve is not known: the tensors only
     return CPU_RUNTIME_BYTES
 
 

@@ -105,6 +105,8 @@ def size_candidate(
 ) -> CandidateResult:
     t, m, d = workload.training, workload.analysis, workload.data
     kind = "cpu" if device.kind == "cpu" else "gpu"  # accelerators hold their own memory, as GPUs do
+    # the runtime's own memory: CUDA's context on NVIDIA GPUs; unknown on TPUs and Trainium
+    runtime = kind if kind == "cpu" or device.runs_cuda else "accelerator"
     nodes = max(t.nodes, 1)
     devices = count * nodes
     reserve = t.reserve_percent / 100
@@ -120,12 +122,12 @@ def size_candidate(
         target_bytes_per_sample=target_bytes,
         workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
     )
-    mem = breakdown_at(lines, -(-t.batch_size // devices), kind, reserve)
+    mem = breakdown_at(lines, -(-t.batch_size // devices), runtime, reserve)
     capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes
     fits = None if capacity is None else mem.total <= capacity
     largest = None
     if capacity is not None:
-        largest = largest_batch_per_device(lines, capacity, kind, reserve) * devices
+        largest = largest_batch_per_device(lines, capacity, runtime, reserve) * devices
     dtype_bytes = INPUT_DTYPES[d.dtype]
     read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
@@ -156,6 +158,16 @@ def size_candidate(
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
         read_note,
     ]
+    if runtime == "accelerator":
+        assumptions.append(
+            f"no runtime memory overhead is known for {device.name} (the CUDA context applies to NVIDIA GPUs "
+            "only): the tensors alone are counted, so the memory is a lower bound"
+        )
+    if not st.overhead_known:
+        assumptions.append(
+            f"no per-step overhead is known for {device.name}; the step time is a lower bound (the framework "
+            "overhead TrainRig knows was measured on CUDA and CPU hosts)"
+        )
     if workload.cost.currency != "USD":
         c = workload.cost
         assumptions.append(

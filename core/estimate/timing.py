@@ -37,8 +37,10 @@ BANDWIDTH_EFFICIENCY = {"gpu": 0.8, "cpu": 0.6, "tpu": 0.8}
 # before calibration. Per step on a CPU: the optimizer's and the loss's fixed costs; with a GPU also
 # the synchronisation at the end of the step — 1.8 ms measured on an H100 host (intercept of the
 # step times of four small networks over their op counts, docs/accuracy.md).
+# Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
+# and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
 OVERHEAD_PER_OP_S = 15e-6
-OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": 1.8e-3, "tpu": 1.8e-3}
+OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": 1.8e-3}
 # Elementwise layers: the kind of kernel each op runs (its cost is measured per kind by
 # `calibrate`) and whether its cost counts input elements (pooling) or output elements.
 ELEMENTWISE_KIND = {
@@ -116,6 +118,7 @@ class StepTime:
     bound: str  # which term dominates
     efficiency: float
     peak_flops: float
+    overhead_known: bool = True  # False: no framework overhead is known for the device (counted as 0)
 
 
 def efficiency_for(device: DeviceSpec, precision: str, calibrated: Mapping[str, Any] | None = None) -> float:
@@ -184,8 +187,9 @@ def step_time(
         if sharding in ("zero3", "fsdp"):
             volume *= 1.5  # parameter all-gathers in forward and backward plus reduce-scatter
         comm = volume / link
-    per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S)
-    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S[kind])
+    overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
+    per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
+    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu" if kind == "cpu" else "gpu"] if overhead_known else 0.0)
     per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
     if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
         tensors = len(sizes) if ops else n_ops
@@ -206,7 +210,7 @@ def step_time(
         "communication": hidden_comm,
     }
     bound = max(terms, key=lambda k: terms[k])
-    return StepTime(compute, memory, input_s, comm, overhead, step, bound, eff, peak)
+    return StepTime(compute, memory, input_s, comm, overhead, step, bound, eff, peak, overhead_known)
 
 
 @dataclass(frozen=True)

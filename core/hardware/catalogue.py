@@ -39,6 +39,12 @@ class DeviceSpec:
     source: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def runs_cuda(self) -> bool:
+        """An NVIDIA GPU (or a user's GPU that names no other vendor): CUDA's context and launch
+        overheads apply to it and to nothing else."""
+        return self.kind == "gpu" and str(self.extra.get("vendor") or "NVIDIA").upper() == "NVIDIA"
+
     def peak_flops(self, precision: str) -> float:
         """Dense peak for the training precision; devices without tensor cores fall back to FP32."""
         if precision == "tf32" and self.tf32_flops:
