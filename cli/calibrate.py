@@ -6,7 +6,7 @@ import argparse
 import json
 
 from core.storage.store import Store
-from telemetry.calibrate import run_calibration
+from telemetry.calibrate import run_calibration, what_calibration_applies
 from telemetry.inventory import collect_inventory
 from telemetry.pytorch_env import find_torch_environment
 
@@ -67,5 +67,5 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     s = result["storage"]
     read = "unknown" if s["read_bps"] is None else f"{s['read_bps'] / 1e6:,.0f} MB/s"
     print(f"  storage read in {s['folder']}: {read} ({s['note']})")
-    print("Sizings of this machine now use these rates." if store is not None else "")
+    print(what_calibration_applies(result) if store is not None else "")
     return 0

@@ -26,7 +26,7 @@ from core.hardware.catalogue import DeviceSpec, load_catalogue, match_detected_c
 from core.storage.store import Store
 from core.units import fmt_bytes
 from gui.workers import Job, start_job
-from telemetry.calibrate import run_calibration
+from telemetry.calibrate import run_calibration, what_calibration_applies
 from telemetry.inventory import collect_inventory, inventory_to_text
 from telemetry.pytorch_env import TorchEnvironment, find_torch_environment
 
@@ -73,7 +73,8 @@ class InventoryTab(QWidget):
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.setToolTip(
             "Measure this machine's compute rates, overhead and storage with PyTorch "
-            "(about 20 s); sizings of this machine then use them"
+            "(about 20 s); later sizings of this machine's CPU use every measured rate, a GPU only its "
+            "measured efficiency (its per-op rates are stored, not applied)"
         )
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy: the worker reports no fraction
@@ -161,7 +162,7 @@ class InventoryTab(QWidget):
         self.torch_status.setText(
             f"Calibrated in {result['seconds']} s: training steps reach {result['cpu_linear_train_flops'] / 1e9:,.0f} "
             f"GFLOP/s on linear and {result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers{small}; "
-            f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. Sizings of this machine use them."
+            f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. {what_calibration_applies(result)}"
         )
         self.calibrated.emit(result)
 
