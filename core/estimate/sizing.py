@@ -158,6 +158,16 @@ def size_candidate(
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
         read_note,
     ]
+    if m.graph is None and not m.trace:
+        assumptions.append(
+            "per-op overhead unknown for a summary model (no layer list): only the per-step framework overhead "
+            "is counted"
+        )
+    if workload.goal.purpose == "finetune":
+        assumptions.append(
+            "fine-tuning sized as full fine-tuning: every weight is trained (frozen layers and adapters are not "
+            "modelled), so memory and time are those of training from scratch"
+        )
     if runtime == "accelerator":
         assumptions.append(
             f"no runtime memory overhead is known for {device.name} (the CUDA context applies to NVIDIA GPUs "

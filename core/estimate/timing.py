@@ -169,7 +169,7 @@ def step_time(
         traffic += 2 * model.activation_bytes_per_sample * b
         memory = traffic / device.bandwidth if device.bandwidth else 0.0
         work = max(compute, memory)
-        n_ops = 50
+        n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
     else:
         compute, memory = _op_times(
             model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal

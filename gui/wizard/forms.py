@@ -36,7 +36,12 @@ class GoalPage(WizardPage):
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.name = QLineEdit()
         self.name.setToolTip("A name for this workload (reports and the results browser use it)")
-        self.purpose = combo(PURPOSES, "What the training is for: it changes which rules apply", PURPOSE_LABELS)
+        self.purpose = combo(
+            PURPOSES,
+            "What the training is for: a hyperparameter study and reverse engineering add rules of their own; "
+            "fine-tuning is sized as full fine-tuning (every weight trained), the same as from scratch",
+            PURPOSE_LABELS,
+        )
         self.runs = spin(1, 1000, "Networks training at the same time on one machine (cache and socket rules)")
         self.use_deadline = QCheckBox("Deadline")
         self.deadline = dspin(0.1, 1e7, 1, "Training must finish within this many hours", " h")

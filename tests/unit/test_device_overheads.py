@@ -29,3 +29,25 @@ def test_an_nvidia_gpu_keeps_the_cuda_overheads() -> None:
     assert c.memory.overhead > 700 * 2**20  # the CUDA context measured on an H100 (779 MiB)
     assert c.step.overhead_s > 1e-3
     assert "no per-step overhead is known" not in " ".join(c.assumptions)
+
+
+def test_a_summary_model_counts_no_invented_op_overhead() -> None:
+    """A published summary (Jamgharyan Table 1) gives parameters and FLOPs, not its layers: with a
+    measured 1 ms per op the step must not charge an invented number of ops."""
+    from core.estimate.sizing import size_candidate
+
+    w = parse_workload({"model": {"preset": "ssd-pascal-mobilenet-ft"}, "training": {"batch_size": 8}})
+    measured = {"per_op_s": 1e-3, "per_step_s": 0.0}
+    c = size_candidate(w, find_device("H100 SXM", CATALOGUE), 1, calibrated=measured)
+    assert c.step.overhead_s == 0  # was 50 invented ops × (3 + 2) × 1 ms = 250 ms
+    assert "per-op overhead unknown for a summary model" in " ".join(c.assumptions)
+
+
+def test_fine_tuning_says_it_is_sized_as_full_fine_tuning() -> None:
+    w = parse_workload({"model": {"preset": "bert-base"}, "goal": {"purpose": "finetune"}})
+    (c,) = size_workload(w, [find_device("H100 SXM", CATALOGUE)]).candidates
+    (scratch,) = size_workload(
+        parse_workload({"model": {"preset": "bert-base"}}), [find_device("H100 SXM", CATALOGUE)]
+    ).candidates
+    assert c.memory.total == scratch.memory.total  # every weight trained: nothing frozen is modelled
+    assert "fine-tuning sized as full fine-tuning" in " ".join(c.assumptions)
