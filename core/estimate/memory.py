@@ -25,9 +25,12 @@ from core.network.model import ModelAnalysis
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
 # CUDA context, loaded kernels and library handles outside PyTorch's pool: 779 MiB measured on an
-# H100 (driver 580, CUDA 13, PyTorch 2.11) after training runs; older stacks use 300–600 MiB.
-CUDA_CONTEXT_BYTES = 768 * 2**20
-CUDA_FRAGMENTATION = 0.05  # caching allocator reserve beyond the live-tensor peak
+# H100 (driver 580, CUDA 13, PyTorch 2.11) after training runs (docs/accuracy.md); older stacks use
+# less (300–600 MiB), so on older GPUs this errs on the safe side.
+CUDA_CONTEXT_BYTES = 779 * 2**20
+# caching allocator reserve beyond the live-tensor peak: reserved/allocated 1.04 measured on the
+# first cases of a fresh process on the H100 (docs/accuracy.md), rounded up
+CUDA_FRAGMENTATION = 0.05
 CPU_RUNTIME_BYTES = 300 * 2**20  # resident size of a Python process with PyTorch imported
 # cuBLAS and cuBLASLt workspaces come from PyTorch's caching allocator, so they count in
 # max_memory_allocated: 2 × 32 MiB on Hopper and newer (measured 65 MiB on an H100 with PyTorch

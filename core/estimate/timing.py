@@ -27,9 +27,12 @@ from core.network.graph import Graph
 from core.network.model import ModelAnalysis
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
-# Fraction of the datasheet peak a training step reaches, by device class and precision.
-# TrainRig defaults (Hooda 2023 observes 15–25 % below peak for large kernels; small layers reach
-# less); replaced by measured values once `calibrate` has run on the device class.
+# Fraction of the datasheet peak a training step's matrix products reach, by device class and
+# precision: TrainRig defaults, not fitted to a source — checked against the recorded H100 steps
+# (docs/accuracy.md: within 11 % for small networks and GPT-2 fp32, 31–71 % too fast for
+# ResNet-50, transformers and the LSTM) and the CPU calibrations; replaced by the measured value
+# once `calibrate` has run on the device class. Hooda 2023's "15–25 % performance decrease" is a
+# different claim (sustained vs. theoretical FFMA peak) and is shown only beside T_train.
 DEFAULT_EFFICIENCY = {("gpu", "fp32"): 0.60, ("gpu", "tensor"): 0.45, ("cpu", "fp32"): 0.55, ("tpu", "tensor"): 0.45}
 # Fraction of the datasheet memory bandwidth elementwise kernels reach (TrainRig default).
 BANDWIDTH_EFFICIENCY = {"gpu": 0.8, "cpu": 0.6, "tpu": 0.8}

@@ -59,3 +59,24 @@ def test_the_report_shows_the_rate_its_date_and_converted_unit_prices() -> None:
     (gpu,) = [r for r in report.bom if r.item == "Accelerator"]
     assert gpu.unit_price == pytest.approx(1599 * 0.92)
     assert "0.92 EUR per USD (2026-11-01)" in " ".join(result.candidates[0].assumptions)
+
+
+def psu_line(device: str) -> str:
+    w = parse_workload(seed({}))
+    result = size_workload(w, [find_device(device, CATALOGUE)], host_ram_bytes=64 * 2**30)
+    (line,) = [b for b in recommend_bom(result) if b.item == "Power supply"]
+    return line.reason
+
+
+def test_the_power_supply_takes_the_cpus_tdp_from_the_catalogue() -> None:
+    # AMD EPYC 9654: 360 W default TDP (AMD product page); was a flat 250 W for any CPU
+    assert "CPU 360 W (AMD EPYC 9654" in psu_line("EPYC 9654")
+    # one RTX 4090 wants ≥ 8 cores: the catalogue's lowest-TDP CPU with 8 cores, Ryzen 7 2700 at 65 W
+    assert "CPU 65 W (AMD Ryzen 7 2700" in psu_line("4090")
+
+
+def test_a_cuda_gpu_counts_the_context_measured_on_an_h100() -> None:
+    # docs/accuracy.md: beyond PyTorch's pool the CUDA context, kernels and handles took 779 MiB on
+    # an H100 (driver 580, CUDA 13, PyTorch 2.11); the engine counted 768 MiB
+    (c,) = size_workload(parse_workload(seed({})), [find_device("H100 SXM", CATALOGUE)]).candidates
+    assert c.memory.overhead == 779 * 2**20 + int(0.05 * c.memory.tensor_peak)
