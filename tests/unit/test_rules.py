@@ -171,7 +171,9 @@ def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() ->
     assert lines["Accelerator"].spec == f"{best.device.name} × {best.count}"
     assert all(line.reason and line.source for line in lines.values())
     gpus_w = best.device.tdp_w * best.count
-    assert lines["Power supply"].spec == f"{-(-(gpus_w + 400) * 1.25 // 100) * 100:,.0f} W"
+    # 2 GPUs want ≥ 10 cores: Intel Xeon E5-2683 v3 (14 cores, 120 W TDP per Intel) is the lowest-TDP
+    # catalogue CPU with that many (was a flat 250 W); + 150 W for the rest
+    assert lines["Power supply"].spec == f"{-(-(gpus_w + 120 + 150) * 1.25 // 100) * 100:,.0f} W"
 
 
 @pytest.mark.parametrize(
