@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from core.estimate.calibration import what_calibration_applies
 from core.storage.store import Store
 from telemetry.calibrate import run_calibration
 from telemetry.inventory import collect_inventory
@@ -67,5 +68,5 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     s = result["storage"]
     read = "unknown" if s["read_bps"] is None else f"{s['read_bps'] / 1e6:,.0f} MB/s"
     print(f"  storage read in {s['folder']}: {read} ({s['note']})")
-    print("Sizings of this machine now use these rates." if store is not None else "")
+    print(what_calibration_applies(result) if store is not None else "")
     return 0

@@ -10,11 +10,18 @@ from core.advice.host import MIN_HOST_CORES, host_cores, l3_cache_mb, loader_cor
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import dataset_bytes_on_disk
+from core.hardware.catalogue import load_catalogue
 from core.units import fmt_bytes, fmt_seconds
 
 RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 DISK_SIZES_TB = (0.5, 1, 2, 4, 8, 16, 32, 64)
-CPU_HOST_W, OTHER_W, PSU_HEADROOM = 250, 150, 1.25
+# Power supply: GPUs and CPU at their catalogue TDPs (vendor data sheets); the rest is TrainRig's
+# allowance for board, RAM, drives and fans (no published breakdown is used: edit for your build);
+# 25 % headroom is TrainRig's margin for transients.
+OTHER_W, PSU_HEADROOM = 150, 1.25
+# Storage: TrainRig allowances, not from a source — a system disk with the OS, drivers, CUDA and
+# Python environments, and the checkpoints kept while training.
+SYSTEM_DISK_BYTES, CHECKPOINTS_KEPT = 200 * 10**9, 5
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
     # storage: dataset twice (raw + working copy), checkpoints, system
     on_disk = dataset_bytes_on_disk(d)
     checkpoint = checkpoint_bytes(m.parameters, t.optimizer)
-    need = 2 * on_disk + 5 * checkpoint + 200 * 10**9
+    need = 2 * on_disk + CHECKPOINTS_KEPT * checkpoint + SYSTEM_DISK_BYTES
     size_tb = next((s for s in DISK_SIZES_TB if s * 10**12 >= need), DISK_SIZES_TB[-1])
     input_bound = best is not None and best.step.bound == "input pipeline"
     kind = "NVMe SSD" if input_bound or on_disk > 50 * 10**9 or d.storage == "nvme" else "SATA SSD"
@@ -127,18 +134,22 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
         BomLine(
             "Storage",
             f"{size_tb:g} TB {kind}{raid}",
-            f"dataset {fmt_bytes(on_disk)} on disk ({d.format}) twice, 5 checkpoints of {fmt_bytes(checkpoint)}, "
-            "system" + ("; steps wait for data, so reads are striped" if input_bound else ""),
+            f"dataset {fmt_bytes(on_disk)} on disk ({d.format}) twice, {CHECKPOINTS_KEPT} checkpoints of "
+            f"{fmt_bytes(checkpoint)}, {SYSTEM_DISK_BYTES / 1e9:.0f} GB for the system (TrainRig allowances)"
+            + ("; steps wait for data, so reads are striped" if input_bound else ""),
             "Jamgharyan 2024 (RAID 0 / RAID 10); Panaite & Leba 2024 (storage tiers and formats)",
         )
     )
-    psu = math.ceil((gpu_w + CPU_HOST_W + OTHER_W) * PSU_HEADROOM / 100) * 100
+    cpu_w, cpu_note = cpu_power(best, cores)
+    psu = math.ceil((gpu_w + cpu_w + OTHER_W) * PSU_HEADROOM / 100) * 100
     lines.append(
         BomLine(
             "Power supply",
             f"{psu:,} W",
-            f"GPUs {gpu_w:,.0f} W + CPU {CPU_HOST_W} W + rest {OTHER_W} W, with 25 % headroom",
-            "vendor TDPs from the catalogue",
+            f"GPUs {gpu_w:,.0f} W + CPU {cpu_w:,.0f} W ({cpu_note}) + rest {OTHER_W} W (board, RAM, drives, fans), "
+            "with 25 % headroom",
+            "GPU and CPU TDPs from the catalogue (vendor data sheets); the rest and the headroom are TrainRig "
+            "allowances",
         )
     )
     if link_bw and count > 1 and best is not None and "nvlink" not in (best.device.interconnect or "").lower():
@@ -151,3 +162,18 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             )
         )
     return lines
+
+
+def cpu_power(best: CandidateResult | None, cores: int) -> tuple[float, str]:
+    """Watts of the host CPU and where the figure comes from: a CPU candidate's own catalogue TDP;
+    otherwise the lowest TDP among catalogue CPUs with the ``cores`` the CPU line asks for (or,
+    when none has that many, the one with the most cores)."""
+    if best is not None and best.device.kind == "cpu" and best.device.tdp_w:
+        return float(best.device.tdp_w), f"{best.device.name} TDP"
+    cpus = [d for d in load_catalogue() if d.kind == "cpu" and d.tdp_w]
+    enough = [d for d in cpus if int(d.extra.get("cores") or 0) >= cores]
+    if enough:
+        pick = min(enough, key=lambda d: float(d.tdp_w or 0))
+        return float(pick.tdp_w or 0), f"{pick.name} TDP, the catalogue's lowest with ≥ {cores} cores"
+    pick = max(cpus, key=lambda d: int(d.extra.get("cores") or 0))
+    return float(pick.tdp_w or 0), f"{pick.name} TDP, the catalogue's CPU with the most cores"

@@ -203,7 +203,6 @@ def candidate_context(result: SizingResult, c: CandidateResult) -> dict[str, Any
     has_tensor = bool(tensor_cores) or (dev.kind in ("tpu", "accelerator") and dev.half_flops is not None)
     bandwidth = dev.bandwidth / 1e9 if dev.bandwidth else None
     link = dev.interconnect or "PCIe"
-    per_gpu_link = (dev.interconnect_bw or 15.75e9) if "nvlink" not in link.lower() else 63e9
     return {
         "device": dev.name,
         "count": c.count,
@@ -224,7 +223,11 @@ def candidate_context(result: SizingResult, c: CandidateResult) -> dict[str, Any
         "has_nvlink": "nvlink" in link.lower(),
         "interconnect": link,
         "comm_text": fmt_seconds(c.step.comm_s),
-        "gpu_host_traffic": f"{c.count * per_gpu_link / 1e9:,.0f} GB/s",
+        # host memory is reached over PCIe; NVLink joins the GPUs to each other
+        "gpu_host_traffic": "an unknown rate"
+        if dev.host_link_bw is None
+        else f"{c.count * dev.host_link_bw / 1e9:,.0f} GB/s",
+        "host_link": dev.host_link or "a host link the catalogue does not give",
         "overhead_share": c.step.overhead_s / c.step.step_s if c.step.step_s else 0.0,
         "overhead_pct": f"{c.step.overhead_s / c.step.step_s:.0%}" if c.step.step_s else "unknown",
         "activation_share": mem.activations / mem.tensor_peak if mem.tensor_peak else 0.0,

@@ -112,3 +112,23 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
         out["per_op_s"] = float(overhead["per_op_s"])
         out["per_step_s"] = float(overhead["per_step_s"])
     return out
+
+
+def what_calibration_applies(result: Mapping[str, Any]) -> str:
+    """What later sizings take from a calibration, in words for the CLI and the Inventory tab:
+    a CPU's every measured rate (this machine) and efficiency (its catalogue model); a GPU's
+    efficiency only (class_efficiencies) — its per-op rates are kept in the
+    database but the GPU timing model does not use them (see efficiency_from_calibration)."""
+    parts = []
+    if result.get("cpu_profile") or result.get("cpu_linear_train_flops"):
+        parts.append(
+            "this machine's CPU: every measured rate (layers by size, elementwise layers, optimizer, framework "
+            "overhead); its catalogue model: the measured efficiency"
+        )
+    for g in result.get("gpus") or []:
+        parts.append(
+            f"{g.get('name', 'GPU')}: only the measured efficiency (fp32 and tensor, largest layer's rate over the "
+            "datasheet peak), for this machine's GPU and its catalogue model; its per-op GPU rates are stored, "
+            "not applied"
+        )
+    return "Later sizings use: " + "; ".join(parts) + "." if parts else "Nothing measured is applied."

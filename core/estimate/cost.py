@@ -12,7 +12,7 @@ HOURS_PER_YEAR = 8760.0
 
 @dataclass(frozen=True)
 class CostEstimate:
-    capex: float | None  # devices × count + host per node
+    capex: float | None  # devices × count (converted from USD) + host per node, in ``currency``
     power_w: float | None  # devices at TDP plus hosts
     energy_kwh: float | None  # of one training run, at the set utilisation and PUE
     energy_cost: float | None
@@ -30,7 +30,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         power = device.tdp_w * count + cost.host_power_w * nodes
     capex = None
     if device.price_usd is not None:
-        capex = device.price_usd * count + cost.host_cost * nodes
+        capex = cost.from_usd(device.price_usd) * count + cost.host_cost * nodes  # catalogue prices are USD
     energy_kwh = power * cost.utilisation * train_hours * cost.pue / 1000 if power is not None else None
     energy_cost = energy_kwh * cost.electricity_per_kwh if energy_kwh is not None else None
     tco = run_cost = break_even = None

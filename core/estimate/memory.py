@@ -25,9 +25,12 @@ from core.network.model import ModelAnalysis
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
 # CUDA context, loaded kernels and library handles outside PyTorch's pool: 779 MiB measured on an
-# H100 (driver 580, CUDA 13, PyTorch 2.11) after training runs; older stacks use 300–600 MiB.
-CUDA_CONTEXT_BYTES = 768 * 2**20
-CUDA_FRAGMENTATION = 0.05  # caching allocator reserve beyond the live-tensor peak
+# H100 (driver 580, CUDA 13, PyTorch 2.11) after training runs (docs/accuracy.md); older stacks use
+# less (300–600 MiB), so on older GPUs this errs on the safe side.
+CUDA_CONTEXT_BYTES = 779 * 2**20
+# caching allocator reserve beyond the live-tensor peak: reserved/allocated 1.04 measured on the
+# first cases of a fresh process on the H100 (docs/accuracy.md), rounded up
+CUDA_FRAGMENTATION = 0.05
 CPU_RUNTIME_BYTES = 300 * 2**20  # resident size of a Python process with PyTorch imported
 # cuBLAS and cuBLASLt workspaces come from PyTorch's caching allocator, so they count in
 # max_memory_allocated: 2 × 32 MiB on Hopper and newer (measured 65 MiB on an H100 with PyTorch
@@ -303,8 +306,9 @@ def estimate_peak_memory(
     """Peak memory of one device in bytes for one steady-state step.
 
     ``batch_size`` is the global batch, split evenly over ``devices`` data-parallel replicas.
-    ``device_kind`` "gpu" adds the CUDA context and allocator fragmentation and uses the
-    multi-tensor (foreach) optimizers; "cpu" uses the single-tensor optimizers of PyTorch on CPU.
+    ``device_kind`` "gpu" (CUDA) adds the CUDA context and allocator fragmentation and uses the
+    multi-tensor (foreach) optimizers; "cpu" uses the single-tensor optimizers of PyTorch on CPU;
+    "accelerator" (TPU, Trainium) counts the tensors as on a GPU and no runtime overhead (unknown).
     Sources: parameter/gradient/state sizes follow torch.optim; ZeRO stages 1–3 shard optimizer
     state, then gradients, then parameters (Rajbhandari et al., 2020); reserve is Jamgharyan's
     +25–30 % for reverse-engineering overfitted models.
@@ -354,6 +358,8 @@ def largest_batch_per_device(lines: PhaseLines, capacity: int, device_kind: str,
     """Largest per-device batch whose total stays within ``capacity`` bytes (0 if none fits)."""
     if device_kind == "gpu":
         budget = (capacity / (1 + reserve_fraction) - CUDA_CONTEXT_BYTES) / (1 + CUDA_FRAGMENTATION)
+    elif device_kind == "accelerator":
+        budget = capacity / (1 + reserve_fraction)
     else:
         budget = capacity / (1 + reserve_fraction) - CPU_RUNTIME_BYTES
     room = budget - lines.fixed
@@ -365,6 +371,8 @@ def largest_batch_per_device(lines: PhaseLines, capacity: int, device_kind: str,
 def _overhead(device_kind: str, tensor_peak: int) -> int:
     if device_kind == "gpu":
         return CUDA_CONTEXT_BYTES + int(CUDA_FRAGMENTATION * tensor_peak)
+    if device_kind == "accelerator":
+        return 0  # a TPU's or Trainium's runtime reserve is not known: the tensors only
     return CPU_RUNTIME_BYTES
 
 

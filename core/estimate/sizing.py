@@ -106,6 +106,8 @@ def size_candidate(
 ) -> CandidateResult:
     t, m, d = workload.training, workload.analysis, workload.data
     kind = "cpu" if device.kind == "cpu" else "gpu"  # accelerators hold their own memory, as GPUs do
+    # the runtime's own memory: CUDA's context on NVIDIA GPUs; unknown on TPUs and Trainium
+    runtime = kind if kind == "cpu" or device.runs_cuda else "accelerator"
     nodes = max(t.nodes, 1)
     devices = count * nodes
     reserve = t.reserve_percent / 100
@@ -121,12 +123,12 @@ def size_candidate(
         target_bytes_per_sample=target_bytes,
         workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
     )
-    mem = breakdown_at(lines, -(-t.batch_size // devices), kind, reserve)
+    mem = breakdown_at(lines, -(-t.batch_size // devices), runtime, reserve)
     capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes
     fits = None if capacity is None else mem.total <= capacity
     largest = None
     if capacity is not None:
-        largest = largest_batch_per_device(lines, capacity, kind, reserve) * devices
+        largest = largest_batch_per_device(lines, capacity, runtime, reserve) * devices
     read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
         m,
@@ -156,6 +158,33 @@ def size_candidate(
         f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
         read_note,
     ]
+    if m.graph is None and not m.trace:
+        assumptions.append(
+            "per-op overhead unknown for a summary model (no layer list): only the per-step framework overhead "
+            "is counted"
+        )
+    if workload.goal.purpose == "finetune":
+        assumptions.append(
+            "fine-tuning sized as full fine-tuning: every weight is trained (frozen layers and adapters are not "
+            "modelled), so memory and time are those of training from scratch"
+        )
+    if runtime == "accelerator":
+        assumptions.append(
+            f"no runtime memory overhead is known for {device.name} (the CUDA context applies to NVIDIA GPUs "
+            "only): the tensors alone are counted, so the memory is a lower bound"
+        )
+    if not st.overhead_known:
+        assumptions.append(
+            f"no per-step overhead is known for {device.name}; the step time is a lower bound (the framework "
+            "overhead TrainRig knows was measured on CUDA and CPU hosts)"
+        )
+    if workload.cost.currency != "USD":
+        c = workload.cost
+        assumptions.append(
+            f"money in {c.currency} at {c.per_usd:g} {c.currency} per USD ({c.rate_date}), set in the workload: "
+            "catalogue prices and the USD defaults converted; the prices you give are taken as "
+            f"{c.currency}"
+        )
     if t.scaling_model != "analytic" and devices > 1:
         # one device, analytic: the baseline Wünsche's observed speed-ups are applied to
         single = replace(workload, training=replace(t, nodes=1, scaling_model="analytic"))
@@ -199,7 +228,10 @@ def dataset_fit(dataset_bytes: int, host_ram_bytes: int | None) -> dict[str, obj
     }
 
 
-DEFAULT_HOST_RAM = 64 * 10**9  # a workstation's RAM, for catalogue candidates whose host is not known
+# RAM of the host of a catalogue candidate whose host is not known: TrainRig's assumption of a
+# workstation with 4 × 16 GiB DIMMs (the output says "assumed"); only decides whether the dataset
+# stays in the page cache after the first epoch.
+DEFAULT_HOST_RAM = 64 * 2**30
 
 
 def effective_read_bps(workload: Workload, host_ram_bytes: int | None) -> tuple[float, str]:

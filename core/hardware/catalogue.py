@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import CatalogueError, WorkloadError
+from core.hardware.links import parse_pcie, pcie_bps
 from core.paths import resource_path
 from core.validate import get_choice, get_float, get_int, get_str, require_mapping
 
@@ -30,7 +31,9 @@ class DeviceSpec:
     price_usd: float | None = None
     price_date: str | None = None
     interconnect: str | None = None
-    interconnect_bw: float | None = None  # per direction, bytes/s
+    interconnect_bw: float | None = None  # device to device, per direction, bytes/s (all-reduce)
+    host_link: str | None = None  # the PCIe link to host memory, e.g. "PCIe 3.0 x16"
+    host_link_bw: float | None = None  # per direction, bytes/s
     cuda_cores: int | None = None
     clock_hz: float | None = None
     source: str = ""
@@ -45,6 +48,12 @@ class DeviceSpec:
     def is_this_machine(self) -> bool:
         return self.origin == "this-machine"
 
+    @property
+    def runs_cuda(self) -> bool:
+        """An NVIDIA GPU (or a user's GPU that names no other vendor): CUDA's context and launch
+        overheads apply to it and to nothing else."""
+        return self.kind == "gpu" and str(self.extra.get("vendor") or "NVIDIA").upper() == "NVIDIA"
+
     def peak_flops(self, precision: str) -> float:
         """Dense peak for the training precision; devices without tensor cores fall back to FP32."""
         if precision == "tf32" and self.tf32_flops:
@@ -54,6 +63,32 @@ class DeviceSpec:
         return self.fp32_flops
 
 
+GIB = 2**30
+
+
+def device_memory_bytes(entry: Mapping[str, Any]) -> int | None:
+    """Device memory in bytes: ``memory_bytes`` (the catalogue's, NVML's total where recorded), else
+    ``memory_gb`` read as GiB — vendors' "24 GB" of GDDR or HBM is 24 GiB (binary chip and stack
+    sizes), not 24·10⁹ B. None for a CPU, whose RAM is the host's."""
+    if entry.get("kind") == "cpu":
+        return None
+    if entry.get("memory_bytes"):
+        return int(entry["memory_bytes"])
+    gb = entry.get("memory_gb")
+    return round(float(gb) * GIB) if gb else None
+
+
+def host_link_of(entry: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The PCIe link a device reaches host memory over, and its bytes/s per direction: the entry's
+    ``host_link``, else a PCIe ``interconnect`` (a card on the bus); None when not known (TPUs,
+    Trainium, a user's device without either)."""
+    for text in (entry.get("host_link"), entry.get("interconnect")):
+        pcie = parse_pcie(text)
+        if pcie:
+            return f"PCIe {pcie[0]}.0 x{pcie[1]}", pcie_bps(*pcie)
+    return None
+
+
 def device_from_entry(entry: Mapping[str, Any], origin: str = "catalogue") -> DeviceSpec:
     tera = 1e12
     boost = entry.get("boost_clock_mhz")
@@ -61,20 +96,22 @@ def device_from_entry(entry: Mapping[str, Any], origin: str = "catalogue") -> De
     fp32 = entry.get("fp32_tflops") or entry.get("fp16_tflops")
     if not fp32:
         raise CatalogueError(f"device {entry.get('name')!r} has neither fp32_tflops nor fp16_tflops")
-    mem = entry.get("memory_gb") if entry.get("kind") != "cpu" else None
+    host = host_link_of(entry)
     return DeviceSpec(
         name=str(entry["name"]),
         kind=str(entry["kind"]),
         fp32_flops=float(fp32) * tera,
         tf32_flops=entry["tf32_tflops"] * tera if entry.get("tf32_tflops") else None,
         half_flops=entry["fp16_tflops"] * tera if entry.get("fp16_tflops") else None,
-        memory_bytes=int(mem * 1e9) if mem else None,
+        memory_bytes=device_memory_bytes(entry),
         bandwidth=entry["memory_bandwidth_gbs"] * 1e9 if entry.get("memory_bandwidth_gbs") else None,
         tdp_w=entry.get("tdp_w"),
         price_usd=entry.get("price_usd"),
         price_date=entry.get("price_date"),
         interconnect=entry.get("interconnect"),
         interconnect_bw=entry["interconnect_gbs"] * 1e9 if entry.get("interconnect_gbs") else None,
+        host_link=host[0] if host else None,
+        host_link_bw=host[1] if host else None,
         cuda_cores=entry.get("cuda_cores"),
         clock_hz=boost * 1e6 if boost else None,
         source=str(entry.get("source", "")),
@@ -178,7 +215,8 @@ DEVICE_KINDS = ("gpu", "cpu", "tpu", "accelerator")
 def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
     """Validate a user's device (custom in a workload, or added to the catalogue).
 
-    Required: ``name``, ``fp32_tflops`` and, for anything but a CPU, ``memory_gb``. Optional
+    Required: ``name``, ``fp32_tflops`` and, for anything but a CPU, ``memory_gb`` (read as GiB, as
+    vendors mean it for device memory: 24 → 25,769,803,776 B). Optional
     figures are checked for range. Raises WorkloadError naming the key path.
     """
     e = dict(require_mapping(entry, path))

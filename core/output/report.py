@@ -215,7 +215,7 @@ def _bom_rows(bom: Sequence[BomLine], best: CandidateResult | None, result: Sizi
         unit = total = None
         if line.item == "Accelerator" and best is not None:
             qty = best.count * best.nodes
-            unit = best.device.price_usd
+            unit = None if best.device.price_usd is None else result.workload.cost.from_usd(best.device.price_usd)
             total = unit * qty if unit is not None else None
         rows.append(BomRow(line.item, line.spec, qty, unit, total, line.reason, line.source))
     rows.append(
@@ -235,6 +235,16 @@ def _bom_rows(bom: Sequence[BomLine], best: CandidateResult | None, result: Sizi
 def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
     c, d = result.workload.cost, result.workload.data
     out = [
+        (
+            "Exchange rate",
+            c.rate_text
+            + (
+                ", set in the workload: catalogue prices (USD) and the USD defaults of the host, the cloud "
+                f"price and electricity are converted; prices you give are taken as {c.currency}"
+                if c.currency != "USD"
+                else ""
+            ),
+        ),
         ("Electricity", f"{c.electricity_per_kwh:g} {c.currency}/kWh, PUE {c.pue:g}, utilisation {c.utilisation:.0%}"),
         ("Amortisation", f"{c.amortisation_years:g} years, maintenance {c.maintenance_percent:g} % of capex a year"),
         ("Cloud price", f"{c.cloud_per_gpu_hour:g} {c.currency} per device-hour"),
@@ -254,5 +264,7 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
     for cand in {x.device.name: x for x in result.candidates}.values():
         dev = cand.device
         price = f"{dev.price_usd:,.0f} USD ({dev.price_date})" if dev.price_usd is not None else "no price"
+        if dev.price_usd is not None and c.currency != "USD":
+            price += f" = {c.from_usd(dev.price_usd):,.0f} {c.currency}"
         out.append((dev.name, f"{price}; {dev.source}"))
     return tuple(out)

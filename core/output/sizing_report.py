@@ -134,7 +134,12 @@ def sizing_to_text(rec: Recommendation) -> str:
         f"  C_train = {fmt_count(float(s['c_train_flop']), 'FLOP')} (Hooda eq. 3), "
         f"T_train = {fmt_seconds(float(s['t_train_s']))} at peak (Hooda eq. 4)",
         "",
-        "Candidates",
+        "Candidates"
+        + (
+            f" (money in {r.workload.cost.currency}: {r.workload.cost.rate_text}; catalogue prices converted)"
+            if r.workload.cost.currency != "USD"
+            else ""
+        ),
     ]
     for c in r.candidates:
         mem = c.memory

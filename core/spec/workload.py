@@ -6,6 +6,7 @@ the key path and the allowed values or range.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from collections.abc import Mapping
@@ -66,6 +67,9 @@ class HardwareSpec:
 
 @dataclass(frozen=True)
 class CostSpec:
+    """Money settings. Amounts the user gives (electricity, host, cloud price, budget) are in
+    ``currency``; catalogue prices and the USD defaults are converted at ``per_usd``."""
+
     currency: str = "USD"
     electricity_per_kwh: float = 0.20
     pue: float = 1.2
@@ -77,6 +81,17 @@ class CostSpec:
     maintenance_percent: float = 5.0
     deadline_hours: float | None = None
     budget: float | None = None
+    per_usd: float = 1.0  # units of ``currency`` per US dollar, set by the user
+    rate_date: str | None = None  # the day ``per_usd`` was taken
+
+    def from_usd(self, usd: float) -> float:
+        return usd * self.per_usd
+
+    @property
+    def rate_text(self) -> str:
+        if self.currency == "USD":
+            return "prices in USD, as the catalogue gives them"
+        return f"1 USD = {self.per_usd:g} {self.currency} on {self.rate_date}"
 
 
 PURPOSES = ("scratch", "finetune", "hpo", "reverse_engineering")
@@ -242,12 +257,19 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         "maintenance_percent",
         "deadline_hours",
         "budget",
+        "exchange_rate",
     }
     reject_unknown(c, allowed, "cost")
     d = CostSpec()
+    currency = get_str(c, "currency", "cost", default=d.currency).strip()
+    per_usd, rate_date = _exchange_rate(c, currency)
     return CostSpec(
-        currency=get_str(c, "currency", "cost", default=d.currency),
-        electricity_per_kwh=get_float(c, "electricity_per_kwh", "cost", default=d.electricity_per_kwh, maximum=100),
+        currency=currency,
+        per_usd=per_usd,
+        rate_date=rate_date,
+        electricity_per_kwh=get_float(
+            c, "electricity_per_kwh", "cost", default=d.electricity_per_kwh * per_usd, maximum=100
+        ),
         pue=get_float(c, "pue", "cost", default=d.pue, minimum=1.0, maximum=5.0),
         utilisation=get_float(
             c, "utilisation", "cost", default=d.utilisation, minimum=0, exclusive_min=True, maximum=1
@@ -255,8 +277,10 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         amortisation_years=get_float(
             c, "amortisation_years", "cost", default=d.amortisation_years, minimum=0, exclusive_min=True, maximum=50
         ),
-        cloud_per_gpu_hour=get_float(c, "cloud_per_gpu_hour", "cost", default=d.cloud_per_gpu_hour, maximum=1e4),
-        host_cost=get_float(c, "host_cost", "cost", default=d.host_cost, maximum=1e9),
+        cloud_per_gpu_hour=get_float(
+            c, "cloud_per_gpu_hour", "cost", default=d.cloud_per_gpu_hour * per_usd, maximum=1e4
+        ),
+        host_cost=get_float(c, "host_cost", "cost", default=d.host_cost * per_usd, maximum=1e9),
         host_power_w=get_float(c, "host_power_w", "cost", default=d.host_power_w, maximum=1e6),
         maintenance_percent=get_float(c, "maintenance_percent", "cost", default=d.maintenance_percent, maximum=100),
         deadline_hours=(
@@ -266,3 +290,28 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         ),
         budget=get_float(c, "budget", "cost", minimum=0, exclusive_min=True, maximum=1e12) if "budget" in c else None,
     )
+
+
+def _exchange_rate(c: Mapping[str, Any], currency: str) -> tuple[float, str | None]:
+    """``cost.exchange_rate`` = {"per_usd": 0.92, "date": "2026-11-01"}: what one US dollar costs in
+    ``currency`` on that day. Required for any currency but USD (catalogue prices are USD)."""
+    path = "cost.exchange_rate"
+    if currency.upper() == "USD":
+        if "exchange_rate" in c:
+            raise WorkloadError(path, "currency USD takes no exchange rate (catalogue prices are in USD)")
+        return 1.0, None
+    if "exchange_rate" not in c:
+        raise WorkloadError(
+            path,
+            f"currency {currency} needs the rate per USD and its date, "
+            'e.g. {"per_usd": 0.92, "date": "2026-11-01"} (catalogue prices are in USD)',
+        )
+    r = require_mapping(c["exchange_rate"], path)
+    reject_unknown(r, {"per_usd", "date"}, path)
+    per_usd = get_float(r, "per_usd", path, minimum=0, exclusive_min=True, maximum=1e9)
+    date = get_str(r, "date", path)
+    try:
+        dt.date.fromisoformat(date)
+    except ValueError:
+        raise WorkloadError(f"{path}.date", f"must be a date as YYYY-MM-DD, got {date!r}") from None
+    return per_usd, date

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import TrainRigError
+from core.estimate.calibration import what_calibration_applies
 from core.hardware.catalogue import DeviceSpec, load_catalogue, match_detected_cpu
 from core.storage.store import Store
 from core.units import fmt_bytes
@@ -73,7 +74,8 @@ class InventoryTab(QWidget):
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.setToolTip(
             "Measure this machine's compute rates, overhead and storage with PyTorch "
-            "(about 20 s); sizings of this machine then use them"
+            "(about 20 s); later sizings of this machine's CPU use every measured rate, a GPU only its "
+            "measured efficiency (its per-op rates are stored, not applied)"
         )
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy: the worker reports no fraction
@@ -161,7 +163,7 @@ class InventoryTab(QWidget):
         self.torch_status.setText(
             f"Calibrated in {result['seconds']} s: training steps reach {result['cpu_linear_train_flops'] / 1e9:,.0f} "
             f"GFLOP/s on linear and {result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers{small}; "
-            f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. Sizings of this machine use them."
+            f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. {what_calibration_applies(result)}"
         )
         self.calibrated.emit(result)
 
@@ -342,7 +344,7 @@ class InventoryTab(QWidget):
                 s, f"GPU {g['index']}", inv, f"{p}.name", g.get("name"), match.name if match else "no catalogue entry"
             )
             rows = [
-                ("Memory", "memory_bytes", _bytes(g.get("memory_bytes")), f"{cat.get('memory_gb')} GB"),
+                ("Memory", "memory_bytes", _bytes(g.get("memory_bytes")), _bytes(cat.get("memory_bytes"))),
                 ("Architecture", "architecture", g.get("architecture"), cat.get("architecture", "")),
                 (
                     "Compute capability",

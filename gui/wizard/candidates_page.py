@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from core.errors import TrainRigError
 from core.hardware.candidates import THIS_MACHINE
-from core.hardware.catalogue import DeviceSpec, device_from_entry, normalise_device_entry
+from core.hardware.catalogue import GIB, DeviceSpec, device_from_entry, normalise_device_entry
 from gui.wizard.base import WizardPage, combo, dspin, error_label, spin
 
 
@@ -41,7 +41,7 @@ class CandidatesPage(WizardPage):
         self.custom_name = QLineEdit()
         self.custom_name.setPlaceholderText("name")
         self.custom_fp32 = dspin(0.01, 1e6, 2, "FP32 peak of your device", " TFLOP/s")
-        self.custom_mem = dspin(0.1, 1e6, 1, "Memory of your device", " GB")
+        self.custom_mem = dspin(0.1, 1e6, 1, "Memory of your device: the vendor's GB, read as GiB", " GiB")
         self.custom_price = dspin(0, 1e7, 0, "Price (0: unknown)", " USD")
         self.custom_add = QPushButton("Add device")
         self.error = error_label()
@@ -107,7 +107,8 @@ class CandidatesPage(WizardPage):
             item = self.list.item(i)
             d: DeviceSpec = item.data(Qt.ItemDataRole.UserRole + 1)
             hide = (kind != "all" and d.kind != kind) or (vendor != "all" and d.extra.get("vendor") != vendor)
-            if self.min_memory.value() and (d.memory_bytes or 0) < self.min_memory.value() * 1e9:
+            marketed_gb = d.extra.get("memory_gb") or (d.memory_bytes or 0) / GIB  # "24 GB" is 24 GiB
+            if self.min_memory.value() and marketed_gb < self.min_memory.value():
                 hide = True
             if self.max_price.value() and (d.price_usd or 0) > self.max_price.value():
                 hide = True

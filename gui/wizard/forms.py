@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit
@@ -35,7 +36,12 @@ class GoalPage(WizardPage):
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.name = QLineEdit()
         self.name.setToolTip("A name for this workload (reports and the results browser use it)")
-        self.purpose = combo(PURPOSES, "What the training is for: it changes which rules apply", PURPOSE_LABELS)
+        self.purpose = combo(
+            PURPOSES,
+            "What the training is for: a hyperparameter study and reverse engineering add rules of their own; "
+            "fine-tuning is sized as full fine-tuning (every weight trained), the same as from scratch",
+            PURPOSE_LABELS,
+        )
         self.runs = spin(1, 1000, "Networks training at the same time on one machine (cache and socket rules)")
         self.use_deadline = QCheckBox("Deadline")
         self.deadline = dspin(0.1, 1e7, 1, "Training must finish within this many hours", " h")
@@ -43,6 +49,12 @@ class GoalPage(WizardPage):
         self.budget = dspin(1, 1e12, 0, "Hardware budget (capex) in the currency below")
         self.currency = QLineEdit("USD")
         self.currency.setMaxLength(8)
+        self.currency.setToolTip("Currency of all money figures; catalogue prices are USD and are converted")
+        self.rate = dspin(0.0001, 1e9, 4, "What one US dollar costs in the currency above (catalogue prices are USD)")
+        self.rate.setValue(1.0)
+        self.rate_date = QLineEdit()
+        self.rate_date.setPlaceholderText("YYYY-MM-DD")
+        self.rate_date.setToolTip("The day the exchange rate was taken")
         self.error = error_label()
         form.addRow("Name", self.name)
         form.addRow("Purpose", self.purpose)
@@ -50,11 +62,14 @@ class GoalPage(WizardPage):
         form.addRow(self.use_deadline, self.deadline)
         form.addRow(self.use_budget, self.budget)
         form.addRow("Currency", self.currency)
+        form.addRow("Per USD", self.rate)
+        form.addRow("Rate of", self.rate_date)
         form.addRow(QLabel("Deadline and budget give each candidate a verdict on the results page."))
         form.addRow(self.error)
-        for w in (self.name, self.currency):
+        for w in (self.name, self.currency, self.rate_date):
             w.textChanged.connect(self.changed)
-        for s in (self.runs, self.deadline, self.budget):
+        self.currency.textChanged.connect(self._rate_enabled)
+        for s in (self.runs, self.deadline, self.budget, self.rate):
             s.valueChanged.connect(self.changed)
         self.purpose.currentIndexChanged.connect(self.changed)
         for c, target in ((self.use_deadline, self.deadline), (self.use_budget, self.budget)):
@@ -73,12 +88,27 @@ class GoalPage(WizardPage):
         self.budget.setEnabled("budget" in cost)
         self.budget.setValue(float(cost.get("budget", 10000)))
         self.currency.setText(cost.get("currency", "USD"))
+        rate = cost.get("exchange_rate", {})
+        self.rate.setValue(float(rate.get("per_usd", 1.0)))
+        self.rate_date.setText(str(rate.get("date", "")))
+        self._rate_enabled()
+
+    def _non_usd(self) -> bool:
+        return self.currency.text().strip().upper() not in ("", "USD")
+
+    def _rate_enabled(self) -> None:
+        for w in (self.rate, self.rate_date):
+            w.setEnabled(self._non_usd())
 
     def store(self, doc: dict[str, Any]) -> None:
         doc["name"] = self.name.text().strip() or "unnamed workload"
         doc["goal"] = {"purpose": self.purpose.currentData(), "concurrent_runs": self.runs.value()}
         cost = doc.setdefault("cost", {})
         cost["currency"] = self.currency.text().strip() or "USD"
+        if self._non_usd():
+            cost["exchange_rate"] = {"per_usd": self.rate.value(), "date": self.rate_date.text().strip()}
+        else:
+            cost.pop("exchange_rate", None)
         for key, box, spinbox in (
             ("deadline_hours", self.use_deadline, self.deadline),
             ("budget", self.use_budget, self.budget),
@@ -90,6 +120,14 @@ class GoalPage(WizardPage):
 
     def problem(self) -> str | None:
         msg = None if self.currency.text().strip() else "Currency: give a currency label, e.g. USD or EUR."
+        if msg is None and self._non_usd():
+            try:
+                dt.date.fromisoformat(self.rate_date.text().strip())
+            except ValueError:
+                msg = (
+                    f"Exchange rate: currency {self.currency.text().strip()} needs the rate per USD and its date "
+                    "(YYYY-MM-DD); catalogue prices are USD."
+                )
         self.error.setText(msg or "")
         self.error.setVisible(bool(msg))
         return msg

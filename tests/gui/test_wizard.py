@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 
@@ -190,3 +191,20 @@ def test_repainting_does_not_leak_references_to_none(qtbot, main_window) -> None
         w.sizing_tab.results.table.viewport().repaint()
         w.sizing_tab.results.memory_bar.plot.viewport().repaint()
     assert sys.getrefcount(None) >= before - 50
+
+
+def test_a_currency_other_than_usd_asks_for_its_rate_and_converts_prices(qtbot, main_window) -> None:
+    w = main_window()
+    wiz = w.sizing_tab
+    goal = wiz.goal
+    goal.currency.setText("EUR")
+    assert "needs the rate per USD and its date" in (goal.problem() or "")
+    goal.rate.setValue(0.92)
+    goal.rate_date.setText("2026-11-01")
+    assert goal.problem() is None
+    wiz.go(5)
+    (gpu,) = [c for c in wiz.result.candidates if "4090" in c.device.name]
+    # RTX 4090 launch list price 1,599 USD, at 0.92 EUR per USD, plus the default host converted too
+    assert gpu.cost.currency == "EUR"
+    assert gpu.cost.capex == pytest.approx(1599 * 0.92 + wiz.result.workload.cost.host_cost)
+    assert wiz.result.workload.cost.rate_date == "2026-11-01"

@@ -258,3 +258,17 @@ def test_a_measured_rate_above_the_estimated_peak_is_explained() -> None:
     assert f"efficiency {c.step.efficiency:.0%} of the fp32 peak" in c.assumptions[0]
     assert "measured above the estimated peak (cores × clock × FLOP per cycle)" in c.assumptions[0]
     assert "above the estimated peak" not in size_candidate(w, CPU, 1).assumptions[0]
+
+
+def test_the_calibration_message_says_exactly_what_later_sizings_use() -> None:
+    from core.estimate.calibration import what_calibration_applies
+
+    result = {
+        "cpu_profile": {"linear_train": [[1e6, 2e10], [1e9, 1e11]]},
+        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "profile": {"linear_train": [[1e9, 20e12], [1e12, 40e12]]}}],
+    }
+    text = what_calibration_applies(result)
+    assert "this machine's CPU: every measured rate" in text
+    assert "NVIDIA H100 80GB HBM3: only the measured efficiency" in text
+    assert "its per-op GPU rates are stored, not applied" in text
+    assert "Sizings of this machine use them" not in text  # the old claim, untrue for a GPU

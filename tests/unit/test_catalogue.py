@@ -79,3 +79,44 @@ def test_nvml_names_match_catalogue_entries(nvml_name: str, memory_gb: float, ex
 
     found = match_detected_gpu(nvml_name, int(memory_gb * 1e9), load_catalogue())
     assert (found.name if found else None) == expected
+
+
+# What NVML's nvmlDeviceGetMemoryInfo().total reports (nvidia-smi "24564MiB" and "81559MiB"):
+# the RTX 4090 figure is the one tests/fake_nvml.py records; the H100 80GB HBM3 figure as
+# reported on the H100 SXM of issue 22's review.
+NVML_TOTAL_RTX_4090 = 25_757_220_864
+NVML_TOTAL_H100_80GB_HBM3 = 85_520_809_984
+
+
+def test_catalogue_memory_is_what_nvml_reports_for_the_same_card() -> None:
+    from core.units import fmt_bytes
+
+    cat = load_catalogue()
+    assert find_device("4090", cat).memory_bytes == NVML_TOTAL_RTX_4090
+    assert find_device("H100 SXM", cat).memory_bytes == NVML_TOTAL_H100_80GB_HBM3
+    assert fmt_bytes(find_device("4090", cat).memory_bytes) == "24 GiB"  # was 22.4 GiB (24·10⁹ B)
+
+
+@pytest.mark.parametrize(
+    ("query", "gib"),
+    [
+        ("V100", 32),  # NVIDIA V100 data sheet: 32 GB HBM2 (4 stacks × 8 GiB)
+        ("Tesla P40", 24),  # 24 GB GDDR5: 24 × 8 Gbit chips
+        ("A100 40GB", 40),
+        ("TPU v4", 32),  # Cloud TPU v4 docs: "HBM2 capacity 32 GiB"
+        ("Trainium2", 96),  # AWS Neuron Trainium2 architecture guide: "96GiB" of device memory
+        ("AWS Trainium", 32),  # AWS Neuron Trainium architecture: "32 GiB of device memory"
+    ],
+)
+def test_marketed_gigabytes_of_device_memory_are_gibibytes(query: str, gib: int) -> None:
+    devices = [d for d in load_catalogue() if query.lower() in d.name.lower()]
+    assert devices[0].memory_bytes == gib * 2**30, devices[0].name
+
+
+def test_every_accelerator_states_where_its_memory_figure_comes_from() -> None:
+    for e in catalogue_entries():
+        if e["kind"] == "cpu":
+            assert "memory_bytes" not in e, e["name"]  # a CPU's RAM is the host's, not the catalogue's
+        else:
+            assert isinstance(e["memory_bytes"], int) and e["memory_bytes"] > 0, e["name"]
+            assert e["memory_source"], e["name"]

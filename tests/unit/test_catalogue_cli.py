@@ -82,7 +82,7 @@ def test_user_device_is_added_listed_sized_and_removed(cli, write_json, seed_doc
     code, out, _ = cli("size", str(write_json(seed_doc)), "-c", "lab gpu", "--json", "--no-save")
     (cand,) = json.loads(out)["candidates"]
     assert cand["device"] == "Lab GPU 16G" and cand["capex"] == 900 + 3000  # device + default host
-    assert cand["capacity_bytes"] == 16 * 10**9
+    assert cand["capacity_bytes"] == 16 * 2**30  # memory_gb is GiB, as vendors mean it for device memory
     code, out, _ = cli("catalogue", "--remove", "Lab GPU 16G")
     assert code == 0
     code, out, err = cli("size", str(write_json(seed_doc)), "-c", "lab gpu", "--no-save")

@@ -87,3 +87,24 @@ def test_a_detected_gpu_becomes_the_this_machine_candidate(tmp_path: Path) -> No
         replace(m, gpus=(GpuSummary("NVIDIA GeForce GTX 1080", 8 * 2**30, "GPU-2"),)), load_catalogue()
     )
     assert unknown.kind == "cpu" and "GTX 1080 is not in the catalogue" in unknown.source
+
+
+def test_this_machine_and_the_catalogue_agree_on_the_same_card(tmp_path: Path) -> None:
+    """An RTX 4090 in this machine (NVML: 25,757,220,864 B) and the catalogue's RTX 4090 fit the
+    same largest batch of BERT-base."""
+    from dataclasses import replace
+
+    from core.estimate.sizing import size_workload
+    from core.hardware.catalogue import find_device
+    from core.spec.workload import parse_workload
+    from telemetry.machine import GpuSummary
+
+    m = probe_machine(fake_roots(tmp_path, CPUINFO_RYZEN_2700, 4_100_000), None)
+    mine = this_machine_device(
+        replace(m, gpus=(GpuSummary("NVIDIA GeForce RTX 4090", 25_757_220_864, "G"),)), load_catalogue()
+    )
+    catalogue = find_device("4090", load_catalogue())
+    w = parse_workload({"model": {"preset": "bert-base"}, "training": {"batch_size": 64}})
+    here, listed = size_workload(w, [mine, catalogue]).candidates
+    assert here.capacity_bytes == listed.capacity_bytes
+    assert here.largest_batch == listed.largest_batch

@@ -134,7 +134,8 @@ def test_memory_finding_is_specific() -> None:
     (f,) = [f for f in evaluate_rules(result, HOST) if f.rule == "gpu-memory-too-small"]
     assert f.severity == "critical"
     need = result.candidates[0].memory.total / 2**30
-    assert f"NVIDIA GeForce RTX 4090: memory 22.4 GiB < {need:.3g} GiB needed at batch 512" in f.message
+    # NVML: 25,757,220,864 B (24,564 MiB) on an RTX 4090
+    assert f"NVIDIA GeForce RTX 4090: memory 24 GiB < {need:.3g} GiB needed at batch 512" in f.message
     assert "reduce the batch to 256 or use 2 GPUs with ZeRO-2" in f.message
 
 
@@ -170,4 +171,24 @@ def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() ->
     assert lines["Accelerator"].spec == f"{best.device.name} × {best.count}"
     assert all(line.reason and line.source for line in lines.values())
     gpus_w = best.device.tdp_w * best.count
-    assert lines["Power supply"].spec == f"{-(-(gpus_w + 400) * 1.25 // 100) * 100:,.0f} W"
+    # 2 GPUs want ≥ 10 cores: Intel Xeon E5-2683 v3 (14 cores, 120 W TDP per Intel) is the lowest-TDP
+    # catalogue CPU with that many (was a flat 250 W); + 150 W for the rest
+    assert lines["Power supply"].spec == f"{-(-(gpus_w + 120 + 150) * 1.25 // 100) * 100:,.0f} W"
+
+
+@pytest.mark.parametrize(
+    ("device", "words"),
+    [
+        # SXM2 V100s join each other over NVLink 2 but reach the host over PCIe 3.0 ×16 (V100 data
+        # sheet: "PCIe 32 GB/s" both ways): 4 × 15.75 GB/s = 63 GB/s, not 4 × NVLink
+        ("V100", "4 × NVIDIA Tesla V100 SXM2 32GB can pull 63 GB/s from host memory over PCIe 3.0 x16"),
+        # H100 SXM: PCIe Gen5 ×16 to the host (H100 data sheet: "PCIe Gen5: 128 GB/s" both ways)
+        ("H100 SXM", "4 × NVIDIA H100 SXM can pull 252 GB/s from host memory over PCIe 5.0 x16"),
+        ("4090", "4 × NVIDIA GeForce RTX 4090 can pull 126 GB/s from host memory over PCIe 4.0 x16"),
+    ],
+)
+def test_host_traffic_goes_over_pcie_not_nvlink(device: str, words: str) -> None:
+    w = parse_workload({"model": {"preset": "seed-mlp"}, "hardware": {"gpu_count": 4}})
+    result = size_workload(w, [find_device(device, CATALOGUE)], host_ram_bytes=HOST["memory"]["total_bytes"])
+    (f,) = [f for f in evaluate_rules(result, HOST) if f.rule == "memory-bandwidth-vs-gpus"]
+    assert words in f.message

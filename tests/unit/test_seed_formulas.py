@@ -11,7 +11,7 @@ from core.spec.workload import parse_workload
 
 
 def test_p40_peak_flops_is_hoodas_test_vector() -> None:
-    # Hooda eq. 2: (2)(3,840)(1.531e9 Hz) = 1.176e13 FLOP/s
+    # Hooda eq. 1, R = 2NC, worked for the P40 in his eq. 2: (2)(3,840)(1.531e9 Hz) = 1.176e13 FLOP/s
     r = seed.peak_flops(3840, 1.531e9)
     assert r == pytest.approx(1.17580800e13, rel=1e-12)
     assert f"{r:.3e}" == "1.176e+13"
