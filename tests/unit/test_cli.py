@@ -134,3 +134,20 @@ def test_main_py_runs_as_a_script_without_importing_torch_or_qt(tmp_path, write_
     )
     assert "MODULES False False 0" in proc.stderr
     assert json.loads(proc.stdout)["parameters"] == 569_354
+
+
+def test_commands_that_paint_with_qt_say_so_when_pyside6_is_missing(cli, write_json, seed_doc, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PySide6", None)  # as in an environment without it
+    workload = str(write_json(seed_doc))
+    code, out, err = cli(
+        "report", workload, "-c", "4090", "--pdf", str(tmp_path / "r.pdf"), "--csv", str(tmp_path / "r.csv")
+    )
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "trainrig report: the PDF report needs PySide6: pip install -r requirements.txt (--csv alone works without it)"
+    )
+    assert list(tmp_path.glob("r.*")) == []  # nothing half-written
+    code, out, err = cli("--self-test")
+    assert code == 2 and err.strip() == "trainrig: the window needs PySide6: pip install -r requirements.txt"
+    code, out, err = cli("report", workload, "-c", "4090", "--csv", str(tmp_path / "r.csv"))
+    assert code == 0 and out.strip() == f"wrote {tmp_path / 'r.csv'}"
