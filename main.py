@@ -11,6 +11,14 @@ import sys
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
+QT_MISSING = "needs PySide6: pip install -r requirements.txt"
+
+
+def qt_installed() -> bool:
+    """The window and the PDF report paint with Qt; every other command runs without it."""
+    import importlib.util
+
+    return importlib.util.find_spec("PySide6") is not None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     db_path = args.db or default_db_path()
+    if (args.self_test or args.command is None) and not qt_installed():
+        print(f"trainrig: the window {QT_MISSING}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.self_test:
         from gui.self_test import run_self_test
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
 import sys
 from pathlib import Path
@@ -33,6 +34,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.pdf and not args.csv:
         print("trainrig report: give --pdf FILE and/or --csv FILE")
+        return 2
+    if args.pdf and importlib.util.find_spec("PySide6") is None:  # checked before anything is written
+        print(
+            "trainrig report: the PDF report needs PySide6: pip install -r requirements.txt "
+            "(--csv alone works without it)",
+            file=sys.stderr,
+        )
         return 2
     run_ = size_file(args.workload, args.candidate, store, trust_code=args.trust_code)
     report = build_report(

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+pytest_plugins = ["tests.skip_guard"]  # CI: a skipped test fails the run (TRAINRIG_REQUIRE_ALL=1)
+
 SEED_MLP_LAYERS = [
     {"type": "linear", "out_features": 512},
     {"type": "leaky_relu"},

@@ -53,26 +53,104 @@ def test_copy_and_save_snapshot(qtbot, main_window) -> None:
     assert "Saved snapshot #1" in tab.status.text()
 
 
-def test_refresh_detects_again_without_blocking(qtbot, main_window) -> None:
+def test_refresh_detects_again_without_blocking(qtbot, main_window, monkeypatch) -> None:
+    import threading
+
+    from gui.tabs import inventory_tab
+
     w = main_window()
     tab = w.inventory_tab
     first = tab.inventory
-    tab.refresh()
+    release, threads = threading.Event(), []
+
+    def slow_detection() -> dict:
+        threads.append(threading.current_thread())
+        assert release.wait(30), "the test never released the detection"
+        return {**first, "fingerprint": "after-refresh"}
+
+    monkeypatch.setattr(inventory_tab, "collect_inventory", slow_detection)
+    tab.refresh()  # returns while the detection is still held: the window's thread is free
+    assert tab.inventory is first and tab.status.text() == "Detecting this machine…"
     assert not tab.refresh_button.isEnabled()  # busy while the worker runs
+    qtbot.waitUntil(lambda: threads != [], timeout=5000)
+    assert threads[0] is not threading.main_thread()
+    release.set()
     qtbot.waitUntil(lambda: tab.inventory is not first, timeout=5000)
-    assert tab.refresh_button.isEnabled()
+    assert tab.inventory["fingerprint"] == "after-refresh" and tab.refresh_button.isEnabled()
 
 
-def test_pytorch_environment_is_checked_without_importing_it(qtbot, main_window) -> None:
+CPU_ONLY = '{"python": "3.11.9", "torch": "2.13.0", "cuda_available": false, "cuda_build": null, "devices": []}'
+
+
+def fake_python(folder, body: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / "python"
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(0o755)
+    return str(p)
+
+
+def test_pytorch_environment_check_shows_what_the_chosen_python_has(qtbot, main_window, tmp_path, monkeypatch) -> None:
     import sys
 
+    # every other place the check looks holds a Python without PyTorch
+    no_torch = fake_python(tmp_path / "bin", "echo \"ModuleNotFoundError: No module named 'torch'\" >&2; exit 1")
+    monkeypatch.setattr(sys, "executable", no_torch)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("TRAINRIG_PYTHON", raising=False)
     w = main_window()
     tab = w.inventory_tab
     assert tab.torch_env is None and "press Check" in tab.torch_status.text()  # nothing heavy at start-up
-    tab.check_torch(sys.executable)
-    qtbot.waitUntil(lambda: tab.torch_env is not None, timeout=60000)
-    env = tab.torch_env
-    assert env.python == sys.executable or env.ok
-    assert (env.ok and tab.torch_status.text().startswith("✓")) or (
-        not env.ok and tab.torch_status.text().startswith("✗")
+    good = fake_python(tmp_path / "env", f"echo '{CPU_ONLY}'")
+    tab.check_torch(good)
+    qtbot.waitUntil(lambda: tab.torch_env is not None, timeout=30000)
+    assert tab.torch_env.ok and tab.torch_env.python == good
+    assert tab.torch_status.text() == f"✓ {good}: PyTorch 2.13.0 on Python 3.11.9, CPU-only build"
+    tab.torch_env = None
+    broken = fake_python(tmp_path / "broken", "echo 'boom' >&2; exit 3")
+    tab.check_torch(broken)
+    qtbot.waitUntil(lambda: tab.torch_env is not None, timeout=30000)
+    assert not tab.torch_env.ok and tab.torch_status.text() == f"✗ {broken} cannot import PyTorch: boom"
+
+
+# a fresh interpreter: this test process may have imported PyTorch through other tests
+WINDOW_CHECKS_PYTORCH = """
+import json, sys
+from PySide6.QtWidgets import QApplication
+from core.storage.store import Store
+from gui.app import configure_app
+from gui.main_window import MainWindow
+
+app = QApplication([])
+configure_app(app)
+w = MainWindow(Store.open(None))
+w.show()
+tab = w.inventory_tab
+tab.check_torch(sys.executable)
+while tab.torch_env is None or tab.inventory is None:
+    app.processEvents()
+print(json.dumps({"torch_imported": "torch" in sys.modules, "status": tab.torch_status.text()}))
+w.close()
+"""
+
+
+def test_pytorch_environment_is_checked_without_importing_it(tmp_path) -> None:
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", WINDOW_CHECKS_PYTORCH], cwd=root, env=env, capture_output=True, text=True, timeout=120
     )
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answer["torch_imported"] is False  # the window ran the check, in a child process only
+    if importlib.util.find_spec("torch") is not None:  # the interpreter it asked has PyTorch
+        from importlib.metadata import version
+
+        assert answer["status"].startswith(f"✓ {sys.executable}: PyTorch {version('torch')} on Python ")

@@ -26,11 +26,14 @@ GPU_FIELDS = (
 )
 
 
-def test_catalogue_lists_thirty_devices_from_maxwell_to_blackwell(cli) -> None:
+def test_catalogue_lists_its_33_devices_from_maxwell_to_blackwell(cli) -> None:
     code, out, _ = cli("catalogue", "--json")
     assert code == 0
     devices = json.loads(out)
-    assert len(devices) >= 30
+    # the 33 of the README: 21 GPUs, 7 CPUs, TPU v3/v4/v5e and Trainium 1/2
+    assert len(devices) == 33
+    kinds = [d["kind"] for d in devices]
+    assert (kinds.count("gpu"), kinds.count("cpu"), kinds.count("tpu"), kinds.count("accelerator")) == (21, 7, 3, 2)
     names = {d["name"] for d in devices}
     for required in (
         "NVIDIA Quadro M4000",
@@ -65,11 +68,12 @@ def test_catalogue_lists_thirty_devices_from_maxwell_to_blackwell(cli) -> None:
         assert d["source"] and d["user"] is False
 
 
-def test_gpu_filter_and_text_table(cli) -> None:
+def test_kind_filter_and_text_table(cli) -> None:
     code, out, _ = cli("catalogue", "--kind", "tpu")
     assert code == 0
     lines = out.strip().splitlines()
-    assert len(lines) == 4 and all("Google TPU" in line for line in lines[1:])
+    assert lines[0].split()[:2] == ["device", "kind"]
+    assert [line.split("  ")[0] for line in lines[1:]] == ["Google TPU v3", "Google TPU v4", "Google TPU v5e"]
 
 
 def test_user_device_is_added_listed_sized_and_removed(cli, write_json, seed_doc) -> None:

@@ -155,3 +155,20 @@ def test_an_unexpected_error_is_one_line_with_the_log_path_and_debug_shows_the_t
     assert "Traceback (most recent call last)" in log.read_text() and "in broken" in log.read_text()
     code, out, err = cli("--debug", "size", str(write_json(seed_doc)), "--no-save")
     assert code == 1 and "Traceback (most recent call last)" in err and 'raise ZeroDivisionError("division' in err
+
+
+def test_commands_that_paint_with_qt_say_so_when_pyside6_is_missing(cli, write_json, seed_doc, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PySide6", None)  # as in an environment without it
+    workload = str(write_json(seed_doc))
+    code, out, err = cli(
+        "report", workload, "-c", "4090", "--pdf", str(tmp_path / "r.pdf"), "--csv", str(tmp_path / "r.csv")
+    )
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "trainrig report: the PDF report needs PySide6: pip install -r requirements.txt (--csv alone works without it)"
+    )
+    assert list(tmp_path.glob("r.*")) == []  # nothing half-written
+    code, out, err = cli("--self-test")
+    assert code == 2 and err.strip() == "trainrig: the window needs PySide6: pip install -r requirements.txt"
+    code, out, err = cli("report", workload, "-c", "4090", "--csv", str(tmp_path / "r.csv"))
+    assert code == 0 and out.strip() == f"wrote {tmp_path / 'r.csv'}"

@@ -1,53 +1,82 @@
-"""The GPU memory path against what CUDA measured: the engine's peak for the catalogue H100 SXM
-against ``torch.cuda.max_memory_allocated`` over the second training step, recorded on an NVIDIA
-H100 80GB HBM3 with PyTorch 2.11 (benchmarks/accuracy_cuda.py, docs/accuracy.md). A CPU-only
-PyTorch cannot run these steps, nor trace on fake CUDA tensors (its convolutions ask for a CUDA
-device guard it does not have), so the recorded figures stand in for the GPU here."""
+"""The GPU path against what CUDA measured: the engine's peak memory and step time for the
+catalogue H100 SXM against ``torch.cuda.max_memory_allocated`` and the median step recorded on an
+NVIDIA H100 80GB HBM3 with PyTorch 2.11 (tests/fixtures/gpu/: benchmarks/accuracy_cuda.py's run of
+2026-11-22 and the shared fit set). A CPU-only PyTorch cannot run these steps, nor trace on fake
+CUDA tensors (its convolutions ask for a CUDA device guard it does not have), so the recorded
+figures stand in for the GPU here. The bars are SPEC section 9; a case that misses is an xfail
+with its figure, never a looser bar. The table with every figure: benchmarks/accuracy_cuda_recorded.py."""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
-from core.estimate.sizing import size_candidate
-from core.hardware.catalogue import find_device, load_catalogue
-from core.network.presets import accuracy_models
-from core.spec.workload import parse_workload
+from benchmarks.accuracy_cuda_recorded import predict, recorded_cases
 
-MODELS = accuracy_models()
-
-# (model, batch, optimizer, precision): measured peak allocated, MiB
-RECORDED_H100 = {
-    ("seed-mlp", 512, "adam", "fp32"): 78.7,
-    ("seed-mlp", 4096, "adam", "fp32"): 137.9,
-    ("seed-mlp", 4096, "sgd", "bf16_mixed"): 110.6,
-    ("lenet-5", 256, "sgd_momentum", "fp32"): 80.5,
-    ("small-cnn", 256, "adamw", "fp32"): 137.4,
-    ("residual-cnn", 512, "rmsprop", "fp32"): 79.6,
-    ("resnet-50", 32, "sgd_momentum", "fp32"): 2956.9,
-    ("resnet-50", 64, "sgd_momentum", "bf16_mixed"): 3062.3,
-    ("resnet-50", 128, "adam", "tf32"): 10972.7,
-    ("tiny-gpt", 32, "adamw", "fp32"): 179.2,
-    ("lstm-lm", 20, "sgd", "fp32"): 310.4,
-    ("bert-base", 32, "adamw", "bf16_mixed"): 3277.9,
-    ("gpt2-small", 8, "adamw", "bf16_mixed"): 10721.6,
-    ("gpt2-small", 8, "adamw", "fp32"): 12978.5,
+CASES = recorded_cases()
+MEMORY_BAR, MEMORY_MEAN_BAR = 0.10, 0.05  # SPEC 9: within 5 %, 10 % at worst
+STEP_BAR, STEP_SHARE, STEP_MEAN_BAR = 0.25, 0.90, 0.15  # SPEC 9: ≥ 90 % within 25 %, mean error ≤ 15 %
+MISSES = {
+    ("seed-mlp", 4096, "sgd", "bf16_mixed"): (
+        "−12.3 % against the 10 % bar (97.0 MiB predicted, 110.6 MiB measured): the batch-4096 activations "
+        "under bf16 autocast keep about 14 MiB more than the engine's replay; which tensors is unknown"
+    ),
+    ("gpt2-small", 8, "adamw", "fp32"): (
+        "−12.9 % against the 10 % bar (11,300 MiB predicted, 12,979 MiB measured): about one logits-sized "
+        "tensor (8 × 1024 × 50,257 floats = 1.5 GiB) around the fp32 loss is not in the replay"
+    ),
 }
-# under-predicted by more than the 10 % bar, open in docs/accuracy.md: the seed MLP's batch-4096
-# activations under bf16 autocast, and one logits-sized tensor around GPT-2's fp32 loss
-OPEN = {("seed-mlp", 4096, "sgd", "bf16_mixed"): 0.13, ("gpt2-small", 8, "adamw", "fp32"): 0.14}
 
 
-@pytest.mark.parametrize("case", sorted(RECORDED_H100), ids=lambda c: "-".join(map(str, c)))
-def test_gpu_peak_memory_against_the_recorded_h100(case: tuple[str, int, str, str]) -> None:
-    name, batch, optimizer, precision = case
-    w = parse_workload(
-        {
-            "model": MODELS[name],
-            "data": {"samples": batch * 10},
-            "training": {"batch_size": batch, "epochs": 1, "optimizer": optimizer, "precision": precision},
-        }
+def key(c: dict) -> tuple[str, int, str, str]:
+    return c["model"], c["batch"], c["optimizer"], c["precision"]
+
+
+def case_id(c: dict) -> str:
+    return "-".join(map(str, key(c))) + (
+        "" if c["set"] == "2026-11-22" else "-" + c["set"].replace(" ", "").replace(",", "-")
     )
-    h100 = find_device("H100 SXM", tuple(load_catalogue()))
-    predicted = size_candidate(w, h100, 1).memory.tensor_peak / 2**20
-    measured = RECORDED_H100[case]
-    assert abs(predicted / measured - 1) < OPEN.get(case, 0.10), (predicted, measured)
+
+
+def memory_error(c: dict) -> float:
+    return predict(c)[0] / c["max_allocated_mib"] - 1
+
+
+def step_error(c: dict) -> float:
+    return predict(c)[1] / c["step_ms"] - 1
+
+
+def marked(c: dict) -> object:
+    misses = [pytest.mark.xfail(strict=True, reason=MISSES[key(c)])] if key(c) in MISSES else []
+    return pytest.param(c, marks=misses, id=case_id(c))
+
+
+def test_every_recorded_case_is_read() -> None:
+    # 14 cases of 2026-11-22 and 4 of the fit set's 6 (its small CNN is not one of TrainRig's networks)
+    assert [c["set"] for c in CASES].count("2026-11-22") == 14 and len(CASES) == 18
+    assert set(MISSES) <= {key(c) for c in CASES}
+
+
+@pytest.mark.parametrize("case", [marked(c) for c in CASES])
+def test_gpu_peak_memory_against_the_recorded_h100(case: dict) -> None:
+    error = memory_error(case)
+    assert abs(error) <= MEMORY_BAR, f"{error:+.1%} against the {MEMORY_BAR:.0%} bar"
+
+
+def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
+    errors = [abs(memory_error(c)) for c in CASES]
+    assert statistics.mean(errors) <= MEMORY_MEAN_BAR, f"mean |error| {statistics.mean(errors):.1%}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="8 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 31 % (bar: 15 %): the "
+    "per-op model's framework overhead counts one call per graph op, PyTorch makes 1.3–4.6 per op on "
+    "ResNet-50 and transformers, and the LSTM lacks cuDNN's per-time-step kernels (docs/accuracy.md)",
+)
+def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
+    errors = [abs(step_error(c)) for c in CASES]
+    within = sum(e <= STEP_BAR for e in errors)
+    assert within >= STEP_SHARE * len(errors), f"{within} of {len(errors)} within {STEP_BAR:.0%}"
+    assert statistics.mean(errors) <= STEP_MEAN_BAR, f"mean |error| {statistics.mean(errors):.0%}"

@@ -52,8 +52,12 @@ def test_without_cpufreq_the_clock_source_says_so(tmp_path: Path) -> None:
 
 def test_missing_cpuinfo_is_unknown_not_a_crash(tmp_path: Path) -> None:
     m = probe_machine(SystemRoots(proc=tmp_path / "none", sys=tmp_path / "none", real=False), None)
-    assert m.cpu_model == "unknown CPU"
-    assert this_machine_device(m, load_catalogue()).fp32_flops > 0
+    assert m.cpu_model == "unknown CPU" and (m.physical_cores, m.clock_mhz, m.flags) == (1, None, frozenset())
+    device = this_machine_device(m, load_catalogue())
+    # nothing known: one core at an assumed 2 GHz with SSE only (4 fp32 lanes, one add and one
+    # multiply per cycle = 8 FLOP/cycle): 16 GFLOP/s, and the source says it was assumed
+    assert device.fp32_flops == 1 * 2.0e9 * 8
+    assert device.source.startswith("1 usable physical cores × 2.00 GHz (unknown (no max, base or current clock")
 
 
 def test_real_machine_matches_the_kernel() -> None:
@@ -64,8 +68,21 @@ def test_real_machine_matches_the_kernel() -> None:
     with open("/proc/cpuinfo") as fh:
         names = [line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")]
     assert m.cpu_model == names[0]
-    if not m.gpus:
-        assert m.gpu_note  # the reason there is no GPU is stated
+    if not m.gpus:  # the reason there is no GPU is stated: no NVML package, or NVML found no driver
+        import importlib.util
+
+        if importlib.util.find_spec("pynvml") is None:
+            assert m.gpu_note == "NVML library (nvidia-ml-py) is not installed, so NVIDIA GPUs cannot be listed"
+        else:
+            import pynvml
+
+            try:
+                pynvml.nvmlInit()
+            except pynvml.NVMLError as exc:  # no driver: the library's own error is quoted
+                assert m.gpu_note == f"no NVIDIA driver or GPU: NVML could not start ({exc})"
+            else:
+                pynvml.nvmlShutdown()
+                assert m.gpu_note == "NVML found no GPU"
         device = this_machine_device(m, load_catalogue())
         assert device.kind == "cpu"
         cores = min(m.physical_cores, m.usable_cores)

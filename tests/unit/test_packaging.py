@@ -54,11 +54,3 @@ def test_frozen_resource_lookup_finds_every_file(tmp_path: Path, monkeypatch: py
     finally:
         for cache in (catalogue._load, presets.load_presets, rules.load_rules):
             cache.cache_clear()
-
-
-def test_self_test_visits_every_tab_and_page(tmp_path: Path, cli) -> None:
-    code, out, err = cli("--self-test", "--screenshots", str(tmp_path))
-    assert code == 0, err
-    assert "self-test passed" in out
-    names = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert names[0] == "1-inventory.png" and len(names) == 7

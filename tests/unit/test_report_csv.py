@@ -33,7 +33,9 @@ def test_every_cell_round_trips_and_hostile_text_is_inert(tmp_path) -> None:
     write_csv(report, path)
     raw = path.read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 BOM for spreadsheets
-    assert b"\r\n" in raw and raw.count(b"\r\n") >= len(report.bom) + len(report.candidates)
+    # one CRLF-terminated record per row: the header, the bill of materials, the candidates (the
+    # hostile "\rCR" cell holds a bare CR inside quotes, which is not a record end)
+    assert raw.count(b"\r\n") == 1 + len(report.bom) + len(report.candidates) and raw.endswith(b"\r\n")
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
     expected = report_rows(report)
     assert [[str(c) for c in r] for r in expected] == rows  # every cell survives the round trip

@@ -166,14 +166,17 @@ def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() ->
     result = size_workload(w, [find_device("4090", CATALOGUE), find_device("H100 SXM", CATALOGUE)])
     best = choose_candidate(result)
     assert best is not None and best.fits and best.meets_deadline
+    # BERT-base at batch 512 does not fit one 24 GB RTX 4090; two do, well inside 100 hours
+    assert (best.device.name, best.count) == ("NVIDIA GeForce RTX 4090", 2)
     lines = {line.item: line for line in recommend_bom(result)}
     assert set(lines) >= {"Accelerator", "CPU", "Memory", "Storage", "Power supply"}
-    assert lines["Accelerator"].spec == f"{best.device.name} × {best.count}"
+    assert lines["Accelerator"].spec == "NVIDIA GeForce RTX 4090 × 2"
     assert all(line.reason and line.source for line in lines.values())
-    gpus_w = best.device.tdp_w * best.count
-    # 2 GPUs want ≥ 10 cores: Intel Xeon E5-2683 v3 (14 cores, 120 W TDP per Intel) is the lowest-TDP
-    # catalogue CPU with that many (was a flat 250 W); + 150 W for the rest
-    assert lines["Power supply"].spec == f"{-(-(gpus_w + 120 + 150) * 1.25 // 100) * 100:,.0f} W"
+    # two 450 W cards (NVIDIA's RTX 4090 board power) + 120 W CPU (Intel's TDP for the Xeon E5-2683 v3,
+    # the catalogue's lowest-TDP CPU with the ≥ 10 cores two GPUs want) + 150 W rest = 1,170 W,
+    # × 1.25 headroom = 1,462.5 W, rounded up to the next 100 W
+    assert lines["Power supply"].spec == "1,500 W"
+    assert lines["Power supply"].reason.startswith("GPUs 900 W + CPU 120 W (Intel Xeon E5-2683 v3 TDP")
 
 
 @pytest.mark.parametrize(

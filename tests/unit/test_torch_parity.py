@@ -156,7 +156,6 @@ def test_every_layer_type_matches_pytorch(name: str) -> None:
     assert analysis.parameters == params
     assert analysis.forward_flops == flops
     assert tensor_sizes(analysis) == tensors  # an optimizer's cost depends on its tensors' sizes
-    assert analysis.forward_flops > 0 or name in ("norms",)
 
 
 @pytest.mark.parametrize("name", [n for n, p in load_presets().items() if "layers" in p["model"]])
@@ -189,10 +188,11 @@ MEMORY_MODELS = {
 @pytest.mark.parametrize("optimizer", ["sgd", "sgd_momentum", "adam", "adamw", "adagrad", "rmsprop"])
 @pytest.mark.parametrize("batch", [8, 128, 1024])
 @pytest.mark.parametrize("name", sorted(MEMORY_MODELS))
-def test_peak_memory_within_10_percent_of_memtracker(name: str, batch: int, optimizer: str) -> None:
+def test_peak_memory_within_5_percent_of_memtracker(name: str, batch: int, optimizer: str) -> None:
     model = MEMORY_MODELS[name]
     measured = measure_step_memory(model, batch, optimizer)["total"]
     predicted = estimate_peak_memory(
         analyze_model(model), batch_size=batch, precision="fp32", optimizer=optimizer, device_kind="cpu"
     ).tensor_peak
-    assert abs(predicted - measured) / measured < 0.10, (predicted, measured)
+    # SPEC 9: within 5 % of what PyTorch measures (10 % is the worst any network may be)
+    assert abs(predicted - measured) / measured <= 0.05, (predicted, measured)

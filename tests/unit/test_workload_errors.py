@@ -119,7 +119,9 @@ def test_overflowing_model_is_refused() -> None:
     doc["model"]["input_shape"] = [100_000_000]
     with pytest.raises(WorkloadError) as err:
         parse_workload(doc)
-    assert "parameters" in str(err.value) or "out of range" in str(err.value)
+    # 5,000 layers of 100,000,000 × 100,000,000 weights (+ biases): 5e19 parameters
+    assert err.value.path == "model"
+    assert str(err.value) == "model: 5e+19 parameters is beyond what TrainRig sizes (at most 1e13)"
 
 
 @pytest.mark.parametrize(
