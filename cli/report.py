@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 from cli.sizing_run import size_file
+from core.errors import OutputError
 from core.output.report import build_report
 from core.output.report_csv import write_csv
+from core.storage.files import check_target
 from core.storage.store import Store
 from telemetry.inventory import inventory_to_text
 
@@ -33,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, store: Store | None) -> int:
     if not args.pdf and not args.csv:
-        print("trainrig report: give --pdf FILE and/or --csv FILE")
+        print("trainrig report: give --pdf FILE and/or --csv FILE", file=sys.stderr)
         return 2
     if args.pdf and importlib.util.find_spec("PySide6") is None:  # checked before anything is written
         print(
@@ -42,6 +44,11 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.pdf and args.csv and args.pdf.resolve() == args.csv.resolve():
+        raise OutputError(f"--pdf and --csv name the same file ({args.csv}); give each its own")
+    for target in (args.csv, args.pdf):
+        if target:
+            check_target(target)  # before the sizing: a bad path is said at once
     run_ = size_file(args.workload, args.candidate, store, trust_code=args.trust_code)
     report = build_report(
         run_.recommendation,
@@ -50,18 +57,11 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         inventory_text=inventory_to_text(run_.inventory),
     )
     if args.csv:
-        try:
-            write_csv(report, args.csv)
-        except OSError as exc:
-            print(f"trainrig report: {args.csv} cannot be written: {exc.strerror}", file=sys.stderr)
-            return 2
+        write_csv(report, args.csv)
         print(f"wrote {args.csv}")
     if args.pdf:
-        from reports.pdf import render_pdf  # Qt is loaded only when a PDF is asked for
+        from reports.pdf import write_pdf  # Qt is loaded only when a PDF is asked for
 
-        pages = render_pdf(report, args.pdf, args.page_size)
-        if not args.pdf.exists():  # QPdfWriter says nothing when it cannot open the file
-            print(f"trainrig report: {args.pdf} cannot be written (does the folder exist?)", file=sys.stderr)
-            return 2
+        pages = write_pdf(report, args.pdf, args.page_size)
         print(f"wrote {args.pdf} ({pages} pages)")
     return 0

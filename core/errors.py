@@ -25,3 +25,7 @@ class CatalogueError(TrainRigError):
 
 class StoreError(TrainRigError):
     """The database cannot be opened or migrated; nothing was changed."""
+
+
+class OutputError(TrainRigError):
+    """A file (a report, an export) could not be written; the file that was there is untouched."""

@@ -19,8 +19,10 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
+from core.errors import OutputError
 from core.output import glossary
 from core.output.report import Report
+from core.storage.files import write_atomically
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 from reports.charts import memory_chart, time_cost_chart
 
@@ -44,8 +46,30 @@ def default_page_size() -> str:
     return "letter" if us else "a4"
 
 
+def write_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
+    """Write ``report`` to ``path`` whole or not at all; returns the number of pages. OutputError
+    (one line) when it cannot be written; the file that was there is then untouched."""
+    pages = 0
+
+    def write(tmp: Path) -> None:
+        nonlocal pages
+        pages = render_pdf(report, tmp, page_size)
+
+    write_atomically(Path(path), write, verify_pdf)
+    return pages
+
+
+def verify_pdf(path: Path) -> None:
+    """A PDF is complete when it ends with its %%EOF marker (a full disk cuts it short silently)."""
+    with path.open("rb") as f:
+        f.seek(max(0, path.stat().st_size - 1024))
+        if b"%%EOF" not in f.read():
+            raise OutputError("it came out incomplete (is the disk full?)")
+
+
 def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
-    """Write ``report`` to ``path``; returns the number of pages."""
+    """Paint ``report`` into ``path`` (use write_pdf for a file the user asked for); returns the
+    number of pages."""
     ensure_app()
     writer = QPdfWriter(str(path))
     size = QPageSize.PageSizeId.Letter if (page_size or default_page_size()) == "letter" else QPageSize.PageSizeId.A4
@@ -76,7 +100,9 @@ def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
     )
     doc.setHtml(report_html(report, width))
     pages = doc.pageCount()
-    painter = QPainter(writer)
+    painter = QPainter()
+    if not painter.begin(writer):  # Qt cannot open the file: stop before thousands of "not active" lines
+        raise OutputError("Qt cannot open the file for writing")
     small = QFont("DejaVu Sans")
     small.setPointSizeF(7.5)
     for page in range(pages):

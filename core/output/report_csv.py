@@ -16,6 +16,7 @@ from typing import Any
 
 from core.output import glossary
 from core.output.report import Report
+from core.storage.files import write_atomically
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
@@ -115,4 +116,6 @@ def report_to_csv(report: Report) -> str:
 
 
 def write_csv(report: Report, path: Path) -> None:
-    path.write_text(report_to_csv(report), encoding="utf-8-sig", newline="")
+    """Write the CSV whole or not at all (core.storage.files.write_atomically)."""
+    text = report_to_csv(report)
+    write_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8-sig", newline=""))

@@ -32,13 +32,14 @@ from core.output.report import build_report
 from core.output.report_csv import write_csv
 from core.output.sizing_report import sizing_to_dict
 from core.spec.workload import parse_workload
+from core.storage.files import check_target
 from core.storage.store import Store
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.model_page import ModelPage
 from gui.wizard.results_page import ResultsPage
-from reports.pdf import render_pdf
+from reports.pdf import write_pdf
 from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.inventory import inventory_to_text
 from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
@@ -321,13 +322,16 @@ class SizingWizard(QWidget):
         inventory_text = inventory_to_text(self.inventory) if self.inventory else ""
         machine = f"{platform.node()} ({self.machine.cpu_model})" if self.machine else ""
         report = build_report(self.recommendation, machine=machine, inventory_text=inventory_text)
+        csv_path = pdf.with_suffix(".csv")
         try:
-            pages = render_pdf(report, pdf)
-            write_csv(report, pdf.with_suffix(".csv"))
-        except OSError as exc:
-            return self._say(f"The report cannot be written: {exc}")
-        if pages == 0 or not pdf.exists():
-            return self._say(f"{pdf.name} could not be written (is the folder writable?)")
+            check_target(csv_path)
+            pages = write_pdf(report, pdf)
+        except TrainRigError as exc:
+            return self._say(f"The report was not written: {exc}")
+        try:
+            write_csv(report, csv_path)
+        except TrainRigError as exc:
+            return self._say(f"Wrote {pdf.name}, but not the CSV: {exc}")
         self._say(f"Wrote {pdf.name} ({pages} pages) and {pdf.with_suffix('.csv').name}.", error=False)
         return True
 

@@ -64,10 +64,9 @@ def test_wizard_exports_the_report(qtbot, tmp_path: Path) -> None:
     assert "569,354" in text and "NVIDIA GeForce RTX 4090" in text
     missing = tmp_path / "missing-dir"
     assert not wiz.export_report(missing / "x.pdf")
-    # QPdfWriter says nothing when it cannot open its file; the CSV beside it raises
     assert (
         wiz.message.text()
-        == f"The report cannot be written: [Errno 2] No such file or directory: '{missing / 'x.csv'}'"
+        == f"The report was not written: {missing / 'x.csv'} cannot be written: the folder {missing} does not exist"
     )
     assert not missing.exists()
 
@@ -108,7 +107,8 @@ def test_report_without_a_display_runs_as_a_script(tmp_path: Path) -> None:
     accelerator = next(line["spec"] for line in doc["recommendation"] if line["item"] == "Accelerator")
     assert accelerator == "NVIDIA GeForce RTX 4090 × 1"
     assert (
-        "Recommended: 1 × NVIDIA GeForce RTX 4090. It trains the workload in " + fmt_seconds(c["train_time_s"]) in flat
+        "Recommended: 1 × NVIDIA GeForce RTX 4090. It trains the workload in " + fmt_seconds(c["training_time_s"])
+        in flat
     )
     assert f"Hardware cost {c['capex']:,.0f} USD including the host" in flat
     assert f"total cost of ownership over 3 years {c['tco']:,.0f} USD" in flat
@@ -125,3 +125,29 @@ def test_unwritable_report_paths_exit_2_with_a_message(tmp_path: Path, cli) -> N
     assert code == 2 and "cannot be written" in err
     code, _, err = cli("report", workload, "-c", "4090", "--pdf", str(tmp_path / "no" / "r.pdf"))
     assert code == 2 and "cannot be written" in err
+
+
+def test_a_pdf_that_cannot_be_written_whole_is_not_written(tmp_path: Path, cli, monkeypatch) -> None:
+    workload = str(ROOT / "examples/seed-mlp.json")
+    out = tmp_path / "out"
+    out.mkdir()
+    same = out / "r.pdf"
+    code, stdout, err = cli("report", workload, "-c", "4090", "--pdf", str(same), "--csv", str(same))
+    assert code == 2 and stdout == "" and "--pdf and --csv name the same file" in err
+    code, stdout, err = cli("report", workload, "-c", "4090", "--pdf", str(out))
+    assert code == 2 and stdout == "" and err.strip() == f"trainrig report: {out} is a folder; give a file name"
+    old = out / "old.pdf"
+    old.write_bytes(b"%PDF-1.4 the old report %%EOF")
+    import reports.pdf
+
+    def cut_short(report, path, page_size=None):  # what a full disk did: the PDF stopped at 64 KiB
+        path.write_bytes(b"%PDF-1.4 " + b"x" * 65_536)
+        return 3
+
+    monkeypatch.setattr(reports.pdf, "render_pdf", cut_short)
+    code, stdout, err = cli("report", workload, "-c", "4090", "--pdf", str(old))
+    assert code == 2 and "wrote" not in stdout
+    assert err.strip() == (
+        f"trainrig report: {old} cannot be written: it came out incomplete (is the disk full?); it was left as it was"
+    )
+    assert old.read_bytes() == b"%PDF-1.4 the old report %%EOF" and sorted(p.name for p in out.iterdir()) == ["old.pdf"]
