@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     from core.paths import default_db_path
     from core.storage.store import Store
 
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets a "?", not a crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     args = build_parser().parse_args(argv)
     db_path = args.db or default_db_path()
     if (args.self_test or args.command is None) and not qt_installed():

@@ -153,3 +153,77 @@ def _kind(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__
+
+
+# Limits of a JSON document a user gives (a workload, a device list): far above any real one (the
+# Llama-8B preset is 2 KB and 6 levels deep), low enough that a hostile file is refused at once.
+MAX_DOCUMENT_BYTES = 16 * 2**20
+MAX_JSON_DEPTH = 64
+
+
+class _Object(dict):  # type: ignore[type-arg]
+    """A JSON object that remembers the keys it had twice."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        obj.duplicates = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return obj
+
+
+def load_json_document(text: str, name: str) -> Any:
+    """Parse a user's JSON document with the limits above. Refused, with the key path: a file over
+    MAX_DOCUMENT_BYTES, nesting deeper than MAX_JSON_DEPTH, a key given twice (JSON would silently
+    keep the last), a string that is not valid Unicode (a lone UTF-16 surrogate such as \\ud800)."""
+    import json
+
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise WorkloadError("", f"{name} is {len(text) / 2**20:.0f} MiB; TrainRig reads files up to 16 MiB")
+    try:
+        doc = json.loads(text, object_pairs_hook=_pairs)
+    except RecursionError:
+        raise WorkloadError("", f"{name} is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(
+            "", f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    _check_tree(doc, name)
+    return _plain(doc)
+
+
+def _check_tree(doc: Any, name: str) -> None:
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise WorkloadError(path, f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(value, str):
+            _check_text(value, path)
+        elif isinstance(value, dict):
+            if isinstance(value, _Object) and value.duplicates:
+                raise WorkloadError(_join(path, value.duplicates[0]), "is given twice; keep one")
+            for key, item in value.items():
+                _check_text(key, _join(path, key))
+                stack.append((item, _join(path, key), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+
+
+def _check_text(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WorkloadError(path, "contains an invalid character (a lone UTF-16 surrogate such as \\ud800)") from None
+
+
+def _plain(value: Any) -> Any:
+    """Plain dicts again, so that the document compares and serialises like any other."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

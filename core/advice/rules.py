@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from core.advice.expressions import ExpressionError, evaluate, names_in
@@ -53,7 +54,7 @@ class Finding:
 
 @lru_cache(maxsize=2)
 def load_rules(path: str | None = None) -> tuple[Rule, ...]:
-    doc = json.loads((resource_path("rules.json") if path is None else __import__("pathlib").Path(path)).read_text())
+    doc = json.loads((resource_path("rules.json") if path is None else Path(path)).read_text(encoding="utf-8"))
     rules = []
     for r in doc["rules"]:
         rule = Rule(r["id"], r["scope"], r["when"], r["severity"], r["message"], r["source"], r.get("today"))

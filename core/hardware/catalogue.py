@@ -13,7 +13,7 @@ from typing import Any
 from core.errors import CatalogueError, WorkloadError
 from core.hardware.links import parse_pcie, pcie_bps
 from core.paths import resource_path
-from core.validate import get_choice, get_float, get_int, get_str, require_mapping
+from core.validate import get_choice, get_float, get_int, get_str, reject_unknown, require_mapping
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,9 @@ def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
     figures are checked for range. Raises WorkloadError naming the key path.
     """
     e = dict(require_mapping(entry, path))
+    reject_unknown(e, USER_DEVICE_KEYS, path)
     e["name"] = get_str(e, "name", path)
+    _check_device_name(e["name"], f"{path}.name" if path else "name")
     e["kind"] = get_choice(e, "kind", path, DEVICE_KINDS, default="gpu")
     e["fp32_tflops"] = get_float(e, "fp32_tflops", path, minimum=0, exclusive_min=True, maximum=1e6)
     if e["kind"] != "cpu":
@@ -235,6 +237,38 @@ def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
     e.setdefault("fp16_tflops", None)
     e.setdefault("source", "user entry")
     return e
+
+
+USER_DEVICE_KEYS = (
+    "name",
+    "kind",
+    "vendor",
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "memory_gb",
+    "memory_bandwidth_gbs",
+    "tdp_w",
+    "price_usd",
+    "price_date",
+    "interconnect",
+    "interconnect_gbs",
+    "host_link",
+    "cuda_cores",
+    "boost_clock_mhz",
+    "source",
+)
+
+
+def _check_device_name(name: str, path: str) -> None:
+    """A name the user can type back: no control characters, not "this-machine" (which names the
+    detected machine)."""
+    if not name.strip():
+        raise WorkloadError(path, "must not be empty")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise WorkloadError(path, f"{name!r} contains a line break or control character; give a name you can type")
+    if name.strip().lower().replace("-", " ") == "this machine":
+        raise WorkloadError(path, f"{name!r} names the machine TrainRig detects; give your device another name")
 
 
 def merge_user_devices(shipped: Sequence[DeviceSpec], user_entries: Sequence[Mapping[str, Any]]) -> list[DeviceSpec]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.errors import WorkloadError
@@ -30,10 +30,16 @@ MAX_FEATURES = 10**8
 MAX_ELEMS = 10**13  # per sample; beyond this the arithmetic stops meaning anything
 
 
+# Limits of a layer list (docs/limits.md): Llama-8B applies 291 layers in 2 levels of containers.
+MAX_LAYERS_APPLIED = 100_000  # layers applied, each repetition counted
+MAX_CONTAINER_DEPTH = 16  # repeat and residual blocks inside each other
+
+
 @dataclass(frozen=True)
 class Context:
     apply_list: Callable[[Sequence[Any], str, Shape, int, Graph], tuple[Shape, int]]
     input_is_int: bool
+    applied: list[int] = field(default_factory=lambda: [0])  # layers applied so far (a counter)
 
 
 Handler = Callable[[Mapping[str, Any], str, Shape, int, Graph, Context], tuple[Shape, int]]
@@ -372,6 +378,11 @@ def _layer_list(spec: Mapping[str, Any], path: str, key: str = "layers") -> list
 
 
 def apply_layer(spec: Any, path: str, shape: Shape, x: int, g: Graph, ctx: Context) -> tuple[Shape, int]:
+    ctx.applied[0] += 1
+    if ctx.applied[0] > MAX_LAYERS_APPLIED:
+        raise WorkloadError(path, f"the model applies more than {MAX_LAYERS_APPLIED:,} layers (repeats counted)")
+    if path.count(".layers[") + path.count(".shortcut[") > MAX_CONTAINER_DEPTH + 1:
+        raise WorkloadError(path, f"repeat and residual blocks are nested deeper than {MAX_CONTAINER_DEPTH} levels")
     spec = require_mapping(spec, path)
     kind = spec.get("type")
     if not isinstance(kind, str) or kind.lower() not in HANDLERS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,9 @@ def neutralise(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return value
     text = str(value)
-    if text.startswith(_DANGEROUS) and not _NUMBER.match(text):
+    # a spreadsheet may read full-width ＝ ＋ － ＠ (and other compatibility forms) as their ASCII selves
+    first = unicodedata.normalize("NFKC", text.lstrip(" \u3000")[:1])
+    if (text.startswith(_DANGEROUS) or first.startswith(_DANGEROUS)) and not _NUMBER.match(text):
         return "'" + text
     return text
 

@@ -7,7 +7,6 @@ the key path and the allowed values or range.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,17 @@ from core.errors import WorkloadError
 from core.hardware.catalogue import normalise_device_entry
 from core.network.model import ModelAnalysis, analyze_model
 from core.network.presets import get_preset
-from core.validate import get_bool, get_choice, get_float, get_int, get_str, reject_unknown, require_mapping
+from core.validate import (
+    MAX_DOCUMENT_BYTES,
+    get_bool,
+    get_choice,
+    get_float,
+    get_int,
+    get_str,
+    load_json_document,
+    reject_unknown,
+    require_mapping,
+)
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 
 DATA_FORMATS = ("raw", "npy", "csv", "jpeg", "png", "tiff")
@@ -120,17 +129,16 @@ def read_workload_document(path: str | Path) -> Any:
     """The JSON document of a workload file; WorkloadError names what is wrong with the file."""
     p = Path(path)
     try:
+        if p.stat().st_size > MAX_DOCUMENT_BYTES:  # refused before it is read
+            raise WorkloadError(
+                "", f"{p.name} is {p.stat().st_size / 2**20:.0f} MiB; TrainRig reads files up to 16 MiB"
+            )
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WorkloadError("", f"workload file {str(p)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError("", f"workload file {str(p)!r} cannot be read: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise WorkloadError(
-            "", f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+    doc = load_json_document(text, p.name)
     return doc
 
 

@@ -30,6 +30,7 @@ from core.errors import TrainRigError
 from core.network.layers import HANDLERS
 from core.network.model import ModelAnalysis, analyze_model
 from core.network.presets import load_presets
+from core.spec.workload import read_workload_document
 from core.units import fmt_count
 from core.vocabulary import INPUT_DTYPES
 from gui.wizard.base import WizardPage, combo, error_label, set_combo
@@ -217,9 +218,9 @@ class ModelPage(WizardPage):
 
     def import_file(self, path: Path) -> bool:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self._show_problem(f"{path.name} cannot be read as JSON: {exc}")
+            doc = read_workload_document(path)
+        except TrainRigError as exc:
+            self._show_problem(f"{path.name}: {exc}")
             return False
         model = doc.get("model", doc) if isinstance(doc, dict) else None
         if not isinstance(model, dict) or not ("layers" in model or "preset" in model):

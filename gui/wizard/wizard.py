@@ -31,7 +31,7 @@ from core.network.presets import load_presets
 from core.output.report import build_report
 from core.output.report_csv import write_csv
 from core.output.sizing_report import sizing_to_dict
-from core.spec.workload import parse_workload
+from core.spec.workload import parse_workload, read_workload_document
 from core.storage.files import check_target
 from core.storage.store import Store
 from gui.wizard.base import WizardPage
@@ -285,12 +285,8 @@ class SizingWizard(QWidget):
     def open_file(self, path: Path) -> bool:
         """Load a workload document; a bad file changes nothing and says why."""
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = read_workload_document(path)
             parse_workload(doc)
-        except (OSError, UnicodeDecodeError) as exc:
-            return self._say(f"{path.name} cannot be read: {exc}")
-        except json.JSONDecodeError as exc:
-            return self._say(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}")
         except TrainRigError as exc:
             return self._say(f"{path.name}: {exc}")
         merged = {**starter_document(), **doc}
