@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.storage.store import Store
 
 EXIT_BAD_INPUT = 2
 QT_MISSING = "needs PySide6: pip install -r requirements.txt"
@@ -44,10 +48,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def open_store(args: argparse.Namespace, db_path: Path) -> Store | None:
+    """The database as the command needs it: "write" opens (creating it), "read" opens an existing
+    one without writing (a command that only reads never creates one), None leaves it closed."""
+    from core.storage.store import Store
+
+    mode = (
+        args.store_mode(args) if hasattr(args, "store_mode") else ("write" if getattr(args, "needs_store", 0) else None)
+    )
+
+    def say(text: str) -> None:
+        print(f"trainrig: {text}…", file=sys.stderr, flush=True)
+
+    if mode == "write":
+        return Store.open(db_path, on_wait=say)
+    if mode == "read" and db_path.exists():
+        return Store.open(db_path, read_only=True, on_wait=say)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from core.errors import StoreError, TrainRigError
     from core.paths import default_db_path
-    from core.storage.store import Store
 
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets a "?", not a crash
         if hasattr(stream, "reconfigure"):
@@ -67,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(db_path)
     store = None
     try:
-        if getattr(args, "needs_store", False):
-            store = Store.open(db_path)
+        store = open_store(args, db_path)
         return int(args.func(args, store))
     except StoreError as exc:
         print(f"trainrig: database: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="measure compute rates, overhead and storage of this machine")
     p.add_argument("--json", action="store_true", help="print the measurements as JSON")
     p.add_argument("--python", help="the Python with PyTorch to measure with (default: found automatically)")
-    p.set_defaults(func=run, needs_store=True)
+    p.set_defaults(func=run, store_mode=lambda a: "write")
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:

@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", choices=DEVICE_KINDS, help="only devices of this kind")
     p.add_argument("--add", metavar="FILE", type=Path, help="add or update your devices from a JSON object or list")
     p.add_argument("--remove", metavar="NAME", help="remove one of your devices")
-    p.set_defaults(func=run, needs_store=True)
+    p.set_defaults(func=run, store_mode=lambda a: "write" if a.add or a.remove else "read")
 
 
 def all_entries(store: Store | None) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inventory", help="detect this machine's CPU, memory, storage, GPUs and software")
     p.add_argument("--json", action="store_true", help="print one JSON object (values, sources, unknowns)")
     p.add_argument("--save", action="store_true", help="record a snapshot in the database")
-    p.set_defaults(func=run, needs_store=True)
+    p.set_defaults(func=run, store_mode=lambda a: "write" if a.save else None)
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:

@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the Python code of a model given as PyTorch code (model.torch) to trace it, without asking",
     )
-    p.set_defaults(func=run, needs_store=True)
+    p.set_defaults(func=run, store_mode=lambda a: "read")
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:

@@ -7,6 +7,7 @@ import json
 import sys
 
 from cli.sizing_run import size_file
+from core.errors import StoreError
 from core.network.presets import load_presets
 from core.output.sizing_report import sizing_to_dict, sizing_to_text
 from core.storage.store import Store
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the Python code of a model given as PyTorch code (model.torch) to trace it, without asking",
     )
-    p.set_defaults(func=run, needs_store=True)
+    p.set_defaults(func=run, store_mode=lambda a: "read" if a.no_save or a.list_presets else "write")
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:
@@ -57,9 +58,13 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     run_ = size_file(args.workload, args.candidate, store, trust_code=args.trust_code)
     rec = run_.recommendation
     doc = sizing_to_dict(rec)
+    # printed before it is saved: a database that fails loses nothing the user has seen
+    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(rec), flush=True)
     if store is not None and not args.no_save:
-        store.save_inventory_if_changed(run_.inventory)  # "this machine" as it was sized
-        wid = store.save_workload(rec.result.workload.name, run_.document)
-        store.save_sizing(wid, [d.name for d in run_.devices], doc)
-    print(json.dumps(doc, indent=2) if args.json else sizing_to_text(rec))
+        try:
+            store.save_inventory_if_changed(run_.inventory)  # "this machine" as it was sized
+            store.save_sizing(rec.result.workload.name, run_.document, [d.name for d in run_.devices], doc)
+        except StoreError as exc:
+            print(f"trainrig size: the sizing above was not saved: {exc}", file=sys.stderr)
+            return 2
     return 0

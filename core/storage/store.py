@@ -8,9 +8,10 @@ beside it (``trainrig.db.v1.bak``).
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import sqlite_utils
 from core.errors import StoreError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_POLL_S = 1.0  # SQLite's own wait before it reports a busy database
+BUSY_WAIT_S = 60.0  # how long TrainRig waits for another program's write before giving up
 
 
 def _m1_workloads_sizings(db: sqlite_utils.Database) -> None:
@@ -63,26 +66,43 @@ SCHEMA_VERSION = len(MIGRATIONS)
 class Store:
     """TrainRig's database. Open with ``Store.open(path)``; methods take and return plain values."""
 
-    def __init__(self, db: sqlite_utils.Database, path: Path | None) -> None:
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        path: Path | None,
+        *,
+        read_only: bool = False,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
         self.db = db
         self.path = path
+        self.read_only = read_only
+        self.on_wait = on_wait
+        self.damaged = False  # set on the first "malformed" error: a damaged database is never written to
 
     @classmethod
-    def open(cls, path: Path | str | None) -> Store:
-        """Open (creating if missing) and migrate; ``None`` or ":memory:" is an in-memory store."""
+    def open(
+        cls, path: Path | str | None, *, read_only: bool = False, on_wait: Callable[[str], None] | None = None
+    ) -> Store:
+        """Open (creating if missing) and migrate; ``None`` or ":memory:" is an in-memory store.
+
+        ``read_only`` opens an existing database without writing to it (one from an older schema is
+        still migrated first, with its backup). ``on_wait`` is told once when another program holds
+        the database and TrainRig waits for it (up to BUSY_WAIT_S)."""
         if path is None or str(path) == ":memory:":
             store = cls(sqlite_utils.Database(memory=True), None)
-            store._migrate(0)
+            store._migrate()
             return store
         p = Path(path)
         _check_is_sqlite(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(p))
+            uri = f"file:{p.resolve()}?mode=ro" if read_only else f"file:{p.resolve()}"
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_POLL_S)
             db = sqlite_utils.Database(conn)
             version = _read_version(db, p)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{p} cannot be opened as a database ({exc}); it was not changed") from exc
+            raise StoreError(_explain(exc, p, "it was not changed")) from None
         except OSError as exc:
             raise StoreError(f"{p} cannot be created or opened: {exc}") from exc
         if version > SCHEMA_VERSION:
@@ -91,58 +111,147 @@ class Store:
                 f"{p} was written by a newer TrainRig (schema {version}, this version knows {SCHEMA_VERSION}); "
                 "it was not opened or changed — update TrainRig or choose another database with --db"
             )
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        store = cls(db, p)
-        if version < SCHEMA_VERSION:
-            if version > 0:
-                backup = p.with_name(f"{p.name}.v{version}.bak")
-                conn.execute("PRAGMA wal_checkpoint(FULL)")
-                shutil.copy2(p, backup)
-            store._migrate(version)
+        if read_only and version < SCHEMA_VERSION:
+            conn.close()
+            return cls.open(p, on_wait=on_wait)  # an old schema is migrated (with its backup) before use
+        store = cls(db, p, read_only=read_only, on_wait=on_wait)
+        if not read_only:
+            if version < SCHEMA_VERSION:
+                # one TrainRig at a time migrates (or creates); the others wait here, then find it done
+                with _exclusive_lock(p.with_name(p.name + ".lock")):
+                    store._retry(store._migrate, "it was not migrated or changed")
+            store._retry(lambda: db.execute("PRAGMA journal_mode=WAL"), "it was not changed")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
         return store
 
-    def _migrate(self, from_version: int) -> None:
+    def _migrate(self) -> None:
+        """Migrate to SCHEMA_VERSION. Called under the file lock (open), so that of several TrainRigs
+        opening the same old database at once one migrates and the others find it done; the backup
+        is taken before the migration's transaction, and an existing backup is never overwritten."""
+        version = _read_version(self.db, self.path)
+        if version >= SCHEMA_VERSION:
+            return
+        if version > 0 and self.path is not None:
+            self._backup(self.path.with_name(f"{self.path.name}.v{version}.bak"))
         conn = self.db.conn
         conn.isolation_level = None  # explicit transaction: DDL and version change are atomic
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for i in range(from_version, SCHEMA_VERSION):
+            for i in range(version, SCHEMA_VERSION):
                 MIGRATIONS[i](self.db)
             self.db["meta"].upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
             conn.execute("COMMIT")
-        except Exception:
+        except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _backup(self, target: Path) -> None:
+        """A consistent copy of the database as it is before the migration (SQLite's backup API, so
+        the WAL's pages are in it); the first backup of a version is kept."""
+        if target.exists():
+            return
+        tmp = target.with_name(target.name + ".part")
+        dest = sqlite3.connect(str(tmp))
+        try:
+            self.db.conn.backup(dest)
+        finally:
+            dest.close()
+        tmp.replace(target)
+
+    def _retry(self, action: Callable[[], Any], outcome: str) -> Any:
+        """Run a database action, waiting for a busy database (another program writing) up to
+        BUSY_WAIT_S with one message, and turning SQLite's errors into one line that says what
+        happened to the user's data."""
+        waited, told = 0.0, False
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise StoreError(_explain(exc, self.path, outcome)) from None
+                if waited >= BUSY_WAIT_S:
+                    raise StoreError(
+                        f"{self.path} is still busy after {BUSY_WAIT_S:.0f} s (another program is writing to it); "
+                        f"{outcome} — try again when it is done"
+                    ) from None
+                if not told and self.on_wait is not None:
+                    self.on_wait(f"waiting for {self.path}: another program is writing to it")
+                    told = True
+                waited += BUSY_POLL_S
+            except sqlite3.DatabaseError as exc:
+                if "malformed" in str(exc) or "not a database" in str(exc):
+                    self.damaged = True
+                raise StoreError(_explain(exc, self.path, outcome)) from None
+
+    def _read(self, action: Callable[[], Any]) -> Any:
+        return self._retry(action, "nothing could be read")
+
+    def _write(self, action: Callable[[], Any]) -> Any:
+        """One write in one transaction; refused on a read-only or damaged database."""
+        if self.read_only:
+            raise StoreError(f"{self.path} was opened read-only; nothing was saved")
+        if self.damaged:
+            raise StoreError(
+                _explain(sqlite3.DatabaseError("database disk image is malformed"), self.path, "nothing was saved")
+            )
+
+        def transaction() -> Any:
+            conn = self.db.conn
+            conn.isolation_level = None  # explicit transaction: all of the action or none of it
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = action()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return self._retry(transaction, "nothing was saved")
 
     @property
     def schema_version(self) -> int:
         return _read_version(self.db, self.path)
 
     def save_workload(self, name: str, document: dict[str, Any]) -> int:
+        return int(self._write(lambda: self._insert_workload(name, document)))
+
+    def _insert_workload(self, name: str, document: dict[str, Any]) -> int:
         table = self.db["workloads"]
         table.insert({"name": name, "created": _now(), "document": json.dumps(document, sort_keys=True)})
         return int(table.last_pk)
 
-    def save_sizing(self, workload_id: int, candidates: list[str], result: dict[str, Any]) -> int:
-        table = self.db["sizings"]
-        table.insert(
-            {
-                "workload_id": workload_id,
-                "created": _now(),
-                "candidates": json.dumps(candidates),
-                "result": json.dumps(result),
-            }
-        )
-        return int(table.last_pk)
+    def save_sizing(
+        self, name: str, document: dict[str, Any], candidates: list[str], result: dict[str, Any]
+    ) -> tuple[int, int]:
+        """The workload and its sizing in one transaction: both are saved, or neither."""
+
+        def both() -> tuple[int, int]:
+            wid = self._insert_workload(name, document)
+            table = self.db["sizings"]
+            table.insert(
+                {
+                    "workload_id": wid,
+                    "created": _now(),
+                    "candidates": json.dumps(candidates),
+                    "result": json.dumps(result),
+                }
+            )
+            return wid, int(table.last_pk)
+
+        return tuple(self._write(both))  # type: ignore[return-value]
 
     def workloads(self) -> list[dict[str, Any]]:
         """Saved workloads, newest first: id, name, created."""
-        return [dict(r) for r in self.db.query("select id, name, created from workloads order by id desc")]
+        return self._read(
+            lambda: [dict(r) for r in self.db.query("select id, name, created from workloads order by id desc")]
+        )
 
     def workload_document(self, workload_id: int) -> dict[str, Any] | None:
-        row = self.db.execute("select document from workloads where id = ?", [workload_id]).fetchone()
+        row = self._read(
+            lambda: self.db.execute("select document from workloads where id = ?", [workload_id]).fetchone()
+        )
         return json.loads(row[0]) if row else None
 
     def sizings(self) -> list[dict[str, Any]]:
@@ -150,34 +259,39 @@ class Store:
             "select s.id, s.created, w.name, s.candidates from sizings s join workloads w on w.id = s.workload_id "
             "order by s.id"
         )
-        return [dict(r) for r in self.db.query(sql)]
+        return self._read(lambda: [dict(r) for r in self.db.query(sql)])
 
     def save_user_device(self, entry: dict[str, Any]) -> None:
         """Add or replace the user's device ``entry["name"]`` (validated by the caller)."""
-        self.db["user_devices"].upsert(
-            {"name": entry["name"], "created": _now(), "entry": json.dumps(entry, sort_keys=True)}, pk="name"
+        self._write(
+            lambda: self.db["user_devices"].upsert(
+                {"name": entry["name"], "created": _now(), "entry": json.dumps(entry, sort_keys=True)}, pk="name"
+            )
         )
 
     def user_devices(self) -> list[dict[str, Any]]:
-        return [json.loads(r["entry"]) for r in self.db.query("select entry from user_devices order by name")]
+        rows = self._read(lambda: list(self.db.query("select entry from user_devices order by name")))
+        return [json.loads(r["entry"]) for r in rows]
 
     def remove_user_device(self, name: str) -> bool:
-        found = self.db.execute("select 1 from user_devices where name = ?", [name]).fetchone() is not None
-        if found:
-            self.db.execute("delete from user_devices where name = ?", [name])
-        return found
+        return bool(
+            self._write(lambda: self.db.execute("delete from user_devices where name = ?", [name]).rowcount > 0)
+        )
 
     def save_inventory(self, snapshot: dict[str, Any]) -> int:
-        table = self.db["inventories"]
-        table.insert(
-            {
-                "created": _now(),
-                "fingerprint": snapshot.get("fingerprint", ""),
-                "host": snapshot.get("host", ""),
-                "snapshot": json.dumps(snapshot, sort_keys=True),
-            }
-        )
-        return int(table.last_pk)
+        def insert() -> int:
+            table = self.db["inventories"]
+            table.insert(
+                {
+                    "created": _now(),
+                    "fingerprint": snapshot.get("fingerprint", ""),
+                    "host": snapshot.get("host", ""),
+                    "snapshot": json.dumps(snapshot, sort_keys=True),
+                }
+            )
+            return int(table.last_pk)
+
+        return int(self._write(insert))
 
     def latest_inventory(self, fingerprint: str | None = None) -> dict[str, Any] | None:
         sql = "select snapshot from inventories"
@@ -185,7 +299,7 @@ class Store:
         if fingerprint is not None:
             sql += " where fingerprint = ?"
             params.append(fingerprint)
-        row = self.db.execute(sql + " order by id desc limit 1", params).fetchone()
+        row = self._read(lambda: self.db.execute(sql + " order by id desc limit 1", params).fetchone())
         return json.loads(row[0]) if row else None
 
     def save_inventory_if_changed(self, snapshot: dict[str, Any]) -> bool:
@@ -197,21 +311,53 @@ class Store:
         return True
 
     def save_calibration(self, fingerprint: str, result: dict[str, Any]) -> int:
-        table = self.db["calibrations"]
-        table.insert({"created": _now(), "fingerprint": fingerprint, "result": json.dumps(result)})
-        return int(table.last_pk)
+        def insert() -> int:
+            table = self.db["calibrations"]
+            table.insert({"created": _now(), "fingerprint": fingerprint, "result": json.dumps(result)})
+            return int(table.last_pk)
+
+        return int(self._write(insert))
 
     def latest_calibration(self, fingerprint: str) -> dict[str, Any] | None:
-        row = self.db.execute(
-            "select result from calibrations where fingerprint = ? order by id desc limit 1", [fingerprint]
-        ).fetchone()
+        sql = "select result from calibrations where fingerprint = ? order by id desc limit 1"
+        row = self._read(lambda: self.db.execute(sql, [fingerprint]).fetchone())
         return json.loads(row[0]) if row else None
 
     def close(self) -> None:
         self.db.close()
 
 
+@contextmanager
+def _exclusive_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on a small file beside the database, held across processes."""
+    with path.open("a+b") as fh:
+        if os.name == "nt":  # pragma: no cover - Windows
+            import msvcrt
+
+            while True:
+                try:
+                    msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:
+                    continue
+            try:
+                yield
+            finally:
+                fh.seek(0)
+                msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _check_is_sqlite(p: Path) -> None:
+    if p.exists() and not p.is_file():
+        raise StoreError(f"{p} is not a regular file; give a database file with --db")
     if not p.exists() or p.stat().st_size == 0:
         return
     try:
@@ -231,9 +377,36 @@ def _read_version(db: sqlite_utils.Database, p: Path | None) -> int:
         return 0
     row = db.execute("select value from meta where key = 'schema_version'").fetchone()
     try:
-        return int(row[0]) if row else 0
+        version = int(row[0]) if row else 0
     except ValueError:
-        raise StoreError(f"{p} has a damaged schema version {row[0]!r}; it was not changed") from None
+        version = -1
+    if version < 0:
+        raise StoreError(f"{p} has a damaged schema version {row[0]!r}; it was not opened or changed")
+    return version
+
+
+def _explain(exc: sqlite3.Error, p: Path | None, outcome: str) -> str:
+    """One line for an SQLite error: what is wrong with the file and ``outcome``, what happened to
+    the user's data ("nothing was saved")."""
+    text = str(exc)
+    if "malformed" in text or "not a database" in text:
+        backups = sorted(p.parent.glob(f"{p.name}.v*.bak")) if p is not None else []
+        recover = (
+            f"the backup {backups[-1]} holds it as it was before the last migration"
+            if backups
+            else "sqlite3's .recover can rescue what is readable"
+        )
+        return (
+            f"{p} is damaged (SQLite: {text}); TrainRig does not write to it and {outcome}. "
+            f"Open another database with --db; {recover}"
+        )
+    if "readonly" in text or "read-only" in text:
+        return f"{p} is read-only (SQLite: {text}); {outcome}"
+    if "full" in text:
+        return f"the disk holding {p} is full (SQLite: {text}); {outcome}"
+    if "unable to open" in text:
+        return f"{p} cannot be opened (SQLite: {text}); is its folder writable?"
+    return f"{p}: SQLite error ({text}); {outcome}"
 
 
 def _now() -> str:

@@ -375,10 +375,14 @@ class SizingWizard(QWidget):
         if self.store is None or self.recommendation is None:
             self._say("Nothing to save: no database is open or no sizing yet.")
             return
-        wid = self.store.save_workload(self.result.workload.name, self.doc)
-        sid = self.store.save_sizing(
-            wid, [c.device.name for c in self.result.candidates], sizing_to_dict(self.recommendation)
-        )
+        rec = self.recommendation
+        try:
+            _, sid = self.store.save_sizing(
+                rec.result.workload.name, self.doc, [c.device.name for c in rec.result.candidates], sizing_to_dict(rec)
+            )
+        except TrainRigError as exc:
+            self._say(f"The sizing was not saved: {exc}")
+            return
         self._say(f"Saved sizing #{sid}.", error=False)
 
     def _say(self, text: str, error: bool = True) -> bool:

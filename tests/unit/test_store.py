@@ -16,8 +16,7 @@ def test_new_database_is_created_in_wal_mode_at_the_current_schema(tmp_path: Pat
     store = Store.open(p)
     assert store.schema_version == SCHEMA_VERSION
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    wid = store.save_workload("seed", {"model": {"preset": "seed-mlp"}})
-    store.save_sizing(wid, ["NVIDIA GeForce RTX 4090"], {"parameters": 569354})
+    store.save_sizing("seed", {"model": {"preset": "seed-mlp"}}, ["NVIDIA GeForce RTX 4090"], {"parameters": 569354})
     store.close()
     again = Store.open(p)
     rows = again.sizings()
