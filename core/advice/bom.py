@@ -62,7 +62,8 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             BomLine(
                 "Accelerator",
                 "none of the candidates fits",
-                "every candidate lacks memory at this batch: see the critical findings for a way out",
+                "every candidate lacks memory even for a micro-batch of one sample (or for the micro-batch set in "
+                "the workload): see the critical findings for a way out",
                 "Jamgharyan 2024, GPU recommendations",
             )
         )
@@ -77,8 +78,14 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             verdict.append("meets the deadline" if best.meets_deadline else "misses the deadline")
         if best.within_budget is not None:
             verdict.append("within budget" if best.within_budget else "over budget")
+        accumulation = (
+            f", micro-batch {best.micro_batch} × {best.accumulation_steps} accumulation steps"
+            if best.accumulation_steps > 1
+            else ""
+        )
         why = (
-            f"fits ({fmt_bytes(best.memory.total)} of {fmt_bytes(best.capacity_bytes)} per device), trains in "
+            f"fits ({fmt_bytes(best.memory.total)} of {fmt_bytes(best.capacity_bytes)} per device{accumulation}), "
+            "trains in "
             f"{fmt_seconds(best.train_time_s)}"
             + (f", {', '.join(verdict)}" if verdict else "")
             + (f", TCO {best.cost.tco:,.0f} {best.cost.currency}" if best.cost.tco is not None else "")

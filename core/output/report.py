@@ -164,9 +164,16 @@ def _rank(c: CandidateResult) -> tuple[object, ...]:
 def _summary(result: SizingResult, best: CandidateResult | None) -> str:
     c = result.workload.cost
     if best is None:
+        micro = result.workload.training.micro_batch_size
         return (
-            "None of the candidates can hold this training step in memory at the chosen batch size. "
-            "The findings below say what would fit (a smaller batch, more GPUs with sharding, or a larger device)."
+            "None of the candidates can hold this training step in memory, "
+            + (
+                f"at the micro-batch of {micro} set in the workload. "
+                if micro is not None
+                else "even with a micro-batch of one sample and gradient accumulation. "
+            )
+            + "The findings below say what would fit (a smaller micro-batch, more GPUs with sharding, "
+            "activation checkpointing, or a larger device)."
         )
     parts = [f"Recommended: {best.count} × {best.device.name}."]
     parts.append(
