@@ -137,9 +137,7 @@ def size_candidate(
             sharding=t.sharding,
             checkpointing=t.checkpointing,
             target_bytes_per_sample=target_bytes,
-            workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability"))
-            if device.kind == "gpu"
-            else 0,
+            workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
             accumulating=accumulating,
         )
 

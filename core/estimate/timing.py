@@ -210,9 +210,7 @@ def step_time(
     sizes = parameter_tensor_sizes(model) if ops else ()
 
     def run(n: int) -> _Pass:
-        p = _pass(
-            model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal
-        )
+        p = _pass(model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal)
         return replace(p, input_s=n * disk_bytes_per_sample / read_bps)
 
     last = run(b - (k - 1) * m)
@@ -320,9 +318,7 @@ def _pass(
         overhead = per_step + per_op * 3 * n_ops + float(per_tensor) * tensors
     else:
         overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
-    return _Pass(
-        compute, memory, opt, work, work_no_opt, 0.0, overhead, per_step + per_op * 3 * n_ops, float(flops)
-    )
+    return _Pass(compute, memory, opt, work, work_no_opt, 0.0, overhead, per_step + per_op * 3 * n_ops, float(flops))
 
 
 @dataclass(frozen=True)

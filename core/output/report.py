@@ -268,6 +268,23 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
             + " of the datasheet bandwidth",
         ),
     ]
+    accumulating = [x for x in result.candidates if x.accumulation_steps > 1]
+    if accumulating or result.workload.training.micro_batch_size is not None:
+        out.append(
+            (
+                "Micro-batches",
+                "; ".join(
+                    f"{x.device.name} × {x.count}: micro-batch {x.micro_batch} × {x.accumulation_steps} "
+                    "accumulation steps"
+                    for x in accumulating
+                )
+                + ("; " if accumulating else "")
+                + "a batch per device that does not fit at once runs as micro-batches (the largest that fits, or "
+                "training.micro_batch_size) whose gradients are summed before one optimizer step: memory is that "
+                "of one micro-batch with the gradients kept; each micro-step pays its compute, memory-bound work "
+                "and per-step framework overhead, the optimizer step and the all-reduce run once per step",
+            )
+        )
     for cand in {x.device.name: x for x in result.candidates}.values():
         dev = cand.device
         price = f"{dev.price_usd:,.0f} USD ({dev.price_date})" if dev.price_usd is not None else "no price"

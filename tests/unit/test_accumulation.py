@@ -166,3 +166,21 @@ def test_without_accumulation_the_figures_are_those_recorded_before_it() -> None
         }
         assert got == {k: row[k] for k in got}, where
         assert c.largest_batch == min(row["largest_batch"], parse_workload(doc).data.samples), where
+
+
+def test_every_output_shows_the_micro_batch_and_accumulation_steps() -> None:
+    from core.advice.recommendation import recommend
+    from core.output.report import build_report
+    from core.output.sizing_report import sizing_to_dict, sizing_to_text
+
+    rec = recommend(workload(GPT2), [device("RTX 4090")])
+    (c,) = rec.result.candidates
+    m, k = c.micro_batch, c.accumulation_steps
+    (cand,) = sizing_to_dict(rec)["candidates"]
+    assert (cand["fits"], cand["micro_batch"], cand["accumulation_steps"]) == (True, m, k)
+    assert cand["step"]["micro_step_s"] > 0 and cand["step"]["optimizer_s"] > 0
+    text = sizing_to_text(rec)
+    assert "DOES NOT FIT" not in text
+    assert f"trains in micro-batches of {m} × {k} accumulation steps" in text
+    assert f"micro-batch {m} × {k} accumulation steps" in dict(build_report(rec).assumptions)["Micro-batches"]
+    assert rec.best is c

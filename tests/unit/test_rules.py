@@ -219,8 +219,10 @@ def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() ->
     assert lines["Power supply"].reason.startswith("GPUs 450 W + CPU 65 W (AMD Ryzen 7 2700 TDP")
 
 
-def test_two_gpus_power_supply() -> None:
-    w = parse_workload({"model": {"preset": "bert-base"}, "training": {"batch_size": 512}, "hardware": {"gpu_count": 2}})
+def test_two_gpus_want_a_larger_power_supply() -> None:
+    w = parse_workload(
+        {"model": {"preset": "bert-base"}, "training": {"batch_size": 512}, "hardware": {"gpu_count": 2}}
+    )
     lines = {line.item: line for line in recommend_bom(size_workload(w, [find_device("4090", CATALOGUE)]))}
     assert lines["Accelerator"].spec == "NVIDIA GeForce RTX 4090 × 2"
     # two 450 W cards (NVIDIA's RTX 4090 board power) + 120 W CPU (Intel's TDP for the Xeon E5-2683 v3,
