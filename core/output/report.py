@@ -220,10 +220,15 @@ def _bom_rows(bom: Sequence[BomLine], best: CandidateResult | None, result: Sizi
     for line in bom:
         qty: int | None = None
         unit = total = None
-        if line.item == "Accelerator" and best is not None:
+        if line.item in ("Accelerator", "Processor for training") and best is not None:
+            # the devices of every node, as the capex counts them (a CPU candidate: the CPU itself)
             qty = best.count * best.nodes
             unit = None if best.device.price_usd is None else result.workload.cost.from_usd(best.device.price_usd)
             total = unit * qty if unit is not None else None
+        elif line.item == "Network adapters" and best is not None:
+            qty = best.count * best.nodes  # unpriced: the catalogue has no price (core.advice.bom.UNPRICED)
+        elif line.item == "Network switch":
+            qty = 1
         rows.append(BomRow(line.item, line.spec, qty, unit, total, line.reason, line.source))
     rows.append(
         BomRow(
@@ -256,6 +261,19 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
         ("Amortisation", f"{c.amortisation_years:g} years, maintenance {c.maintenance_percent:g} % of capex a year"),
         ("Cloud price", f"{c.cloud_per_gpu_hour:g} {c.currency} per device-hour"),
         ("Host", f"{c.host_cost:,.0f} {c.currency} and {c.host_power_w:g} W per node"),
+        *(
+            [
+                (
+                    "Nodes",
+                    f"{result.workload.training.nodes} nodes: capex, power, energy, device-hours and the cloud "
+                    "cost count every node's devices and one host per node; the inter-node network (one adapter "
+                    "per GPU and a switch, in the bill of materials) has no price in the catalogue and is not "
+                    "counted",
+                )
+            ]
+            if result.workload.training.nodes > 1
+            else []
+        ),
         ("Storage read rate", f"{d.storage}: {STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s (typical datasheet figure)"),
         (
             "Efficiency",
