@@ -200,8 +200,7 @@ def network_lines(best: CandidateResult) -> list[BomLine]:
         ),
         BomLine(
             "Network switch",
-            f"a {gbps:.0f} Gb/s InfiniBand or RoCE Ethernet switch with ≥ {gpus} ports, and {gpus} cables "
-            f"— {UNPRICED}",
+            f"a {gbps:.0f} Gb/s InfiniBand or RoCE Ethernet switch with ≥ {gpus} ports, and {gpus} cables — {UNPRICED}",
             f"one port for each of the {gpus} adapters; {timing}",
             "TrainRig sizing (one port per adapter)",
         ),
