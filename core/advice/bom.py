@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.advice.host import MIN_HOST_CORES, host_cores, l3_cache_mb, loader_cores
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.estimate.timing import dataset_bytes_on_disk
+from core.estimate.timing import INTER_NODE_BPS, dataset_bytes_on_disk
 from core.hardware.catalogue import load_catalogue
 from core.units import fmt_bytes, fmt_seconds
 
@@ -22,6 +22,10 @@ OTHER_W, PSU_HEADROOM = 150, 1.25
 # Storage: TrainRig allowances, not from a source — a system disk with the OS, drivers, CUDA and
 # Python environments, and the checkpoints kept while training.
 SYSTEM_DISK_BYTES, CHECKPOINTS_KEPT = 200 * 10**9, 5
+# Items the bill of materials names without a price: the catalogue has none for them, so neither
+# the bill's total nor the capex counts them (core/output/report.py prices the rest).
+UNPRICED = "price not in the catalogue: not counted in the total or the capex"
+NETWORK_ITEMS = ("Network adapters", "Network switch")
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,8 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             BomLine(
                 "Accelerator",
                 "none of the candidates fits",
-                "every candidate lacks memory at this batch: see the critical findings for a way out",
+                "every candidate lacks memory even for a micro-batch of one sample (or for the micro-batch set in "
+                "the workload): see the critical findings for a way out",
                 "Jamgharyan 2024, GPU recommendations",
             )
         )
@@ -77,8 +82,14 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             verdict.append("meets the deadline" if best.meets_deadline else "misses the deadline")
         if best.within_budget is not None:
             verdict.append("within budget" if best.within_budget else "over budget")
+        accumulation = (
+            f", micro-batch {best.micro_batch} × {best.accumulation_steps} accumulation steps"
+            if best.accumulation_steps > 1
+            else ""
+        )
         why = (
-            f"fits ({fmt_bytes(best.memory.total)} of {fmt_bytes(best.capacity_bytes)} per device), trains in "
+            f"fits ({fmt_bytes(best.memory.total)} of {fmt_bytes(best.capacity_bytes)} per device{accumulation}), "
+            "trains in "
             f"{fmt_seconds(best.train_time_s)}"
             + (f", {', '.join(verdict)}" if verdict else "")
             + (f", TCO {best.cost.tco:,.0f} {best.cost.currency}" if best.cost.tco is not None else "")
@@ -86,7 +97,8 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
         if best.device.kind == "cpu":
             lines.append(BomLine("Processor for training", best.device.name, why, best.device.source))
         else:
-            lines.append(BomLine("Accelerator", f"{best.device.name} × {count}", why, best.device.source))
+            per = f" per node × {best.nodes} nodes" if best.nodes > 1 else ""
+            lines.append(BomLine("Accelerator", f"{best.device.name} × {count}{per}", why, best.device.source))
     # CPU: cores for loaders and one process per GPU, never more threads than physical cores
     cores = host_cores(count) if best is not None and best.device.kind != "cpu" else MIN_HOST_CORES
     cpu_spec = f"≥ {cores} physical cores, one socket"
@@ -152,6 +164,14 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             "allowances",
         )
     )
+    if best is not None and best.nodes > 1:
+        lines += network_lines(best)
+        lines = [
+            replace(line, spec=f"{line.spec}, in each of the {best.nodes} nodes")
+            if line.item in ("CPU", "Memory", "Storage", "Power supply")
+            else line
+            for line in lines
+        ]
     if link_bw and count > 1 and best is not None and "nvlink" not in (best.device.interconnect or "").lower():
         lines.append(
             BomLine(
@@ -162,6 +182,29 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             )
         )
     return lines
+
+
+def network_lines(best: CandidateResult) -> list[BomLine]:
+    """What joins the nodes: one adapter per GPU at the inter-node rate the step time assumes
+    (INTER_NODE_BPS) and a switch with a port for each; unpriced (UNPRICED)."""
+    gpus = best.count * best.nodes
+    gbps = INTER_NODE_BPS * 8 / 1e9
+    timing = f"the step time assumes {gbps:.0f} Gb/s between nodes (INTER_NODE_BPS, core/estimate/timing.py)"
+    return [
+        BomLine(
+            "Network adapters",
+            f"{gpus} × {gbps:.0f} Gb/s InfiniBand (EDR / HDR100) or Ethernet with RoCE, PCIe x16 "
+            f"(e.g. NVIDIA ConnectX-6), {best.count} per node — {UNPRICED}",
+            f"one per GPU, so that each GPU sends its gradients over its own adapter (GPUDirect RDMA); {timing}",
+            "NVIDIA ConnectX-6 adapter user manuals (100 Gb/s per port; PCIe 3.0/4.0 x16); NVIDIA GPUDirect RDMA",
+        ),
+        BomLine(
+            "Network switch",
+            f"a {gbps:.0f} Gb/s InfiniBand or RoCE Ethernet switch with ≥ {gpus} ports, and {gpus} cables — {UNPRICED}",
+            f"one port for each of the {gpus} adapters; {timing}",
+            "TrainRig sizing (one port per adapter)",
+        ),
+    ]
 
 
 def cpu_power(best: CandidateResult | None, cores: int) -> tuple[float, str]:

@@ -211,6 +211,11 @@ def candidate_context(result: SizingResult, c: CandidateResult) -> dict[str, Any
         "capacity_bytes": c.capacity_bytes,
         "capacity_text": fmt_bytes(c.capacity_bytes),
         "need_text": fmt_bytes(mem.total),
+        "need_at_text": _need_at_text(result, c),
+        "micro_batch": c.micro_batch,
+        "accumulation_steps": c.accumulation_steps,
+        "batch_per_device": _per_device(result, c),
+        "batch_per_device_text": f"{_per_device(result, c):,}",
         "n_na_text": fmt_bytes(float(result.seed.get("n_na_bytes") or 0)),
         "fix_text": _fix_text(result, c),
         "is_gpu": dev.kind != "cpu",
@@ -236,13 +241,31 @@ def candidate_context(result: SizingResult, c: CandidateResult) -> dict[str, Any
     }
 
 
+def _per_device(result: SizingResult, c: CandidateResult) -> int:
+    return -(-result.workload.training.batch_size // (c.count * c.nodes))
+
+
+def _need_at_text(result: SizingResult, c: CandidateResult) -> str:
+    """Where the memory per device was taken: the batch when it runs in one pass, else the micro-batch."""
+    if c.accumulation_steps == 1 and c.micro_batch == _per_device(result, c):
+        return f"batch {result.workload.training.batch_size}"
+    if result.workload.training.micro_batch_size is None and c.micro_batch == 1:
+        return "a micro-batch of one sample per device, with gradient accumulation"
+    return f"micro-batch {c.micro_batch}"
+
+
 def _fix_text(result: SizingResult, c: CandidateResult) -> str:
-    """A concrete way out when memory is short: a batch that fits, or GPUs with ZeRO-2."""
+    """A concrete way out when memory is short: a micro-batch or batch that fits, or GPUs with ZeRO-2."""
     if c.fits is not False:
         return ""
     w = result.workload
     options = []
-    if c.largest_batch:
+    if w.training.micro_batch_size is not None:
+        auto = replace(w, training=replace(w.training, micro_batch_size=None))
+        own = size_candidate(auto, c.device, c.count, c.capacity_bytes if c.device.kind == "cpu" else None)
+        if own.fits:
+            options.append(f"reduce the micro-batch to {own.micro_batch} ({own.accumulation_steps} accumulation steps)")
+    if c.largest_batch and not options:
         options.append(f"reduce the batch to {2 ** int(math.log2(c.largest_batch))}")
     if c.device.kind != "cpu":
         zero2 = replace(w, training=replace(w.training, sharding="zero2"))

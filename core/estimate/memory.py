@@ -237,8 +237,13 @@ def phase_lines(
     checkpointing: bool = False,
     target_bytes_per_sample: int = 8,
     workspace_bytes: int = 0,
+    accumulating: bool = False,
 ) -> PhaseLines:
-    """Memory of every instant of a steady-state step, linear in the per-device batch."""
+    """Memory of every instant of a steady-state step, linear in the per-device batch.
+
+    ``accumulating``: the step is one micro-step of gradient accumulation, so the gradients of
+    every parameter (summed over the earlier micro-steps) are alive from the start of forward
+    rather than appearing layer by layer in backward after ``zero_grad()``."""
     pb, gb, ab, ob = PRECISION_BYTES[precision]
     n = max(1, devices)
     p = model.parameters
@@ -268,6 +273,8 @@ def phase_lines(
         loss = prof.loss_saved + prof.loss_grad * (2.0 if precision.endswith("_mixed") else 1.0)
         act_per = prof.act_float * ab + prof.act_fixed + temp_per + loss
         grad_fixed = prof.grad_params * (gb / shard_g)
+        if accumulating:
+            grad_fixed = step_mask * float(prof.grad_params.max() * (gb / shard_g))
         # autocast keeps half-precision copies of matmul weights from forward through backward
         copies = prof.matmul_params * 2 if precision.endswith("_mixed") else 0
         n_fwd = len(model.graph.ops)

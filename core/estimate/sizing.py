@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -12,6 +13,7 @@ from core.estimate.cost import CostEstimate, estimate_cost
 from core.estimate.memory import (
     CPU_RUNTIME_BYTES,
     MemoryBreakdown,
+    PhaseLines,
     breakdown_at,
     gpu_workspace_bytes,
     largest_batch_per_device,
@@ -20,6 +22,7 @@ from core.estimate.memory import (
 from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
+    accumulation_steps,
     dataset_bytes_on_disk,
     sample_bytes_on_disk,
     scaled_time,
@@ -39,10 +42,10 @@ class CandidateResult:
     device: DeviceSpec
     count: int
     nodes: int
-    fits: bool | None  # None: capacity unknown (a CPU whose RAM is not fixed yet)
+    fits: bool | None  # a micro-batch of one sample or more fits; None: capacity unknown (a CPU's RAM not fixed)
     capacity_bytes: int | None
     memory: MemoryBreakdown
-    largest_batch: int | None  # global batch across the devices
+    largest_batch: int | None  # global batch held at once across the devices, at most the dataset
     step: StepTime
     steps_per_epoch: int
     train_time_s: float
@@ -50,6 +53,16 @@ class CandidateResult:
     meets_deadline: bool | None
     within_budget: bool | None
     assumptions: tuple[str, ...]
+
+    @property
+    def micro_batch(self) -> int:
+        """Samples per device in one forward/backward pass."""
+        return self.memory.batch_per_device
+
+    @property
+    def accumulation_steps(self) -> int:
+        """Micro-steps per optimizer step (1: no gradient accumulation)."""
+        return self.step.accumulation_steps
 
 
 @dataclass(frozen=True)
@@ -112,28 +125,37 @@ def size_candidate(
     devices = count * nodes
     reserve = t.reserve_percent / 100
     target_bytes = 8 * (m.output_elems // max(1, m.output_shape[-1]))  # int64 class index per output row
-    lines = phase_lines(
-        m,
-        precision=t.precision,
-        optimizer=t.optimizer,
-        device_kind=kind,
-        devices=devices,
-        sharding=t.sharding,
-        checkpointing=t.checkpointing,
-        target_bytes_per_sample=target_bytes,
-        workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
-    )
-    mem = breakdown_at(lines, -(-t.batch_size // devices), runtime, reserve)
+
+    @functools.cache
+    def lines_for(accumulating: bool) -> PhaseLines:
+        return phase_lines(
+            m,
+            precision=t.precision,
+            optimizer=t.optimizer,
+            device_kind=kind,
+            devices=devices,
+            sharding=t.sharding,
+            checkpointing=t.checkpointing,
+            target_bytes_per_sample=target_bytes,
+            workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
+            accumulating=accumulating,
+        )
+
+    lines = lines_for(False)
     capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes
+    per_device = -(-t.batch_size // devices)
+    micro, micro_note = micro_batch_for(lines_for, per_device, t.micro_batch_size, capacity, runtime, reserve)
+    steps_acc = accumulation_steps(per_device, micro)
+    mem = breakdown_at(lines_for(steps_acc > 1), micro, runtime, reserve)
     fits = None if capacity is None else mem.total <= capacity
     largest = None
-    if capacity is not None:
-        largest = largest_batch_per_device(lines, capacity, runtime, reserve) * devices
+    if capacity is not None:  # held at once, without accumulation; never more than the dataset
+        largest = min(largest_batch_per_device(lines, capacity, runtime, reserve) * devices, d.samples)
     read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
         m,
         device,
-        batch_per_device=mem.batch_per_device,
+        batch_per_device=per_device,
         devices=devices,
         nodes=nodes,
         precision=t.precision,
@@ -143,6 +165,7 @@ def size_candidate(
         read_bps=read_bps,
         disk_bytes_per_sample=sample_bytes_on_disk(d),
         calibrated=calibrated,
+        micro_batch=micro,
     )
     steps = math.ceil(d.samples / t.batch_size)
     total = st.step_s * steps * t.epochs
@@ -155,9 +178,20 @@ def size_candidate(
             if st.efficiency > 1
             else ""
         ),
-        f"global batch {t.batch_size} split over {devices} device(s): {mem.batch_per_device} per device",
+        f"global batch {t.batch_size} split over {devices} device(s): {per_device} per device",
         read_note,
     ]
+    if steps_acc > 1 or micro_note:
+        last = per_device - (steps_acc - 1) * micro
+        assumptions.append(
+            f"micro-batch {micro} × {steps_acc} accumulation steps per device"
+            + (f" (the last micro-batch {last})" if last != micro else "")
+            + f" ({micro_note}): memory is that of one micro-batch, with the gradients kept between "
+            "micro-steps; each micro-step pays its own compute, memory-bound work, input and per-step "
+            "framework overhead; the optimizer step and the gradient all-reduce run once per step"
+            if steps_acc > 1
+            else f"micro-batch {micro} per device ({micro_note})"
+        )
     if m.graph is None and not m.trace:
         assumptions.append(
             "per-op overhead unknown for a summary model (no layer list): only the per-step framework overhead "
@@ -200,6 +234,28 @@ def size_candidate(
     return CandidateResult(
         device, count, nodes, fits, capacity, mem, largest, st, steps, total, cost, deadline, budget, tuple(assumptions)
     )
+
+
+def micro_batch_for(
+    lines_for: Callable[[bool], PhaseLines],
+    per_device: int,
+    wanted: int | None,
+    capacity: int | None,
+    runtime: str,
+    reserve: float,
+) -> tuple[int, str]:
+    """The micro-batch per device and why: the workload's own ``micro_batch_size`` (at most the
+    batch per device); else the whole batch per device when it fits at once or the capacity is
+    unknown; else the largest micro-batch that fits with the gradients kept between micro-steps;
+    1 when not even one sample fits (the candidate does not fit)."""
+    if wanted is not None:
+        return min(wanted, per_device), "set in the workload"
+    if capacity is None or breakdown_at(lines_for(False), per_device, runtime, reserve).total <= capacity:
+        return per_device, ""
+    largest = largest_batch_per_device(lines_for(True), capacity, runtime, reserve)
+    if largest < 1:
+        return 1, "not even one sample fits"
+    return largest, "the largest that fits"
 
 
 TMPFS_DEFAULT_FRACTION = 0.5  # Linux mounts tmpfs with at most half of RAM unless told otherwise (tmpfs(5))

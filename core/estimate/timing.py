@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -113,6 +113,9 @@ WUENSCHE_DOUBLING_CUT = {
 
 @dataclass(frozen=True)
 class StepTime:
+    """One optimizer step of the global batch. With gradient accumulation the terms are the sums
+    over the step's micro-steps (the all-reduce: once)."""
+
     compute_s: float
     memory_s: float
     input_s: float
@@ -123,6 +126,25 @@ class StepTime:
     efficiency: float
     peak_flops: float
     overhead_known: bool = True  # False: no framework overhead is known for the device (counted as 0)
+    micro_batch: int = 0  # samples per device in one forward/backward pass
+    accumulation_steps: int = 1  # micro-steps per optimizer step
+    micro_step_s: float = 0.0  # one micro-step before the last: no optimizer step, no all-reduce
+    optimizer_s: float = 0.0  # the optimizer step's memory-bound work and framework calls, once per step
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One forward/backward pass at a micro-batch, with the optimizer's share kept apart."""
+
+    compute: float
+    memory: float  # memory-bound work, the optimizer's included
+    optimizer: float  # the optimizer's share of ``memory``
+    work: float  # as the device runs it, optimizer included
+    work_no_optimizer: float
+    input_s: float
+    overhead: float  # framework overhead, optimizer's calls included
+    overhead_no_optimizer: float
+    flops: float
 
 
 def efficiency_for(device: DeviceSpec, precision: str, calibrated: Mapping[str, Any] | None = None) -> float:
@@ -151,6 +173,11 @@ def dataset_bytes_on_disk(d: DataSpec) -> float:
     return d.samples * sample_bytes_on_disk(d)
 
 
+def accumulation_steps(batch_per_device: int, micro_batch: int) -> int:
+    """Micro-steps that make up the batch per device: ⌈batch per device / micro-batch⌉."""
+    return max(1, -(-batch_per_device // max(1, micro_batch)))
+
+
 def step_time(
     model: ModelAnalysis,
     device: DeviceSpec,
@@ -165,41 +192,123 @@ def step_time(
     read_bps: float,
     disk_bytes_per_sample: float,
     calibrated: Mapping[str, Any] | None = None,
+    micro_batch: int | None = None,
 ) -> StepTime:
+    """One optimizer step of ``batch_per_device`` samples on each device, run as
+    ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
+    pass). Every micro-step pays its matrix products, memory-bound work, input and the framework's
+    per-step and per-op overhead; the optimizer step and the gradient all-reduce (overlapped with
+    the last micro-step's backward) run once. The last micro-step takes what is left of the batch."""
     cal = calibrated or {}
     eff = efficiency_for(device, precision, cal)
     peak = device.peak_flops(precision)
     b = batch_per_device
-    flops = train_flops_per_sample(model, checkpointing) * b
-    pb, gb, _, ob = PRECISION_BYTES[precision]
-    p = model.parameters
+    m = b if micro_batch is None else max(1, min(micro_batch, b))
+    k = accumulation_steps(b, m)
     kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
     ops, n_ops = forward_work(model)
     sizes = parameter_tensor_sizes(model) if ops else ()
-    if not ops:  # a published summary: totals only, compute and memory traffic overlap
-        compute = flops / (peak * eff)
-        traffic = p * (3 * pb + 2 * gb + 2 * OPTIMIZER_STATES[optimizer] * ob + pb)
-        traffic += 2 * model.activation_bytes_per_sample * b
-        memory = traffic / device.bandwidth if device.bandwidth else 0.0
-        work = max(compute, memory)
-        n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
-    else:
-        compute, memory = _op_times(
-            model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak * eff, cal
-        )
-        work = compute + memory  # the ops run one after another
-    if compute and "linear_train" in cal:
-        eff = flops / compute / peak
-    input_s = b * disk_bytes_per_sample / read_bps
+
+    def run(n: int) -> _Pass:
+        p = _pass(model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal)
+        return replace(p, input_s=n * disk_bytes_per_sample / read_bps)
+
+    last = run(b - (k - 1) * m)
     comm = 0.0
+    gb = PRECISION_BYTES[precision][1]
     if devices > 1:
         link = device.interconnect_bw or device.host_link_bw or FALLBACK_LINK_BPS  # GPU to GPU
         if nodes > 1:
             link = min(link, INTER_NODE_BPS)
-        volume = 2 * (devices - 1) / devices * p * gb
+        volume = 2 * (devices - 1) / devices * model.parameters * gb
         if sharding in ("zero3", "fsdp"):
             volume *= 1.5  # parameter all-gathers in forward and backward plus reduce-scatter
         comm = volume / link
+    # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
+    # host issues the next ones, so the slower of the two sets the pace
+    busy = last.work + last.overhead if kind == "cpu" else max(last.work, last.overhead)
+    backward = last.compute * 2 / 3
+    hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
+    step = max(busy, last.input_s) + hidden_comm
+    compute, memory, input_s, overhead, flops = last.compute, last.memory, last.input_s, last.overhead, last.flops
+    micro_s = 0.0
+    if k > 1:  # the micro-steps before the last: no optimizer step, no all-reduce (DDP's no_sync)
+        acc = run(m)
+        a_busy = (
+            acc.work_no_optimizer + acc.overhead_no_optimizer
+            if kind == "cpu"
+            else max(acc.work_no_optimizer, acc.overhead_no_optimizer)
+        )
+        micro_s = max(a_busy, acc.input_s)
+        step += (k - 1) * micro_s
+        compute += (k - 1) * acc.compute
+        memory += (k - 1) * (acc.memory - acc.optimizer)
+        input_s += (k - 1) * acc.input_s
+        overhead += (k - 1) * acc.overhead_no_optimizer
+        flops += (k - 1) * acc.flops
+    if compute and "linear_train" in cal:
+        eff = flops / compute / peak
+    terms = {
+        "compute": compute,
+        "memory bandwidth": memory,
+        "input pipeline": input_s,
+        "framework overhead": overhead,
+        "communication": hidden_comm,
+    }
+    bound = max(terms, key=lambda t: terms[t])
+    return StepTime(
+        compute,
+        memory,
+        input_s,
+        comm,
+        overhead,
+        step,
+        bound,
+        eff,
+        peak,
+        device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal,
+        m,
+        k,
+        micro_s,
+        last.optimizer + (last.overhead - last.overhead_no_optimizer),
+    )
+
+
+def _pass(
+    model: ModelAnalysis,
+    device: DeviceSpec,
+    kind: str,
+    ops: Sequence[OpWork],
+    n_ops: int,
+    sizes: Sequence[float],
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    peak_rate: float,
+    cal: Mapping[str, Any],
+) -> _Pass:
+    """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
+    memory-bound work and framework calls kept apart (they run once per optimizer step)."""
+    flops = train_flops_per_sample(model, checkpointing) * b
+    pb, gb, _, ob = PRECISION_BYTES[precision]
+    p = model.parameters
+    if not ops:  # a published summary: totals only, compute and memory traffic overlap
+        compute = flops / peak_rate
+        states = 2 * OPTIMIZER_STATES[optimizer] * ob
+        traffic = p * (3 * pb + 2 * gb + states + pb)
+        traffic += 2 * model.activation_bytes_per_sample * b
+        memory = traffic / device.bandwidth if device.bandwidth else 0.0
+        # the optimizer reads and writes its state and writes the weights
+        opt = p * (states + pb) / device.bandwidth if device.bandwidth else 0.0
+        work, work_no_opt = max(compute, memory), max(compute, memory - opt)
+        n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
+    else:
+        compute, memory_no_opt, opt = _op_times(
+            model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal
+        )
+        memory = memory_no_opt + opt
+        work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
     per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
     per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu" if kind == "cpu" else "gpu"] if overhead_known else 0.0)
@@ -209,21 +318,7 @@ def step_time(
         overhead = per_step + per_op * 3 * n_ops + float(per_tensor) * tensors
     else:
         overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
-    # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
-    # host issues the next ones, so the slower of the two sets the pace
-    busy = work + overhead if kind == "cpu" else max(work, overhead)
-    backward = compute * 2 / 3
-    hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
-    step = max(busy, input_s) + hidden_comm
-    terms = {
-        "compute": compute,
-        "memory bandwidth": memory,
-        "input pipeline": input_s,
-        "framework overhead": overhead,
-        "communication": hidden_comm,
-    }
-    bound = max(terms, key=lambda k: terms[k])
-    return StepTime(compute, memory, input_s, comm, overhead, step, bound, eff, peak, overhead_known)
+    return _Pass(compute, memory, opt, work, work_no_opt, 0.0, overhead, per_step + per_op * 3 * n_ops, float(flops))
 
 
 @dataclass(frozen=True)
@@ -323,9 +418,9 @@ def _op_times(
     checkpointing: bool,
     peak_rate: float,
     cal: Mapping[str, Any],
-) -> tuple[float, float]:
-    """Seconds of matrix products and of memory-bound work (elementwise layers, loss, and the
-    optimizer over the trainable tensors of ``tensor_sizes`` elements)."""
+) -> tuple[float, float, float]:
+    """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
+    optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements."""
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -345,10 +440,10 @@ def _op_times(
     memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
     curve = cal.get("optimizer_s", {}).get(optimizer)
     if curve:  # measured per element by tensor size: small tensors stay in cache
-        memory += sum(interpolate_rate(curve, size) * size for size in tensor_sizes)
+        opt = sum(interpolate_rate(curve, size) * size for size in tensor_sizes)
     else:
-        memory += OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
-    return compute, memory
+        opt = OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
+    return compute, memory, opt
 
 
 def interpolate_rate(curve: Sequence[Sequence[float]], size: float) -> float:

@@ -22,7 +22,13 @@ class Term:
 
 DEVICE = Term("Device", "device", "specification", "the candidate device, with its datasheet source")
 COUNT = Term("Count", "count", "quantity", "devices per node, training data parallel")
-FITS = Term("Fits", "fits", "fits", "whether the memory per device fits in the device's memory (RAM for a CPU)")
+FITS = Term(
+    "Fits",
+    "fits",
+    "fits",
+    "whether the memory per device fits in the device's memory (RAM for a CPU) at the micro-batch: "
+    "a micro-batch of one sample or more fits",
+)
 MEMORY_PER_DEVICE = Term(
     "Memory per device",
     "memory_per_device",
@@ -31,7 +37,26 @@ MEMORY_PER_DEVICE = Term(
     "state, saved activations, the input batch and the runtime (CUDA context or Python process)",
 )
 CAPACITY = Term("Capacity", "capacity_bytes", "capacity_GiB", "the device's memory (RAM of the host for a CPU)")
-LARGEST_BATCH = Term("Largest batch", "largest_batch", "", "the largest global batch that still fits")
+LARGEST_BATCH = Term(
+    "Largest batch",
+    "largest_batch",
+    "",
+    "the largest global batch the devices hold at once, without gradient accumulation (at most the dataset)",
+)
+MICRO_BATCH = Term(
+    "Micro-batch",
+    "micro_batch",
+    "",
+    "samples per device in one forward and backward pass: the batch per device when it fits at once, else the "
+    "largest that fits (or training.micro_batch_size)",
+)
+ACCUMULATION_STEPS = Term(
+    "Accumulation steps",
+    "accumulation_steps",
+    "",
+    "micro-steps whose gradients are summed before one optimizer step: ⌈batch per device / micro-batch⌉ "
+    "(1: no gradient accumulation)",
+)
 STEP_TIME = Term("Step time", "step_time_s", "", "predicted time of one training step (hover a row for its terms)")
 TRAINING_TIME = Term(
     "Training time", "training_time_s", "training_time_h", "predicted time of the whole run: epochs × steps"
@@ -54,6 +79,8 @@ CANDIDATE_TERMS = (
     MEMORY_PER_DEVICE,
     CAPACITY,
     LARGEST_BATCH,
+    MICRO_BATCH,
+    ACCUMULATION_STEPS,
     STEP_TIME,
     TRAINING_TIME,
     CAPEX,

@@ -164,9 +164,16 @@ def _rank(c: CandidateResult) -> tuple[object, ...]:
 def _summary(result: SizingResult, best: CandidateResult | None) -> str:
     c = result.workload.cost
     if best is None:
+        micro = result.workload.training.micro_batch_size
         return (
-            "None of the candidates can hold this training step in memory at the chosen batch size. "
-            "The findings below say what would fit (a smaller batch, more GPUs with sharding, or a larger device)."
+            "None of the candidates can hold this training step in memory, "
+            + (
+                f"at the micro-batch of {micro} set in the workload. "
+                if micro is not None
+                else "even with a micro-batch of one sample and gradient accumulation. "
+            )
+            + "The findings below say what would fit (a smaller micro-batch, more GPUs with sharding, "
+            "activation checkpointing, or a larger device)."
         )
     parts = [f"Recommended: {best.count} × {best.device.name}."]
     parts.append(
@@ -213,10 +220,15 @@ def _bom_rows(bom: Sequence[BomLine], best: CandidateResult | None, result: Sizi
     for line in bom:
         qty: int | None = None
         unit = total = None
-        if line.item == "Accelerator" and best is not None:
+        if line.item in ("Accelerator", "Processor for training") and best is not None:
+            # the devices of every node, as the capex counts them (a CPU candidate: the CPU itself)
             qty = best.count * best.nodes
             unit = None if best.device.price_usd is None else result.workload.cost.from_usd(best.device.price_usd)
             total = unit * qty if unit is not None else None
+        elif line.item == "Network adapters" and best is not None:
+            qty = best.count * best.nodes  # unpriced: the catalogue has no price (core.advice.bom.UNPRICED)
+        elif line.item == "Network switch":
+            qty = 1
         rows.append(BomRow(line.item, line.spec, qty, unit, total, line.reason, line.source))
     rows.append(
         BomRow(
@@ -249,6 +261,19 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
         ("Amortisation", f"{c.amortisation_years:g} years, maintenance {c.maintenance_percent:g} % of capex a year"),
         ("Cloud price", f"{c.cloud_per_gpu_hour:g} {c.currency} per device-hour"),
         ("Host", f"{c.host_cost:,.0f} {c.currency} and {c.host_power_w:g} W per node"),
+        *(
+            [
+                (
+                    "Nodes",
+                    f"{result.workload.training.nodes} nodes: capex, power, energy, device-hours and the cloud "
+                    "cost count every node's devices and one host per node; the inter-node network (one adapter "
+                    "per GPU and a switch, in the bill of materials) has no price in the catalogue and is not "
+                    "counted",
+                )
+            ]
+            if result.workload.training.nodes > 1
+            else []
+        ),
         ("Storage read rate", f"{d.storage}: {STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s (typical datasheet figure)"),
         (
             "Efficiency",
@@ -261,6 +286,23 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
             + " of the datasheet bandwidth",
         ),
     ]
+    accumulating = [x for x in result.candidates if x.accumulation_steps > 1]
+    if accumulating or result.workload.training.micro_batch_size is not None:
+        out.append(
+            (
+                "Micro-batches",
+                "; ".join(
+                    f"{x.device.name} × {x.count}: micro-batch {x.micro_batch} × {x.accumulation_steps} "
+                    "accumulation steps"
+                    for x in accumulating
+                )
+                + ("; " if accumulating else "")
+                + "a batch per device that does not fit at once runs as micro-batches (the largest that fits, or "
+                "training.micro_batch_size) whose gradients are summed before one optimizer step: memory is that "
+                "of one micro-batch with the gradients kept; each micro-step pays its compute, memory-bound work "
+                "and per-step framework overhead, the optimizer step and the all-reduce run once per step",
+            )
+        )
     for cand in {x.device.name: x for x in result.candidates}.values():
         dev = cand.device
         price = f"{dev.price_usd:,.0f} USD ({dev.price_date})" if dev.price_usd is not None else "no price"

@@ -28,6 +28,8 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
         "capacity_bytes": c.capacity_bytes,
         "memory_per_device": mem,
         "largest_batch": c.largest_batch,
+        "micro_batch": c.micro_batch,
+        "accumulation_steps": c.accumulation_steps,
         "dataset_fits_in_device_memory": (
             None if c.capacity_bytes is None else dataset_bytes + c.memory.total <= c.capacity_bytes
         ),
@@ -38,6 +40,8 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
             "input_s": c.step.input_s,
             "communication_s": c.step.comm_s,
             "overhead_s": c.step.overhead_s,
+            "optimizer_s": c.step.optimizer_s,
+            "micro_step_s": c.step.micro_step_s,
             "bound": c.step.bound,
             "efficiency": c.step.efficiency,
             "peak_flops": c.step.peak_flops,
@@ -146,11 +150,18 @@ def sizing_to_text(rec: Recommendation) -> str:
         fit = {True: "fits", False: "DOES NOT FIT", None: "capacity unknown"}[c.fits]
         lines += [
             f"  {c.device.name} × {c.count}" + (f" × {c.nodes} nodes" if c.nodes > 1 else "") + f": {fit}",
-            f"    memory per device: {fmt_bytes(mem.total)} (highest in {mem.peak_phase}) of "
+            f"    memory per device: {fmt_bytes(mem.total)} (highest in {mem.peak_phase}"
+            + (f", at micro-batch {c.micro_batch}" if c.accumulation_steps > 1 else "")
+            + ") of "
             f"{fmt_bytes(c.capacity_bytes)}; weights {fmt_bytes(mem.weights)}, gradients "
             f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
             f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, overhead {fmt_bytes(mem.overhead)}",
-            f"    largest batch that fits: {c.largest_batch if c.largest_batch is not None else 'unknown'}",
+            f"    largest batch held at once: {c.largest_batch if c.largest_batch is not None else 'unknown'}"
+            + (
+                f"; trains in micro-batches of {c.micro_batch} × {c.accumulation_steps} accumulation steps"
+                if c.accumulation_steps > 1
+                else ""
+            ),
             f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound: {step_breakdown(c)}), "
             f"training time {fmt_seconds(c.train_time_s)}",
             f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
@@ -185,6 +196,11 @@ def step_breakdown(c: CandidateResult) -> str:
         text += f"; input {fmt_seconds(st.input_s)} in parallel"
     if st.comm_s:
         text += f"; all-reduce {fmt_seconds(st.comm_s)}"
+    if st.accumulation_steps > 1:
+        text += (
+            f"; {st.accumulation_steps} micro-steps of {st.micro_batch} per device "
+            f"({fmt_seconds(st.micro_step_s)} each before the last, which adds the optimizer step)"
+        )
     return text
 
 

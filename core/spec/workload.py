@@ -65,6 +65,9 @@ class TrainingSpec:
     nodes: int
     reserve_percent: float  # Jamgharyan's +25–30 % for reverse-engineering overfitted models
     scaling_model: str
+    # samples per device in one forward/backward pass; the batch per device is reached by gradient
+    # accumulation. None: the largest micro-batch that fits (the whole batch per device when it fits)
+    micro_batch_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -212,11 +215,20 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "reserve_percent",
         "scaling_model",
         "learning_rate",
+        "micro_batch_size",
     }
     reject_unknown(t, allowed, "training")
     get_float(t, "learning_rate", "training", default=1e-3, maximum=100.0)
+    batch = get_int(t, "batch_size", "training", maximum=10**8)
+    micro = None
+    if "micro_batch_size" in t:
+        micro = get_int(t, "micro_batch_size", "training", maximum=10**8)
+        if micro > batch:
+            raise WorkloadError(
+                "training.micro_batch_size", f"{micro} is larger than the batch ({batch}): at most training.batch_size"
+            )
     return TrainingSpec(
-        batch_size=get_int(t, "batch_size", "training", maximum=10**8),
+        batch_size=batch,
         epochs=get_int(t, "epochs", "training", maximum=10**7),
         optimizer=get_choice(t, "optimizer", "training", OPTIMIZER_STATES, default="adam"),
         precision=get_choice(t, "precision", "training", PRECISION_BYTES, default="fp32"),
@@ -225,6 +237,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         nodes=get_int(t, "nodes", "training", default=1, maximum=10**4),
         reserve_percent=get_float(t, "reserve_percent", "training", default=0.0, maximum=100.0),
         scaling_model=get_choice(t, "scaling_model", "training", SCALING_MODELS, default="analytic"),
+        micro_batch_size=micro,
     )
 
 

@@ -80,3 +80,60 @@ def test_a_cuda_gpu_counts_the_context_measured_on_an_h100() -> None:
     # an H100 (driver 580, CUDA 13, PyTorch 2.11); the engine counted 768 MiB
     (c,) = size_workload(parse_workload(seed({})), [find_device("H100 SXM", CATALOGUE)]).candidates
     assert c.memory.overhead == 779 * 2**20 + int(0.05 * c.memory.tensor_peak)
+
+
+def _nodes(nodes: int) -> Any:
+    w = parse_workload(
+        {
+            "model": {"preset": "gpt2-small"},
+            "training": {"nodes": nodes, "sharding": "ddp"},
+            "hardware": {"gpu_count": 8},
+        }
+    )
+    return recommend(w, [find_device("H100 SXM", CATALOGUE)])
+
+
+def test_every_node_is_bought_powered_and_rented() -> None:
+    # H100 SXM: 30,000 USD and 700 W in the catalogue; host 3,000 USD and 250 W per node (defaults)
+    (one,) = _nodes(1).result.candidates
+    (four,) = _nodes(4).result.candidates
+    assert one.cost.capex == 8 * 30_000 + 3_000 == 243_000
+    assert four.cost.capex == 4 * 8 * 30_000 + 4 * 3_000 == 972_000  # was 252,000: one node's GPUs
+    assert four.cost.power_w == 4 * (8 * 700 + 250)
+    hours = four.train_time_s / 3600
+    assert four.cost.gpu_hours == pytest.approx(32 * hours)
+    assert four.cost.cloud_cost == pytest.approx(32 * hours * 2.50)
+    assert four.cost.energy_kwh == pytest.approx(4 * (8 * 700 + 250) * 0.7 * hours * 1.2 / 1000)
+
+
+@pytest.mark.parametrize("nodes", [1, 4])
+def test_the_bill_of_materials_lists_the_network_and_totals_the_capex(nodes: int) -> None:
+    rec = _nodes(nodes)
+    best = rec.best
+    assert best is not None and best.nodes == nodes
+    report = build_report(rec)
+    rows = {r.item: r for r in report.bom}
+    assert sum(r.total_price for r in report.bom if r.total_price is not None) == pytest.approx(best.cost.capex)
+    assert rows["Accelerator"].quantity == 8 * nodes
+    assert rows["Host"].quantity == nodes
+    if nodes == 1:
+        assert "Network adapters" not in rows and "Network switch" not in rows
+        return
+    # one 100 Gb/s adapter per GPU (the rate the step time assumes between nodes) and a switch
+    nic, switch = rows["Network adapters"], rows["Network switch"]
+    assert nic.quantity == 32 and "100 Gb/s" in nic.specification and "INTER_NODE_BPS" in nic.reason
+    assert "≥ 32 ports" in switch.specification
+    assert nic.total_price is None and "price not in the catalogue" in nic.specification
+    assert rows["Accelerator"].specification == "NVIDIA H100 SXM × 8 per node × 4 nodes"
+    assert rows["Power supply"].specification.endswith("in each of the 4 nodes")
+
+
+def test_a_cpu_bill_of_materials_prices_the_cpu_as_the_capex_does() -> None:
+    # the bill's total left out the CPU (only the host was priced) while the capex counted it
+    rec = recommend(parse_workload(seed({})), [find_device("EPYC 9654", CATALOGUE)], host_ram_bytes=64 * 2**30)
+    best = rec.best
+    assert best is not None and best.device.kind == "cpu"
+    report = build_report(rec)
+    (cpu,) = [r for r in report.bom if r.item == "Processor for training"]
+    assert cpu.total_price == 11_805
+    assert sum(r.total_price for r in report.bom if r.total_price is not None) == best.cost.capex == 11_805 + 3_000
