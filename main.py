@@ -14,7 +14,8 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import calibrate, catalogue, inventory, report, size
+    from cli import calibrate, catalogue, inventory, monitor, report, size
+    from cli import run as run_command
 
     parser = argparse.ArgumentParser(
         prog="trainrig",
@@ -33,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_parser(sub)
     report.add_parser(sub)
     calibrate.add_parser(sub)
+    run_command.add_parser(sub)
+    monitor.add_parser(sub)
     return parser
 
 
