@@ -205,6 +205,7 @@ class Run:
                 self.other_output.append(line.decode("utf-8", "replace").strip()[:500])
             return
         event = msg["event"]
+        msg["t"] = self.sampler.elapsed_s if self.sampler is not None else 0.0  # on the samples' clock
         if event == "started":
             self.started = msg
         elif event == "progress":

@@ -11,11 +11,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from core.advice.recommendation import Recommendation, recommend
 from core.errors import TrainRigError
 from core.estimate.sizing import CandidateResult
+from core.hardware.candidates import THIS_MACHINE
 from core.paths import resource_path
-from core.spec.workload import Workload
+from core.spec.workload import Workload, parse_workload
 from core.storage.store import Store
+from telemetry.candidates import calibrated_rates, resolve_candidates
+from telemetry.inventory import collect_inventory
+from telemetry.machine import summary_from_inventory
 from telemetry.runs import Run
 from telemetry.sampler import DEFAULT_RATE_HZ
 
@@ -86,6 +91,33 @@ def prediction_for(candidate: CandidateResult) -> dict[str, Any]:
         "steps_per_epoch": candidate.steps_per_epoch,
         "batch_size": candidate.memory.batch_per_device,
     }
+
+
+def this_machine_prediction(rec: Recommendation | None) -> dict[str, Any] | None:
+    """The prediction of the sizing's "this machine" candidate, if it has one."""
+    if rec is None:
+        return None
+    here = [c for c in rec.result.candidates if c.device.is_this_machine]
+    return prediction_for(here[0]) if here else None
+
+
+def size_here(document: Any, store: Store | None) -> tuple[Workload, dict[str, Any] | None]:
+    """Parse ``document`` and size it on this machine (with its calibration, as `size` does):
+    the workload and the prediction a run will be compared with."""
+    workload = parse_workload(document)
+    inventory = collect_inventory()
+    devices, machine = resolve_candidates(
+        [THIS_MACHINE], workload, summary_from_inventory(inventory), store.user_devices() if store else ()
+    )
+    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
+    rec = recommend(
+        workload,
+        devices,
+        host_ram_bytes=machine.ram_total_bytes,
+        calibrated=calibrated_rates(devices, calibration, machine),
+        inventory=inventory,
+    )
+    return workload, this_machine_prediction(rec)
 
 
 def training_run(

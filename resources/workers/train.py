@@ -280,6 +280,7 @@ def train(spec: dict[str, Any]) -> None:
         iterations=total_iters,
         parameters=sum(p.numel() for p in model.parameters()),
         data="csv" if spec.get("csv") else "synthetic",
+        rss_before_bytes=rss_at_start,
     )
     gen = torch.Generator().manual_seed(seed + 1)
     step_times: list[float] = []

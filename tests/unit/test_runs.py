@@ -51,7 +51,8 @@ def test_partial_lines_and_garbage_are_survived_and_the_run_finishes(tmp_path: P
     )
     assert run.status == "finished", run.reason
     assert [p["iteration"] for p in run.progress] == [1, 2]
-    assert run.latest == {"event": "progress", "iteration": 2, "loss": 1.25}
+    assert run.latest is not None and (run.latest["iteration"], run.latest["loss"]) == (2, 1.25)
+    assert 0.3 <= run.latest["t"] < 30  # when it arrived, on the samples' clock
     assert run.garbage_lines == 2 and run.other_output[0] == "Warning: some library chatter"
     assert run.metrics is not None and run.metrics["accuracy"] == 0.9
 

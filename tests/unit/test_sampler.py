@@ -217,3 +217,19 @@ def test_the_thread_samples_this_machine_at_the_rate_and_stores_once_a_second_at
 def test_rate_outside_1_to_20_hz_is_refused() -> None:
     with pytest.raises(ValueError, match="1–20 Hz"):
         Sampler([], rate_hz=50)
+
+
+def test_moving_average_smooths_over_the_window_and_keeps_gaps() -> None:
+    from telemetry.series import iterations_at, moving_average
+
+    y = np.array([0.0, 10.0, 20.0, np.nan, 40.0, 50.0])
+    out = moving_average(y, 3)
+    assert out[:3].tolist() == [0.0, 5.0, 10.0]
+    assert np.isnan(out[3])  # the gap stays a gap
+    assert out[4] == pytest.approx(30.0) and out[5] == pytest.approx(45.0)  # (20+40)/2, (40+50)/2
+    assert moving_average(y, 1) is y
+    assert iterations_at(np.array([0.5, 1.5, 3.0]), np.array([1.0, 2.0]), np.array([10.0, 30.0])).tolist() == [
+        5.0,
+        20.0,
+        30.0,
+    ]
