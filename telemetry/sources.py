@@ -179,6 +179,7 @@ class NvmlSource:
         self.events: list[tuple[float, str]] = []
         self.columns: tuple[str, ...] = ()
         self.unavailable: str | None = None
+        self.indices: list[int] = []
         self._handles: list[Any] = []
         self._unsupported: set[str] = set()
         self._slow_cache: dict[str, float] = {}

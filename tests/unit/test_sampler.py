@@ -96,8 +96,11 @@ def test_a_lost_gpu_leaves_a_marked_gap_backs_off_and_comes_back() -> None:
 
 def test_nvml_absent_is_said_plainly_and_no_gpu_column_exists() -> None:
     fake = FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)
-    sampler = Sampler([NvmlSource(fake.module())], rate_hz=10, clock=Clock())
+    source = NvmlSource(fake.module())
+    assert source.read(0.0, True) == {}
+    sampler = Sampler([source], rate_hz=10, clock=Clock())
     sampler.sample_once()
+    assert not sampler.all_events()
     assert sampler.columns == ()
     assert sampler.reasons["gpu"].startswith("NVML unavailable: NVML Shared Library Not Found")
 
