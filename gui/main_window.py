@@ -25,6 +25,7 @@ class MainWindow(QMainWindow):
         self.telemetry_tab = TelemetryTab(store, self.sizing_tab, self._python_for_runs)
         self.tabs.addTab(self.sizing_tab, "&Sizing wizard")
         self.tabs.addTab(self.telemetry_tab, "&Telemetry")
+        self.sizing_tab.results.run_here.connect(self._run_here)
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
         self.inventory_tab.calibrated.connect(self.sizing_tab.set_calibration)
         self.setCentralWidget(self.tabs)
@@ -60,6 +61,10 @@ class MainWindow(QMainWindow):
             "Formulas: Jamgharyan 2024 (after Subbotin 2003), Hooda 2023; scaling observations: Wünsche 2016; "
             "hyperparameter effects: Finocchiaro; storage: Panaite & Leba 2024.",
         )
+
+    def _run_here(self) -> None:
+        self.tabs.setCurrentWidget(self.telemetry_tab)
+        self.telemetry_tab.run_wizard_workload()
 
     def _python_for_runs(self) -> str | None:
         """The Python with PyTorch the Inventory tab found or the user chose."""

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_run_from_the_tab_is_plotted_live_finishes_and_a_second_is_cancelled(
     qtbot, main_window, tmp_path: Path, monkeypatch
 ) -> None:
+    asked: list[str] = []
+    answer = [QMessageBox.StandardButton.Yes]  # if an assertion fails mid-run, closing must not block
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[1]) or answer[0])
     store = Store.open(tmp_path / "t.db")
     w = main_window(store)
     tab = w.telemetry_tab
@@ -26,12 +29,16 @@ def test_a_run_from_the_tab_is_plotted_live_finishes_and_a_second_is_cancelled(
     w.resize(1400, 900)
     tab.epochs.setValue(3)
     tab.samples.setValue(3000)
-    qtbot.mouseClick(tab.start_wizard, Qt.MouseButton.LeftButton)
+    run_here = w.sizing_tab.results.run_here_button
+    assert run_here.isEnabled()  # the starter workload has a this-machine candidate
+    w.tabs.setCurrentWidget(w.sizing_tab)
+    qtbot.mouseClick(run_here, Qt.MouseButton.LeftButton)
+    assert w.tabs.currentWidget() is tab
     qtbot.waitUntil(lambda: tab.run is not None and tab.run.latest is not None, timeout=60_000)
     qtbot.waitUntil(lambda: tab.plots.curves["cpu_percent"].getData()[0] is not None, timeout=10_000)
     live = len(tab.plots.curves["cpu_percent"].getData()[0])
     assert live >= 3 and tab.frames >= 1  # points arrive while it trains
-    assert "epoch" in tab.progress.format() and "ETA" in tab.progress.format()
+    qtbot.waitUntil(lambda: "epoch" in tab.progress.format() and "ETA" in tab.progress.format(), timeout=5_000)
     if os.environ.get("TRAINRIG_SCREENSHOTS"):
         tab.grab().save(str(ROOT / "docs/screenshot-telemetry-running.png"))
     qtbot.waitUntil(lambda: tab.run.done and not tab.timer.isActive(), timeout=180_000)
