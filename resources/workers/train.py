@@ -210,6 +210,15 @@ def make_optimizer(torch: Any, name: str, params: Any) -> Any:
 
 
 def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory. On Linux VmHWM of /proc/self/status: getrusage's
+    ru_maxrss survives fork and exec, so a child of a large process would report its parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     try:
         import resource
     except ImportError:  # Windows

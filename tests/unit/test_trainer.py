@@ -106,3 +106,20 @@ def test_a_real_two_epoch_seed_mlp_run_on_the_cpu_stores_samples_metrics_and_bea
     assert len(samples) >= 5 and "proc_cpu_percent" in columns
     cpu = [row[columns.index("proc_cpu_percent")] for _, row in samples]
     assert max(c for c in cpu if c is not None) > 20  # the trainer was seen working
+
+
+def test_peak_memory_is_the_workers_own_not_its_large_parents() -> None:
+    import subprocess
+    import textwrap
+
+    worker = resource_path("workers/train.py")
+    parent = textwrap.dedent(
+        f"""
+        import subprocess, sys
+        ballast = bytearray(400 * 2**20)  # a parent as large as a test run or a busy app
+        child = "import runpy; m = runpy.run_path({str(worker)!r}); print(m['peak_rss_bytes']())"
+        print(subprocess.run([sys.executable, "-c", child], capture_output=True, text=True).stdout)
+        """
+    )
+    peak = int(subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True).stdout)
+    assert 1 * 2**20 < peak < 200 * 2**20  # getrusage's ru_maxrss would say > 400 MiB here
