@@ -26,7 +26,8 @@ def qt_installed() -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import calibrate, catalogue, inventory, report, size
+    from cli import calibrate, catalogue, inventory, monitor, report, size
+    from cli import run as run_command
 
     parser = argparse.ArgumentParser(
         prog="trainrig",
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_parser(sub)
     report.add_parser(sub)
     calibrate.add_parser(sub)
+    run_command.add_parser(sub)
+    monitor.add_parser(sub)
     return parser
 
 
@@ -53,9 +56,7 @@ def open_store(args: argparse.Namespace, db_path: Path) -> Store | None:
     one without writing (a command that only reads never creates one), None leaves it closed."""
     from core.storage.store import Store
 
-    mode = (
-        args.store_mode(args) if hasattr(args, "store_mode") else ("write" if getattr(args, "needs_store", 0) else None)
-    )
+    mode = args.store_mode(args) if hasattr(args, "store_mode") else None
 
     def say(text: str) -> None:
         print(f"trainrig: {text}…", file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 from core import __version__
 from core.storage.store import Store
 from gui.tabs.inventory_tab import InventoryTab
+from gui.tabs.telemetry_tab import TelemetryTab
 from gui.wizard.wizard import SizingWizard
 
 
@@ -21,7 +22,10 @@ class MainWindow(QMainWindow):
         self.inventory_tab = InventoryTab(store)
         self.sizing_tab = SizingWizard(store)
         self.tabs.addTab(self.inventory_tab, "&Inventory")
+        self.telemetry_tab = TelemetryTab(store, self.sizing_tab, self._python_for_runs)
         self.tabs.addTab(self.sizing_tab, "&Sizing wizard")
+        self.tabs.addTab(self.telemetry_tab, "&Telemetry")
+        self.sizing_tab.results.run_here.connect(self._run_here)
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
         self.inventory_tab.calibrated.connect(self.sizing_tab.set_calibration)
         self.setCentralWidget(self.tabs)
@@ -58,7 +62,19 @@ class MainWindow(QMainWindow):
             "hyperparameter effects: Finocchiaro; storage: Panaite & Leba 2024.",
         )
 
+    def _run_here(self) -> None:
+        self.tabs.setCurrentWidget(self.telemetry_tab)
+        self.telemetry_tab.run_wizard_workload()
+
+    def _python_for_runs(self) -> str | None:
+        """The Python with PyTorch the Inventory tab found or the user chose."""
+        env = self.inventory_tab.torch_env
+        return env.python if env is not None and env.ok else (QSettings().value("pytorch/python") or None)
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.telemetry_tab.confirm_close():
+            event.ignore()
+            return
         settings = QSettings()
         settings.setValue("main_window/geometry", self.saveGeometry())
         settings.setValue("main_window/tab", self.tabs.currentIndex())

@@ -29,6 +29,13 @@ class FakeGpu:
     nvlinks: int = 0
     power_mw: int = 450_000
     mig: tuple[int, int] | None = None
+    # live figures for the sampler
+    util: int = 87
+    mem_used: int = 6 * 2**30
+    power_now_mw: int = 312_500
+    temp: int = 64
+    sm_clock_now: int = 2310
+    mem_clock_now: int = 10251
 
 
 @dataclass
@@ -39,16 +46,22 @@ class FakeNvml:
     missing: set[str] = field(default_factory=set)
     unsupported: set[str] = field(default_factory=set)
     init_error: type[Exception] | None = None
+    lost: set[int] = field(default_factory=set)  # GPUs that answer NVMLError_GpuIsLost (mid-run)
+    inits: int = 0
 
     def module(self) -> types.ModuleType:
         m = types.ModuleType("pynvml")
         m.NVMLError = pynvml.NVMLError  # type: ignore[attr-defined]
+        m.NVMLError_NotSupported = pynvml.NVMLError_NotSupported  # type: ignore[attr-defined]
+        m.NVMLError_FunctionNotFound = pynvml.NVMLError_FunctionNotFound  # type: ignore[attr-defined]
 
         def fail_if(name: str) -> None:
             if name in self.unsupported:
                 raise pynvml.NVMLError_FunctionNotFound()
 
         def device(h: Any) -> FakeGpu:
+            if h in self.lost:
+                raise pynvml.NVMLError_GpuIsLost()
             return self.gpus[h]
 
         def nvlink_state(h: Any, link: int) -> int:
@@ -66,6 +79,7 @@ class FakeNvml:
             return g.mig
 
         def init() -> None:
+            self.inits += 1
             if self.init_error is not None:
                 raise self.init_error()
 
@@ -78,7 +92,13 @@ class FakeNvml:
             "nvmlDeviceGetHandleByIndex": lambda i: i,
             "nvmlDeviceGetName": lambda h: device(h).name,
             "nvmlDeviceGetUUID": lambda h: device(h).uuid,
-            "nvmlDeviceGetMemoryInfo": lambda h: types.SimpleNamespace(total=device(h).memory),
+            "nvmlDeviceGetMemoryInfo": lambda h: types.SimpleNamespace(
+                total=device(h).memory, used=device(h).mem_used, free=device(h).memory - device(h).mem_used
+            ),
+            "nvmlDeviceGetUtilizationRates": lambda h: types.SimpleNamespace(gpu=device(h).util, memory=0),
+            "nvmlDeviceGetPowerUsage": lambda h: device(h).power_now_mw,
+            "nvmlDeviceGetTemperature": lambda h, sensor: device(h).temp,
+            "nvmlDeviceGetClockInfo": lambda h, t: device(h).sm_clock_now if t == 1 else device(h).mem_clock_now,
             "nvmlDeviceGetArchitecture": lambda h: device(h).arch,
             "nvmlDeviceGetCudaComputeCapability": lambda h: device(h).cc,
             "nvmlDeviceGetNumGpuCores": lambda h: device(h).cores,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,12 +55,51 @@ def _m4_calibrations(db: sqlite_utils.Database) -> None:
     db["calibrations"].create_index(["fingerprint"], if_not_exists=True)
 
 
+def _m5_runs_samples(db: sqlite_utils.Database) -> None:
+    # a run: a training run of TrainRig's trainer ("trained") or any command under `monitor`
+    # ("monitored"); JSON columns hold the workload, the sizing's prediction, the measured figures,
+    # the trainer's final metrics, the progress history and the sampler's columns and reasons
+    db["runs"].create(
+        {
+            "id": int,
+            "created": str,
+            "kind": str,
+            "name": str,
+            "workload": str,
+            "command": str,
+            "device": str,
+            "status": str,  # running, finished, failed, cancelled
+            "reason": str,
+            "exit_code": int,
+            "ended": str,
+            "duration_s": float,
+            "prediction": str,
+            "measured": str,
+            "metrics": str,
+            "progress": str,
+            "sampling": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    # one row per sample: seconds since the run started and the values in the order of the run's
+    # sampling columns, a JSON array with null where a value could not be read
+    db["samples"].create(
+        {"run_id": int, "t": float, "value_list": str},
+        foreign_keys=[("run_id", "runs", "id")],
+        if_not_exists=True,
+    )
+    db["samples"].create_index(["run_id", "t"], if_not_exists=True)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _m1_workloads_sizings,
     _m2_user_devices,
     _m3_inventories,
     _m4_calibrations,
+    _m5_runs_samples,
 ]
+RUN_STATUSES = ("running", "finished", "failed", "cancelled")
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -79,6 +119,9 @@ class Store:
         self.read_only = read_only
         self.on_wait = on_wait
         self.damaged = False  # set on the first "malformed" error: a damaged database is never written to
+        # a run's reader and sampler threads write through this connection too (it is opened
+        # with check_same_thread=False); the lock keeps their transactions whole
+        self.lock = threading.RLock()
 
     @classmethod
     def open(
@@ -90,7 +133,7 @@ class Store:
         still migrated first, with its backup). ``on_wait`` is told once when another program holds
         the database and TrainRig waits for it (up to BUSY_WAIT_S)."""
         if path is None or str(path) == ":memory:":
-            store = cls(sqlite_utils.Database(memory=True), None)
+            store = cls(sqlite_utils.Database(sqlite3.connect(":memory:", check_same_thread=False)), None)
             store._migrate()
             return store
         p = Path(path)
@@ -98,7 +141,7 @@ class Store:
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
             uri = f"file:{p.resolve()}?mode=ro" if read_only else f"file:{p.resolve()}"
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_POLL_S)
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_POLL_S, check_same_thread=False)
             db = sqlite_utils.Database(conn)
             version = _read_version(db, p)
         except sqlite3.DatabaseError as exc:
@@ -185,7 +228,8 @@ class Store:
                 raise StoreError(_explain(exc, self.path, outcome)) from None
 
     def _read(self, action: Callable[[], Any]) -> Any:
-        return self._retry(action, "nothing could be read")
+        with self.lock:
+            return self._retry(action, "nothing could be read")
 
     def _write(self, action: Callable[[], Any]) -> Any:
         """One write in one transaction; refused on a read-only or damaged database."""
@@ -208,7 +252,8 @@ class Store:
             conn.execute("COMMIT")
             return result
 
-        return self._retry(transaction, "nothing was saved")
+        with self.lock:
+            return self._retry(transaction, "nothing was saved")
 
     @property
     def schema_version(self) -> int:
@@ -322,6 +367,83 @@ class Store:
         sql = "select result from calibrations where fingerprint = ? order by id desc limit 1"
         row = self._read(lambda: self.db.execute(sql, [fingerprint]).fetchone())
         return json.loads(row[0]) if row else None
+
+    # --- runs and their samples -----------------------------------------------------------
+    def start_run(
+        self,
+        kind: str,
+        name: str,
+        *,
+        workload: dict[str, Any] | None = None,
+        command: Sequence[str] = (),
+        device: str = "",
+        prediction: dict[str, Any] | None = None,
+        sampling: dict[str, Any] | None = None,
+    ) -> int:
+        """Record a run that is starting (status "running"); returns its id."""
+        with self.lock:
+            table = self.db["runs"]
+            table.insert(
+                {
+                    "created": _now(),
+                    "kind": kind,
+                    "name": name,
+                    "workload": json.dumps(workload) if workload is not None else None,
+                    "command": json.dumps(list(command)),
+                    "device": device,
+                    "status": "running",
+                    "prediction": json.dumps(prediction) if prediction is not None else None,
+                    "sampling": json.dumps(sampling or {}),
+                }
+            )
+            return int(table.last_pk)
+
+    def add_samples(self, run_id: int, rows: Sequence[tuple[float, Sequence[float | None]]]) -> None:
+        """Append samples ``(t, values)`` in one transaction; NaN is stored as null."""
+        data = [(run_id, t, json.dumps([None if v is None or v != v else v for v in vals])) for t, vals in rows]
+        with self.lock:
+            conn = self.db.conn
+            if conn.isolation_level is None and not conn.in_transaction:
+                conn.execute("BEGIN")
+            conn.executemany("insert into samples (run_id, t, value_list) values (?, ?, ?)", data)
+            conn.commit()
+
+    def finish_run(self, run_id: int, status: str, **fields: Any) -> None:
+        """Close a run: ``status`` (finished, failed, cancelled) and any of reason, exit_code,
+        duration_s, measured, metrics, progress, sampling (dicts and lists are stored as JSON)."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
+        values: dict[str, Any] = {"status": status, "ended": _now()}
+        for k, v in fields.items():
+            values[k] = json.dumps(v) if isinstance(v, dict | list) else v
+        with self.lock:
+            self.db["runs"].update(run_id, values)
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Runs, newest first: id, created, kind, name, device, status, reason, exit_code, duration_s."""
+        sql = "select id, created, kind, name, device, status, reason, exit_code, duration_s from runs order by id desc"
+        with self.lock:
+            return [dict(r) for r in self.db.query(sql)]
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        """One run with its JSON columns decoded (no samples)."""
+        with self.lock:
+            rows = list(self.db.query("select * from runs where id = ?", [run_id]))
+        if not rows:
+            return None
+        run = dict(rows[0])
+        for k in ("workload", "command", "prediction", "measured", "metrics", "progress", "sampling"):
+            if run.get(k) is not None:
+                run[k] = json.loads(run[k])
+        return run
+
+    def run_samples(self, run_id: int) -> tuple[list[str], list[tuple[float, list[float | None]]]]:
+        """The run's sampling columns and its samples in time order (None where unreadable)."""
+        run = self.run(run_id)
+        columns = list((run or {}).get("sampling", {}).get("columns", []))
+        with self.lock:
+            rows = self.db.execute("select t, value_list from samples where run_id = ? order by t", [run_id]).fetchall()
+        return columns, [(t, json.loads(v)) for t, v in rows]
 
     def close(self) -> None:
         self.db.close()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QSplitter,
     QTableView,
     QTabWidget,
@@ -53,6 +54,7 @@ class ResultsPage(QWidget):
     """Shows a SizingResult; the what-if controls emit ``what_if`` with changed training values."""
 
     what_if = Signal(dict)
+    run_here = Signal()  # "Run it here": train this workload on this machine in the Telemetry tab
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,6 +70,11 @@ class ResultsPage(QWidget):
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         whatif.addWidget(self.verdict, 1)
+        self.run_here_button = QPushButton("Run it here")
+        self.run_here_button.setToolTip("Train this workload on this machine in the Telemetry tab")
+        self.run_here_button.setEnabled(False)
+        self.run_here_button.clicked.connect(self.run_here)
+        whatif.addWidget(self.run_here_button)
         self.model = CandidateTableModel()
         self.proxy = QSortFilterProxyModel()
         self.proxy.setSourceModel(self.model)
@@ -139,6 +146,13 @@ class ResultsPage(QWidget):
 
     def show_result(self, rec: Recommendation) -> None:
         result = self.result = rec.result
+        here = any(c.device.is_this_machine for c in result.candidates)
+        self.run_here_button.setEnabled(here)
+        self.run_here_button.setToolTip(
+            "Train this workload on this machine in the Telemetry tab"
+            if here
+            else "Add 'this machine' to the candidates to compare a run here with its sizing"
+        )
         self.model.set_rows(sorted(result.candidates, key=_rank))
         self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
         self._show_scatter(result)

@@ -1,0 +1,403 @@
+"""Training worker: trains a layer-list model and reports on stdout as JSON lines.
+
+Run by TrainRig (`run`, the Telemetry tab) in the Python environment with PyTorch, never inside
+the app, and it never imports the app. It reads one JSON object on stdin:
+
+    {"model": {"input_shape": [75], "layers": [...]}, "classes": 10, "samples": 80909,
+     "batch_size": 512, "epochs": 2, "optimizer": "adam", "precision": "fp32",
+     "device": "cpu", "seed": 0, "csv": null, "holdout": 0.2}
+
+and writes one JSON object per line: {"event": "started", ...}, {"event": "progress", "epoch",
+"iteration", "loss", "accuracy", "samples_per_s", ...}, then {"event": "finished", ...} with the
+metrics, or {"event": "error", "reason": ...} (an out-of-memory says so). SIGINT stops it between
+steps with {"event": "cancelled"}. The data is a deterministic synthetic set of the model's input
+shape — for the seed MLP 75 features and 10 imbalanced classes — or the user's CSV (feature columns
+and a label column, "label" or else the last); a bad CSV is refused with its row and the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+PROGRESS_EVERY_S = 0.2
+WARMUP_STEPS = 5
+
+
+class WorkerError(Exception):
+    """A problem to report as {"event": "error"} (not a bug)."""
+
+
+def emit(event: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+# --- data -----------------------------------------------------------------------------------
+def read_csv(path: str, features: int, classes: int) -> tuple[list[list[float]], list[int], list[str]]:
+    """Rows of ``features`` numbers and a label (column "label", else the last column); labels are
+    integers 0…classes−1 or names (sorted into class numbers). WorkerError names row and reason."""
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")  # closed by the with below
+    except OSError as exc:
+        raise WorkerError(f"the CSV {path} cannot be read: {exc.strerror or exc}") from None
+    with fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise WorkerError(f"the CSV {path} is empty") from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise WorkerError(f"the CSV {path}, row 1: {exc}") from None
+        names = [h.strip() for h in header]
+        label_at = names.index("label") if "label" in names else len(names) - 1
+        if len(names) - 1 != features:
+            raise WorkerError(
+                f"the CSV {path} has {len(names) - 1} feature columns besides the label "
+                f"{names[label_at]!r}; the model's input needs {features}"
+            )
+        xs: list[list[float]] = []
+        raw: list[str] = []
+        row_no = 1
+        try:
+            for row_no, row in enumerate(reader, start=2):
+                if not row or all(not c.strip() for c in row):
+                    continue
+                if len(row) != len(names):
+                    raise WorkerError(f"the CSV {path}, row {row_no}: {len(row)} fields, the header has {len(names)}")
+                x: list[float] = []
+                for j, cell in enumerate(row):
+                    if j == label_at:
+                        continue
+                    try:
+                        v = float(cell)
+                    except ValueError:
+                        raise WorkerError(
+                            f"the CSV {path}, row {row_no}, column {names[j]!r}: {cell!r} is not a number"
+                        ) from None
+                    if not math.isfinite(v):
+                        raise WorkerError(f"the CSV {path}, row {row_no}, column {names[j]!r}: {cell!r} is not finite")
+                    x.append(v)
+                label = row[label_at].strip()
+                if not label:
+                    raise WorkerError(f"the CSV {path}, row {row_no}: the label is empty")
+                xs.append(x)
+                raw.append(label)
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise WorkerError(f"the CSV {path}, row {row_no}: {exc}") from None
+    if len(xs) < 2:
+        raise WorkerError(f"the CSV {path} has {len(xs)} data rows; training needs at least 2")
+    if all(r.lstrip("-").isdigit() for r in raw):
+        ys = [int(r) for r in raw]
+        bad = next((i for i, y in enumerate(ys) if not 0 <= y < classes), None)
+        if bad is not None:
+            raise WorkerError(f"the CSV {path}: label {ys[bad]} is outside 0…{classes - 1} (the model has {classes})")
+        return xs, ys, [str(c) for c in range(classes)]
+    names_sorted = sorted(set(raw))
+    if len(names_sorted) > classes:
+        raise WorkerError(f"the CSV {path} has {len(names_sorted)} different labels; the model outputs {classes}")
+    index = {n: i for i, n in enumerate(names_sorted)}
+    return xs, [index[r] for r in raw], names_sorted
+
+
+def class_weights(classes: int) -> list[float]:
+    """Imbalanced class frequencies ∝ 1/(k+1), like the unequal classes of Finocchiaro's set."""
+    w = [1.0 / (k + 1) for k in range(classes)]
+    total = sum(w)
+    return [x / total for x in w]
+
+
+def synthetic(torch: Any, shape: Sequence[int], classes: int, n: int, seed: int) -> tuple[Any, Any]:
+    """``n`` samples of ``shape``: a unit Gaussian blob per class around centres drawn with σ = 0.3
+    per element (for 75 features about 3.7 σ apart: classes overlap, accuracy well below 100 %),
+    labels drawn with the imbalanced frequencies; the same seed gives the same set."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn((classes, *shape), generator=g) * 0.3
+    y = torch.multinomial(torch.tensor(class_weights(classes)), n, replacement=True, generator=g)
+    x = centres[y] + torch.randn((n, *shape), generator=g)
+    return x, y
+
+
+def macro_f1(pred: Sequence[int], true: Sequence[int], classes: int) -> float:
+    """The unweighted mean of the per-class F1 over the classes present in ``true`` or ``pred``."""
+    f1s = []
+    for c in range(classes):
+        tp = sum(1 for p, t in zip(pred, true, strict=True) if p == c and t == c)
+        fp = sum(1 for p, t in zip(pred, true, strict=True) if p == c and t != c)
+        fn = sum(1 for p, t in zip(pred, true, strict=True) if p != c and t == c)
+        if tp + fp + fn == 0:
+            continue
+        f1s.append(2 * tp / (2 * tp + fp + fn))
+    return sum(f1s) / len(f1s) if f1s else 0.0
+
+
+# --- model ----------------------------------------------------------------------------------
+def build_model(torch: Any, input_shape: Sequence[int], layers: Sequence[dict[str, Any]]) -> Any:
+    """An nn.Sequential of the layer list; input sizes are inferred by running a zero batch."""
+    nn = torch.nn
+    simple = {
+        "relu": nn.ReLU,
+        "leaky_relu": nn.LeakyReLU,
+        "tanh": nn.Tanh,
+        "sigmoid": nn.Sigmoid,
+        "gelu": nn.GELU,
+        "silu": nn.SiLU,
+        "elu": nn.ELU,
+        "dropout": nn.Dropout,
+        "dropout2d": nn.Dropout2d,
+        "maxpool2d": nn.MaxPool2d,
+        "avgpool2d": nn.AvgPool2d,
+        "adaptive_avgpool2d": nn.AdaptiveAvgPool2d,
+        "flatten": nn.Flatten,
+        "identity": nn.Identity,
+    }
+    modules = []
+    x = torch.zeros((2, *input_shape))
+    for i, spec in enumerate(layers):
+        kind = str(spec.get("type", "")).lower()
+        args = {k: v for k, v in spec.items() if k != "type"}
+        shape = x.shape[1:]
+        try:
+            if kind == "linear":
+                m = nn.Linear(shape[-1], args["out_features"], bias=args.get("bias", True))
+            elif kind == "conv2d":
+                args.pop("in_channels", None)
+                m = nn.Conv2d(shape[0], **args)
+            elif kind in ("batchnorm1d", "batchnorm2d"):
+                args.pop("num_features", None)
+                m = (nn.BatchNorm1d if kind == "batchnorm1d" else nn.BatchNorm2d)(shape[0], **args)
+            elif kind == "layernorm":
+                args.pop("normalized_shape", None)
+                m = nn.LayerNorm(shape[-1], **args)
+            elif kind == "softmax":
+                m = nn.Softmax(dim=-1)
+            elif kind in simple:
+                m = simple[kind](**args)
+            else:
+                raise WorkerError(f"model.layers[{i}]: the trainer does not support layer type {kind!r}")
+            m.eval()
+            with torch.no_grad():
+                x = m(x)
+        except WorkerError:
+            raise
+        except (TypeError, KeyError, ValueError, RuntimeError) as exc:
+            raise WorkerError(f"model.layers[{i}] ({kind}): {exc}") from None
+        modules.append(m)
+    model = nn.Sequential(*modules)
+    model.train()
+    return model, tuple(x.shape[1:])
+
+
+def make_optimizer(torch: Any, name: str, params: Any) -> Any:
+    opt = torch.optim
+    table = {
+        "sgd": lambda: opt.SGD(params, lr=0.01, momentum=0.9),
+        "adam": lambda: opt.Adam(params, lr=1e-3),
+        "adamw": lambda: opt.AdamW(params, lr=1e-3),
+        "rmsprop": lambda: opt.RMSprop(params, lr=1e-3),
+        "adagrad": lambda: opt.Adagrad(params, lr=0.01),
+        "adadelta": lambda: opt.Adadelta(params),
+    }
+    if name not in table:
+        raise WorkerError(f"the trainer does not know the optimizer {name!r} (it knows {', '.join(table)})")
+    return table[name]()
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory. On Linux VmHWM of /proc/self/status: getrusage's
+    ru_maxrss survives fork and exec, so a child of a large process would report its parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
+# --- training -------------------------------------------------------------------------------
+def train(spec: dict[str, Any]) -> None:
+    import torch
+
+    seed = int(spec.get("seed", 0))
+    torch.manual_seed(seed)
+    device = torch.device(spec.get("device", "cpu"))
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise WorkerError(f"{device} was asked for but this PyTorch has no usable CUDA device")
+    model_doc = spec["model"]
+    input_shape = [int(v) for v in model_doc["input_shape"]]
+    classes = int(spec["classes"])
+    model, out_shape = build_model(torch, input_shape, model_doc["layers"])
+    if list(out_shape) != [classes]:
+        raise WorkerError(
+            f"the model's output is {list(out_shape)}; a classifier of {classes} classes needs [{classes}]"
+        )
+    holdout = float(spec.get("holdout", 0.2))
+    if spec.get("csv"):
+        features = math.prod(input_shape)
+        xs, ys, _labels = read_csv(spec["csv"], features, classes)
+        x_all = torch.tensor(xs, dtype=torch.float32).reshape((len(xs), *input_shape))
+        y_all = torch.tensor(ys)
+        perm = torch.randperm(len(xs), generator=torch.Generator().manual_seed(seed))
+        x_all, y_all = x_all[perm], y_all[perm]
+        n_test = max(1, int(len(xs) * holdout))
+        x_test, y_test, x_train, y_train = x_all[:n_test], y_all[:n_test], x_all[n_test:], y_all[n_test:]
+    else:
+        n_train = int(spec["samples"])
+        n_test = max(1, round(n_train * holdout / (1 - holdout)))
+        x_all, y_all = synthetic(torch, input_shape, classes, n_train + n_test, seed)
+        x_train, y_train, x_test, y_test = x_all[:n_train], y_all[:n_train], x_all[n_train:], y_all[n_train:]
+    rss_at_start = peak_rss_bytes()  # PyTorch, the data set and the model's weights are in memory now
+    model = model.to(device)
+    precision = spec.get("precision", "fp32")
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise WorkerError(f"the trainer runs fp32, bf16 or fp16, not {precision!r}")
+    if precision == "fp16" and device.type != "cuda":
+        raise WorkerError("fp16 training needs a CUDA device; use bf16 or fp32 on the CPU")
+    autocast = precision != "fp32"
+    amp_dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    optimizer = make_optimizer(torch, spec.get("optimizer", "adam"), model.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batch = int(spec["batch_size"])
+    epochs = int(spec["epochs"])
+    n = len(x_train)
+    per_epoch = math.ceil(n / batch)
+    total_iters = per_epoch * epochs
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    emit(
+        "started",
+        torch=torch.__version__,
+        device=str(device),
+        threads=torch.get_num_threads(),
+        train_samples=n,
+        test_samples=len(x_test),
+        epochs=epochs,
+        iterations=total_iters,
+        parameters=sum(p.numel() for p in model.parameters()),
+        data="csv" if spec.get("csv") else "synthetic",
+        rss_before_bytes=rss_at_start,
+    )
+    gen = torch.Generator().manual_seed(seed + 1)
+    step_times: list[float] = []
+    iteration = 0
+    t_start = time.perf_counter()
+    last_emit = 0.0
+    seen = 0
+    for epoch in range(1, epochs + 1):
+        order = torch.randperm(n, generator=gen)
+        correct = count = 0
+        loss_sum = 0.0
+        for b in range(per_epoch):
+            idx = order[b * batch : (b + 1) * batch]
+            xb, yb = x_train[idx].to(device, non_blocking=True), y_train[idx].to(device, non_blocking=True)
+            t = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=autocast):
+                out = model(xb)
+                loss = loss_fn(out.float(), yb)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+            loss_v = float(loss.detach())  # waits for the device: the step is complete
+            step_times.append(time.perf_counter() - t)
+            iteration += 1
+            seen += len(idx)
+            loss_sum += loss_v * len(idx)
+            correct += int((out.detach().argmax(1) == yb).sum())
+            count += len(idx)
+            now = time.perf_counter()
+            if now - last_emit >= PROGRESS_EVERY_S or b == per_epoch - 1:
+                last_emit = now
+                recent = step_times[-20:]
+                emit(
+                    "progress",
+                    epoch=epoch,
+                    epochs=epochs,
+                    iteration=iteration,
+                    iterations=total_iters,
+                    loss=loss_sum / count,
+                    accuracy=correct / count,
+                    samples_per_s=seen / (now - t_start),
+                    step_s=statistics.median(recent),
+                    elapsed_s=now - t_start,
+                    epoch_end=b == per_epoch - 1,
+                )
+    training_time = time.perf_counter() - t_start
+    model.eval()
+    preds: list[int] = []
+    with torch.no_grad(), torch.autocast(device.type, dtype=amp_dtype, enabled=autocast):
+        for b in range(0, len(x_test), 4096):
+            preds += model(x_test[b : b + 4096].to(device)).argmax(1).cpu().tolist()
+    truth = y_test.tolist()
+    accuracy = sum(1 for p, t in zip(preds, truth, strict=True) if p == t) / len(truth)
+    steady = step_times[WARMUP_STEPS:] if len(step_times) > 2 * WARMUP_STEPS else step_times
+    if device.type == "cuda":
+        peak, kind = int(torch.cuda.max_memory_allocated(device)), "torch.cuda.max_memory_allocated"
+    else:
+        peak, kind = peak_rss_bytes(), "peak RSS of the process"
+    emit(
+        "finished",
+        training_time_s=training_time,
+        accuracy=accuracy,
+        macro_f1=macro_f1(preds, truth, classes),
+        chance_accuracy=max(class_weights(classes)) if not spec.get("csv") else None,
+        median_step_s=statistics.median(steady),
+        steps=len(step_times),
+        warmup_steps=len(step_times) - len(steady),
+        peak_memory_bytes=peak,
+        peak_memory_kind=kind,
+        rss_before_bytes=rss_at_start,
+        device=str(device),
+        epochs=epochs,
+        iterations=iteration,
+    )
+
+
+def main() -> int:
+    try:
+        spec = json.loads(sys.stdin.read())
+    except ValueError as exc:
+        emit("error", reason=f"the trainer was given an unreadable specification: {exc}")
+        return 2
+    try:
+        train(spec)
+    except KeyboardInterrupt:
+        emit("cancelled", reason="stopped on request")
+        return 130
+    except WorkerError as exc:
+        emit("error", reason=str(exc))
+        return 2
+    except MemoryError:
+        emit("error", reason="out of memory on the CPU (MemoryError)", oom=True)
+        return 3
+    except RuntimeError as exc:  # torch.OutOfMemoryError is a RuntimeError
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower():
+            where = spec.get("device", "cpu")
+            emit("error", reason=f"out of memory on {where}: {text}", oom=True)
+            return 3
+        emit("error", reason=f"{type(exc).__name__}: {text}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

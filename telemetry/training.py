@@ -1,0 +1,148 @@
+"""The app's side of the trainer (resources/workers/train.py): what to send it for a workload,
+what the sizing predicted for it, and a Run that starts it in the PyTorch environment.
+
+The worker never imports the app: it receives the resolved layer list (a preset already
+expanded by the core's workload parser) as JSON on stdin.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from core.advice.recommendation import Recommendation, recommend
+from core.errors import TrainRigError
+from core.estimate.sizing import CandidateResult
+from core.hardware.candidates import THIS_MACHINE
+from core.paths import resource_path
+from core.spec.workload import Workload, parse_workload
+from core.storage.store import Store
+from telemetry.candidates import calibrated_rates, resolve_candidates
+from telemetry.inventory import collect_inventory
+from telemetry.machine import summary_from_inventory
+from telemetry.runs import Run
+from telemetry.sampler import DEFAULT_RATE_HZ
+
+WORKER = "workers/train.py"
+SUPPORTED_LAYERS = frozenset(
+    "linear conv2d batchnorm1d batchnorm2d layernorm softmax relu leaky_relu tanh sigmoid gelu silu elu "
+    "dropout dropout2d maxpool2d avgpool2d adaptive_avgpool2d flatten identity".split()
+)
+
+
+def trainer_spec(
+    workload: Workload,
+    *,
+    epochs: int | None = None,
+    samples: int | None = None,
+    device: str = "cpu",
+    csv: str | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The trainer's input for ``workload``: its layer list, classes (the outputs), batch,
+    optimizer, precision; ``samples`` training samples (default: the workload's) of a synthetic
+    set, or the CSV. TrainRigError when the trainer cannot train this model."""
+    model = workload.model
+    if "layers" not in model:
+        raise TrainRigError(
+            f"{workload.name}: the trainer trains layer-list models; this model is a summary without layers"
+        )
+    unknown = sorted({str(layer.get("type", "")).lower() for layer in model["layers"]} - SUPPORTED_LAYERS)
+    if unknown:
+        raise TrainRigError(
+            f"{workload.name}: the trainer does not support the layer type(s) {', '.join(unknown)} "
+            f"(it knows {', '.join(sorted(SUPPORTED_LAYERS))})"
+        )
+    if list(workload.analysis.output_shape) != [workload.data.outputs]:
+        raise TrainRigError(
+            f"{workload.name}: the trainer trains classifiers; the model's output "
+            f"{list(workload.analysis.output_shape)} is not one score per class"
+        )
+    n = samples if samples is not None else workload.data.samples
+    if n < 2:
+        raise TrainRigError("a run needs at least 2 training samples")
+    e = epochs if epochs is not None else workload.training.epochs
+    if e < 1:
+        raise TrainRigError("a run needs at least 1 epoch")
+    return {
+        "model": {"input_shape": list(model["input_shape"]), "layers": list(model["layers"])},
+        "classes": workload.data.outputs,
+        "samples": n,
+        "batch_size": workload.training.batch_size,
+        "epochs": e,
+        "optimizer": workload.training.optimizer,
+        "precision": workload.training.precision,
+        "device": device,
+        "seed": seed,
+        "csv": csv,
+        "holdout": 0.2,
+    }
+
+
+def prediction_for(candidate: CandidateResult) -> dict[str, Any]:
+    """What the sizing of ``candidate`` predicts that a run measures: the step time and the
+    tensor peak of a training step (what torch.cuda.max_memory_allocated reports)."""
+    return {
+        "device": candidate.device.name,
+        "step_s": candidate.step.step_s,
+        "peak_memory_bytes": candidate.memory.tensor_peak,
+        "memory_total_bytes": candidate.memory.total,
+        "steps_per_epoch": candidate.steps_per_epoch,
+        "batch_size": candidate.memory.batch_per_device,
+    }
+
+
+def this_machine_prediction(rec: Recommendation | None) -> dict[str, Any] | None:
+    """The prediction of the sizing's "this machine" candidate, if it has one."""
+    if rec is None:
+        return None
+    here = [c for c in rec.result.candidates if c.device.is_this_machine]
+    return prediction_for(here[0]) if here else None
+
+
+def size_here(document: Any, store: Store | None) -> tuple[Workload, dict[str, Any] | None]:
+    """Parse ``document`` and size it on this machine (with its calibration, as `size` does):
+    the workload and the prediction a run will be compared with."""
+    workload = parse_workload(document)
+    inventory = collect_inventory()
+    devices, machine = resolve_candidates(
+        [THIS_MACHINE], workload, summary_from_inventory(inventory), store.user_devices() if store else ()
+    )
+    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
+    rec = recommend(
+        workload,
+        devices,
+        host_ram_bytes=machine.ram_total_bytes,
+        calibrated=calibrated_rates(devices, calibration, machine),
+        inventory=inventory,
+    )
+    return workload, this_machine_prediction(rec)
+
+
+def training_run(
+    python: str,
+    spec: dict[str, Any],
+    *,
+    store: Store | None,
+    name: str,
+    workload_document: Any = None,
+    prediction: dict[str, Any] | None = None,
+    rate_hz: float = DEFAULT_RATE_HZ,
+    worker: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> Run:
+    """A Run of the trainer in ``python`` (not started)."""
+    argv = list(worker) if worker is not None else [python, str(resource_path(WORKER))]
+    return Run(
+        argv,
+        store=store,
+        kind="trained",
+        name=name,
+        workload={"document": workload_document, "trainer": spec},
+        device=spec["device"],
+        prediction=prediction,
+        stdin_text=json.dumps(spec),
+        rate_hz=rate_hz,
+        **kwargs,
+    )

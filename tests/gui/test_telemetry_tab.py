@@ -1,0 +1,91 @@
+"""The Telemetry tab offscreen: a real run of the wizard's workload plotted live and finished, a
+second run cancelled with its samples kept, and closing the window while a run is in progress."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from core.storage.store import Store
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals as on POSIX")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_run_from_the_tab_is_plotted_live_finishes_and_a_second_is_cancelled(
+    qtbot, main_window, tmp_path: Path, monkeypatch
+) -> None:
+    asked: list[str] = []
+    answer = [QMessageBox.StandardButton.Yes]  # if an assertion fails mid-run, closing must not block
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[1]) or answer[0])
+    store = Store.open(tmp_path / "t.db")
+    w = main_window(store)
+    tab = w.telemetry_tab
+    w.tabs.setCurrentWidget(tab)
+    w.resize(1400, 900)
+    tab.epochs.setValue(3)
+    tab.samples.setValue(3000)
+    run_here = w.sizing_tab.results.run_here_button
+    assert run_here.isEnabled()  # the starter workload has a this-machine candidate
+    w.tabs.setCurrentWidget(w.sizing_tab)
+    qtbot.mouseClick(run_here, Qt.MouseButton.LeftButton)
+    assert w.tabs.currentWidget() is tab
+    qtbot.waitUntil(lambda: tab.run is not None and tab.run.latest is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: tab.plots.curves["cpu_percent"].getData()[0] is not None, timeout=10_000)
+    live = len(tab.plots.curves["cpu_percent"].getData()[0])
+    assert live >= 3 and tab.frames >= 1  # points arrive while it trains
+    qtbot.waitUntil(lambda: "epoch" in tab.progress.format() and "ETA" in tab.progress.format(), timeout=5_000)
+    if os.environ.get("TRAINRIG_SCREENSHOTS"):
+        tab.grab().save(str(ROOT / "docs/screenshot-telemetry-running.png"))
+    qtbot.waitUntil(lambda: tab.run.done and not tab.timer.isActive(), timeout=180_000)
+    run = tab.run
+    assert run.status == "finished", run.reason
+    assert tab.progress.value() == 1000 and tab.progress.format().startswith("finished")
+    assert tab.status.text().startswith("Finished in") and "held-out accuracy" in tab.status.text()
+    x, y = tab.plots.curves["proc_rss_bytes"].getData()
+    assert len(x) >= live and y.max() > 0.05  # the trainer's RSS in GiB, well above 50 MiB
+    lx, loss = tab.plots.loss_curve.getData()
+    assert len(lx) >= 2 and loss[-1] < loss[0]
+    assert tab.plots.step_line.isVisible()  # the wizard's this-machine step time as a reference
+    assert "Step time</b>: predicted" in tab.comparison.text() and "measured" in tab.comparison.text()
+    assert store.run(run.run_id)["status"] == "finished"
+    tab.normalised.setChecked(True)
+    tab.smoothing.setValue(50)
+    tab.x_axis.setCurrentIndex(1)
+    nx, ny = tab.plots.curves["cpu_percent"].getData()
+    assert ny[~(ny != ny)].max() <= 1.0 and nx.max() <= run.metrics["iterations"]
+    if os.environ.get("TRAINRIG_SCREENSHOTS"):
+        tab.normalised.setChecked(False)
+        tab.smoothing.setValue(1)
+        tab.x_axis.setCurrentIndex(0)
+        tab.grab().save(str(ROOT / "docs/screenshot-telemetry.png"))
+
+    tab.epochs.setValue(500)  # long enough to cancel
+    qtbot.mouseClick(tab.start_last, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: tab.run is not run and tab.run is not None, timeout=60_000)
+    second = tab.run
+    qtbot.waitUntil(lambda: second.latest is not None and second.sampler.buffer.total >= 10, timeout=60_000)
+    asked: list[str] = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[1]) or QMessageBox.StandardButton.No)
+    assert not w.close() and asked == ["A run is in progress"]  # the user said no: still open
+    qtbot.keyClick(tab, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: second.done and not tab.timer.isActive(), timeout=20_000)
+    assert second.status == "cancelled"
+    assert tab.status.text().startswith("Cancelled: cancelled by the user")
+    stored = store.run(second.run_id)
+    assert stored["status"] == "cancelled"
+    assert len(store.run_samples(second.run_id)[1]) >= 10  # the samples up to the cancel are kept
+    assert w.close()  # nothing running: closes without asking again
+    assert asked == ["A run is in progress"]
+
+
+def test_a_workload_the_trainer_cannot_run_is_refused_in_the_tab(qtbot, main_window, write_json) -> None:
+    w = main_window()
+    tab = w.telemetry_tab
+    tab.run_file(write_json({"name": "gpt", "model": {"preset": "gpt2-small"}}))
+    qtbot.waitUntil(lambda: "does not support the layer type" in tab.status.text(), timeout=30_000)
+    assert tab.run is None and tab.start_file.isEnabled() and not tab.cancel_button.isEnabled()

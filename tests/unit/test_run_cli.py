@@ -1,0 +1,75 @@
+"""`run` and `monitor` from the command line: real runs, stored, with prediction vs measurement."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.storage.store import Store
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals as on POSIX")
+
+
+def test_run_trains_stores_and_prints_prediction_beside_measurement(cli, write_json, seed_doc, _isolated_db) -> None:
+    seed_doc["training"]["batch_size"] = 64
+    code, out, err = cli("run", str(write_json(seed_doc)), "--epochs", "2", "--samples", "640")
+    assert code == 0, out + err
+    assert "Run 1: finished" in out
+    assert "step time        predicted" in out and "measured" in out and "prediction " in out
+    assert "held-out accuracy" in out
+    assert "epoch 2/2 [##############################] 100% it 20/20" in err  # one line per epoch off a terminal
+    store = Store.open(_isolated_db)
+    run = store.run(1)
+    assert run["kind"] == "trained" and run["status"] == "finished" and run["device"] == "cpu"
+    assert run["prediction"]["step_s"] > 0 and run["prediction"]["device"].startswith("this machine")
+    assert run["measured"]["median_step_s"] > 0
+    assert run["workload"]["trainer"]["epochs"] == 2
+    columns, samples = store.run_samples(1)
+    assert len(samples) >= 10 and "cpu_percent" in columns
+
+
+def test_run_on_a_bad_csv_fails_with_the_row_and_the_reason(cli, write_json, seed_doc, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(",".join(f"f{i}" for i in range(75)) + ",label\n" + ",".join(["1"] * 75) + ",3\n" + "oops\n")
+    code, out, _err = cli("run", str(write_json(seed_doc)), "--epochs", "1", "--csv", str(bad))
+    assert code == 1
+    assert "failed — the CSV" in out and "row 3: 1 fields, the header has 76" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rate", "50"], "--rate must be 1–20"),
+        (["--device", "tpu"], "--device must be cpu or cuda:N"),
+        (["--csv", "/nonexistent.csv"], "does not exist"),
+    ],
+)
+def test_run_refuses_bad_options_with_exit_code_2(cli, write_json, seed_doc, args, message) -> None:
+    code, _out, err = cli("run", str(write_json(seed_doc)), *args)
+    assert code == 2 and message in err
+
+
+def test_run_refuses_a_model_the_trainer_cannot_build(cli, write_json) -> None:
+    code, _out, err = cli("run", str(write_json({"name": "gpt", "model": {"preset": "gpt2-small"}})))
+    assert code == 2 and "does not support the layer type" in err
+
+
+def test_monitor_records_any_command_with_its_exit_code(cli, _isolated_db) -> None:
+    code, _out, err = cli(
+        "monitor", "--rate", "20", "--", sys.executable, "-c", "import sys, time; time.sleep(1); sys.exit(4)"
+    )
+    assert code == 4
+    assert "failed, exit code 4 (run 1)" in err and "the command exited with code 4" in err
+    store = Store.open(_isolated_db)
+    run = store.run(1)
+    assert run["kind"] == "monitored" and run["exit_code"] == 4 and run["command"][0] == sys.executable
+    assert run["sampling"]["rate_hz"] == 20
+    assert len(store.run_samples(1)[1]) >= 15
+
+
+def test_monitor_without_a_command_says_how(cli) -> None:
+    code, _out, err = cli("monitor")
+    assert code == 2 and "give the command to monitor after --" in err
