@@ -62,8 +62,8 @@ class GoalPage(WizardPage):
         form.addRow(self.use_deadline, self.deadline)
         form.addRow(self.use_budget, self.budget)
         form.addRow("Currency", self.currency)
-        form.addRow("Per USD", self.rate)
-        form.addRow("Rate of", self.rate_date)
+        form.addRow("Exchange rate (per USD)", self.rate)
+        form.addRow("Rate dated", self.rate_date)
         form.addRow(QLabel("Deadline and budget give each candidate a verdict on the results page."))
         form.addRow(self.error)
         for w in (self.name, self.currency, self.rate_date):
