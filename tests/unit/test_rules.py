@@ -150,7 +150,7 @@ def test_memory_finding_is_specific(training: dict[str, Any], at: str, fix: str)
     assert f.severity == "critical"
     need = result.candidates[0].memory.total / 2**30
     # NVML: 25,757,220,864 B (24,564 MiB) on an RTX 4090
-    assert f"NVIDIA GeForce RTX 4090: memory 24 GiB < {need:.3g} GiB needed {at}" in f.message
+    assert f"NVIDIA GeForce RTX 4090 × 1: memory 24 GiB < {need:.3g} GiB needed {at}" in f.message
     assert fix in f.message
 
 
@@ -167,6 +167,21 @@ def test_a_batch_that_fits_in_micro_batches_is_a_note_not_a_memory_failure() -> 
     assert note.severity == "info"
     assert "micro-batch 425 × 2 accumulation steps" in note.message
     assert "the global batch stays 512" in note.message
+
+
+def test_the_memory_finding_names_the_count_that_does_not_fit() -> None:
+    # Llama-8B with FSDP on 1–8 H100s: one GPU cannot hold a sample, four can; the finding is about
+    # the single GPU, not the four the recommendation picks
+    doc = {
+        "model": {"preset": "llama-8b"},
+        "training": {"batch_size": 64, "optimizer": "adamw", "precision": "bf16_mixed", "sharding": "fsdp"},
+        "hardware": {"gpu_count": {"min": 1, "max": 8}},
+    }
+    result = size_workload(parse_workload(doc), [find_device("H100 SXM", CATALOGUE)])
+    (f,) = [f for f in evaluate_rules(result, HOST) if f.rule == "gpu-memory-too-small"]
+    smallest = min(c.count for c in result.candidates if not c.fits)
+    assert f.message.startswith(f"NVIDIA H100 SXM × {smallest}: memory 79.6 GiB < ")
+    assert next(c.count for c in result.candidates if c.fits) > smallest
 
 
 def test_a_model_that_does_not_fit_one_sample_says_so() -> None:
