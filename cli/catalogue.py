@@ -18,7 +18,7 @@ from core.hardware.catalogue import (
 )
 from core.storage.store import Store
 from core.units import fmt_count
-from core.validate import load_json_document
+from core.validate import read_json_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,13 +69,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
 
 
 def _add(path: Path, store: Store | None) -> int:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WorkloadError("", f"device file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkloadError("", f"{path.name} cannot be read: {exc}") from None
-    doc = load_json_document(text, path.name)
+    doc = read_json_file(path, "device file")
     items = doc if isinstance(doc, list) else [doc]
     shipped = load_catalogue()
     entries = [normalise_device_entry(item, f"devices[{i}]") for i, item in enumerate(items)]

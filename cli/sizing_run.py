@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.advice.recommendation import Recommendation, recommend
+from core.advice.recommendation import Recommendation
 from core.hardware.catalogue import DeviceSpec
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
-from telemetry.candidates import calibrated_rates, resolve_candidates
-from telemetry.inventory import collect_inventory
-from telemetry.machine import MachineSummary, summary_from_inventory
+from telemetry.candidates import recommend_here
+from telemetry.machine import MachineSummary
 from telemetry.tracer import resolve_torch_models
 
 
@@ -42,16 +41,5 @@ def size_file(path: str, candidates: list[str], store: Store | None, trust_code:
     document = read_workload_document(path)
     base = Path(path).resolve().parent
     workload = parse_workload(resolve_torch_models(document, base, trust_code=trust_code, ask=ask_on_terminal))
-    inventory = collect_inventory()
-    devices, machine = resolve_candidates(
-        candidates, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
-    )
-    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
-    rec = recommend(
-        workload,
-        devices,
-        host_ram_bytes=machine.ram_total_bytes,
-        calibrated=calibrated_rates(devices, calibration, machine),
-        inventory=inventory,
-    )
+    rec, devices, machine, inventory = recommend_here(workload, candidates, store)
     return SizingRun(document, rec, devices, machine, inventory)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from core.errors import WorkloadError
@@ -193,6 +194,21 @@ def load_json_document(text: str, name: str) -> Any:
         ) from None
     _check_tree(doc, name)
     return _plain(doc)
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """A user's JSON file (``what``: "workload file", "device file"), read as UTF-8 with the limits
+    of load_json_document; the size is checked before the file is read."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise WorkloadError("", f"{path.name} is {size / 2**20:.0f} MiB; TrainRig reads files up to 16 MiB")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WorkloadError("", f"{what} {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError("", f"{what} {str(path)!r} cannot be read: {exc}") from None
+    return load_json_document(text, path.name)
 
 
 def _check_tree(doc: Any, name: str) -> None:

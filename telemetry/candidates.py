@@ -8,12 +8,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.advice.recommendation import Recommendation, recommend
 from core.estimate import calibration
 from core.hardware.candidates import THIS_MACHINE, is_this_machine_name
 from core.hardware.candidates import resolve_candidates as resolve_names
 from core.hardware.catalogue import DeviceSpec, load_catalogue, merge_user_devices
 from core.spec.workload import Workload
-from telemetry.machine import MachineSummary, probe_machine, this_machine_cpu, this_machine_device
+from core.storage.store import Store
+from telemetry.inventory import collect_inventory
+from telemetry.machine import (
+    MachineSummary,
+    probe_machine,
+    summary_from_inventory,
+    this_machine_cpu,
+    this_machine_device,
+)
 
 
 def resolve_candidates(
@@ -46,3 +55,24 @@ def calibrated_rates(
         this_machine_cpu(machine, cat) if machine is not None else None,
         [g.memory_bytes for g in machine.gpus] if machine is not None else (),
     )
+
+
+def recommend_here(
+    workload: Workload, names: Sequence[str], store: Store | None
+) -> tuple[Recommendation, list[DeviceSpec], MachineSummary, dict[str, Any]]:
+    """The core pipeline for ``names`` on this machine as it is now: its inventory, its devices, the
+    user's own devices and its latest calibration from ``store``. Returns the recommendation, the
+    devices, the machine and the inventory it was read from."""
+    inventory = collect_inventory()
+    devices, machine = resolve_candidates(
+        names, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
+    )
+    cal = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
+    rec = recommend(
+        workload,
+        devices,
+        host_ram_bytes=machine.ram_total_bytes,
+        calibrated=calibrated_rates(devices, cal, machine),
+        inventory=inventory,
+    )
+    return rec, devices, machine, inventory

@@ -11,16 +11,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.advice.recommendation import Recommendation, recommend
+from core.advice.recommendation import Recommendation
 from core.errors import TrainRigError
 from core.estimate.sizing import CandidateResult
 from core.hardware.candidates import THIS_MACHINE
 from core.paths import resource_path
 from core.spec.workload import Workload, parse_workload
 from core.storage.store import Store
-from telemetry.candidates import calibrated_rates, resolve_candidates
-from telemetry.inventory import collect_inventory
-from telemetry.machine import summary_from_inventory
+from telemetry.candidates import recommend_here
 from telemetry.runs import Run
 from telemetry.sampler import DEFAULT_RATE_HZ
 
@@ -105,18 +103,7 @@ def size_here(document: Any, store: Store | None) -> tuple[Workload, dict[str, A
     """Parse ``document`` and size it on this machine (with its calibration, as `size` does):
     the workload and the prediction a run will be compared with."""
     workload = parse_workload(document)
-    inventory = collect_inventory()
-    devices, machine = resolve_candidates(
-        [THIS_MACHINE], workload, summary_from_inventory(inventory), store.user_devices() if store else ()
-    )
-    calibration = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
-    rec = recommend(
-        workload,
-        devices,
-        host_ram_bytes=machine.ram_total_bytes,
-        calibrated=calibrated_rates(devices, calibration, machine),
-        inventory=inventory,
-    )
+    rec, *_ = recommend_here(workload, [THIS_MACHINE], store)
     return workload, this_machine_prediction(rec)
 
 

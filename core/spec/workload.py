@@ -18,13 +18,12 @@ from core.hardware.catalogue import normalise_device_entry
 from core.network.model import ModelAnalysis, analyze_model
 from core.network.presets import get_preset
 from core.validate import (
-    MAX_DOCUMENT_BYTES,
     get_bool,
     get_choice,
     get_float,
     get_int,
     get_str,
-    load_json_document,
+    read_json_file,
     reject_unknown,
     require_mapping,
 )
@@ -130,19 +129,7 @@ class Workload:
 
 def read_workload_document(path: str | Path) -> Any:
     """The JSON document of a workload file; WorkloadError names what is wrong with the file."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_DOCUMENT_BYTES:  # refused before it is read
-            raise WorkloadError(
-                "", f"{p.name} is {p.stat().st_size / 2**20:.0f} MiB; TrainRig reads files up to 16 MiB"
-            )
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WorkloadError("", f"workload file {str(p)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkloadError("", f"workload file {str(p)!r} cannot be read: {exc}") from None
-    doc = load_json_document(text, p.name)
-    return doc
+    return read_json_file(Path(path), "workload file")
 
 
 def parse_workload(doc: Any) -> Workload:
