@@ -88,6 +88,7 @@ def prediction_for(candidate: CandidateResult) -> dict[str, Any]:
         "memory_total_bytes": candidate.memory.total,
         "steps_per_epoch": candidate.steps_per_epoch,
         "batch_size": candidate.memory.batch_per_device,
+        "run_scale": candidate.step.run_scale,  # the correction from earlier runs this prediction includes
     }
 
 

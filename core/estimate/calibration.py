@@ -9,6 +9,36 @@ from typing import Any
 
 from core.hardware.catalogue import DeviceSpec, match_detected_gpu
 
+# A run's measured step over its prediction, kept within these bounds: beyond them the run measured
+# something else (a machine busy with other work, a different workload) rather than this model's error.
+RUN_SCALE_BOUNDS = (0.2, 5.0)
+RUNS_USED = 5  # the latest finished runs whose scale is taken (their median)
+
+
+def run_feedback(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What this machine's finished local training runs on its CPU imply for its next sizings: the
+    median of measured / predicted step time over the latest RUNS_USED runs, each prediction taken
+    back to what it was before an earlier run's correction. None when no run qualifies."""
+    ratios = []
+    for run in runs:
+        pred, meas = run.get("prediction") or {}, run.get("measured") or {}
+        if run.get("status") != "finished" or run.get("kind") != "trained" or run.get("device") != "cpu":
+            continue
+        step, measured = pred.get("step_s"), meas.get("median_step_s")
+        if not step or not measured:
+            continue
+        uncorrected = float(step) / float(pred.get("run_scale", 1.0))
+        low, high = RUN_SCALE_BOUNDS
+        ratios.append(min(max(float(measured) / uncorrected, low), high))
+        if len(ratios) == RUNS_USED:
+            break
+    if not ratios:
+        return None
+    ratios.sort()
+    mid = len(ratios) // 2
+    scale = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    return {"run_scale": scale, "runs": len(ratios)}
+
 
 def calibrated_rates(
     devices: Sequence[DeviceSpec],
@@ -16,14 +46,31 @@ def calibrated_rates(
     catalogue: Sequence[DeviceSpec],
     this_cpu: DeviceSpec | None = None,
     gpu_memory: Sequence[int | None] = (),
+    feedback: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Measured figures per candidate, from this machine's latest calibration.
 
     The "this machine" CPU candidate takes every measured rate. A catalogue device of the same model
     as this machine's CPU or GPU (and this machine's GPU itself) takes the measured efficiency.
     ``this_cpu`` is this machine's CPU as a device (its peak and the catalogue model it matched);
-    ``gpu_memory`` the memory NVML reports for each of its GPUs, in calibration order.
+    ``gpu_memory`` the memory NVML reports for each of its GPUs, in calibration order; ``feedback``
+    what its local runs measured (run_feedback), applied to this machine's CPU.
     """
+    out = _calibrated(devices, calibration, catalogue, this_cpu, gpu_memory)
+    if feedback:
+        for d in devices:
+            if d.is_this_machine and d.kind == "cpu":
+                out[d.name] = {**out.get(d.name, {}), **feedback}
+    return out
+
+
+def _calibrated(
+    devices: Sequence[DeviceSpec],
+    calibration: Mapping[str, Any] | None,
+    catalogue: Sequence[DeviceSpec],
+    this_cpu: DeviceSpec | None,
+    gpu_memory: Sequence[int | None],
+) -> dict[str, dict[str, Any]]:
     if not calibration:
         return {}
     cal = dict(calibration)

@@ -171,7 +171,11 @@ def size_candidate(
     total = st.step_s * steps * t.epochs
     assumptions = [
         f"efficiency {st.efficiency:.0%} of the {t.precision} peak {st.peak_flops / 1e12:.3g} TFLOP/s"
-        + (f" ({calibrated.get('note', 'calibrated')})" if calibrated else " (default for the device class)")
+        + (
+            f" ({calibrated.get('note', 'calibrated')})"
+            if calibrated and set(calibrated) - {"run_scale", "runs"}
+            else " (default for the device class)"
+        )
         + (
             "; measured above the estimated peak (cores × clock × FLOP per cycle): the clock or FLOP per"
             " cycle it assumes is below what this processor reaches"
@@ -191,6 +195,11 @@ def size_candidate(
             "framework overhead; the optimizer step and the gradient all-reduce run once per step"
             if steps_acc > 1
             else f"micro-batch {micro} per device ({micro_note})"
+        )
+    if calibrated and "run_scale" in calibrated:
+        assumptions.append(
+            f"step corrected by {calibrated.get('runs', 1)} local training run(s) on this machine: they measured "
+            f"{calibrated['run_scale']:.2f} × the predicted step (median), so the device's work is scaled by it"
         )
     if m.graph is None and not m.trace:
         assumptions.append(

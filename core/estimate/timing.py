@@ -130,6 +130,7 @@ class StepTime:
     accumulation_steps: int = 1  # micro-steps per optimizer step
     micro_step_s: float = 0.0  # one micro-step before the last: no optimizer step, no all-reduce
     optimizer_s: float = 0.0  # the optimizer step's memory-bound work and framework calls, once per step
+    run_scale: float = 1.0  # measured/predicted step of this machine's local runs, applied to the device's work
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ def step_time(
         k,
         micro_s,
         last.optimizer + (last.overhead - last.overhead_no_optimizer),
+        float(cal.get("run_scale", 1.0)),
     )
 
 
@@ -318,7 +320,18 @@ def _pass(
         overhead = per_step + per_op * 3 * n_ops + float(per_tensor) * tensors
     else:
         overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
-    return _Pass(compute, memory, opt, work, work_no_opt, 0.0, overhead, per_step + per_op * 3 * n_ops, float(flops))
+    s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
+    return _Pass(
+        compute * s,
+        memory * s,
+        opt * s,
+        work * s,
+        work_no_opt * s,
+        0.0,
+        overhead * s,
+        (per_step + per_op * 3 * n_ops) * s,
+        float(flops),
+    )
 
 
 @dataclass(frozen=True)

@@ -425,6 +425,13 @@ class Store:
         with self.lock:
             return [dict(r) for r in self.db.query(sql)]
 
+    def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest finished trained runs, newest first, with their JSON columns decoded: what the
+        next sizing of this machine learns from (core.estimate.calibration.run_feedback)."""
+        sql = "select id from runs where kind = 'trained' and status = 'finished' order by id desc limit ?"
+        ids = [r[0] for r in self._read(lambda: self.db.execute(sql, [limit]).fetchall())]
+        return [run for run in (self.run(i) for i in ids) if run is not None]
+
     def run(self, run_id: int) -> dict[str, Any] | None:
         """One run with its JSON columns decoded (no samples)."""
         with self.lock:

@@ -253,7 +253,9 @@ class SizingWizard(QWidget):
                 workload,
                 devices,
                 host_ram_bytes=self.machine.ram_total_bytes if self.machine else None,
-                calibrated=calibrated_rates(devices, self.calibration, self.machine),
+                calibrated=calibrated_rates(
+                    devices, self.calibration, self.machine, runs=self.store.recent_runs() if self.store else ()
+                ),
                 inventory=self.inventory,
             )
         except TrainRigError as exc:
