@@ -16,7 +16,7 @@ from core.storage.store import Store
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.runs import Run
 from telemetry.sampler import DEFAULT_RATE_HZ, MAX_RATE_HZ, MIN_RATE_HZ
-from telemetry.training import prediction_for, trainer_spec, training_run
+from telemetry.training import this_machine_prediction, trainer_spec, training_run
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 130
@@ -54,8 +54,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         device=args.device,
         csv=str(args.csv.resolve()) if args.csv else None,
     )
-    candidates = sizing.recommendation.result.candidates
-    prediction = prediction_for(candidates[0]) if candidates else None
+    prediction = this_machine_prediction(sizing.recommendation)
     env = find_torch_environment(args.python)
     if not env.ok:
         raise TrainRigError(env.message)

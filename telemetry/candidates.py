@@ -46,9 +46,10 @@ def calibrated_rates(
     machine: MachineSummary | None = None,
     catalogue: Sequence[DeviceSpec] | None = None,
     runs: Sequence[Mapping[str, Any]] = (),
+    model_key: str = "",
 ) -> dict[str, dict[str, Any]]:
-    """This machine's calibration and what its local ``runs`` measured, applied to ``devices``
-    (core.estimate.calibration)."""
+    """This machine's calibration and what its local ``runs`` of the network ``model_key``
+    measured, applied to ``devices`` (core.estimate.calibration)."""
     cat = tuple(catalogue if catalogue is not None else load_catalogue())
     return calibration.calibrated_rates(
         devices,
@@ -56,7 +57,7 @@ def calibrated_rates(
         cat,
         this_machine_cpu(machine, cat) if machine is not None else None,
         [g.memory_bytes for g in machine.gpus] if machine is not None else (),
-        calibration.run_feedback(runs),
+        calibration.run_feedback(runs, model_key),
     )
 
 
@@ -75,7 +76,9 @@ def recommend_here(
         workload,
         devices,
         host_ram_bytes=machine.ram_total_bytes,
-        calibrated=calibrated_rates(devices, cal, machine, runs=store.recent_runs() if store is not None else ()),
+        calibrated=calibrated_rates(
+            devices, cal, machine, runs=store.recent_runs() if store is not None else (), model_key=workload.model_key
+        ),
         inventory=inventory,
     )
     return rec, devices, machine, inventory

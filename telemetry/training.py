@@ -70,6 +70,7 @@ def trainer_spec(
         "batch_size": workload.training.batch_size,
         "epochs": e,
         "optimizer": workload.training.optimizer,
+        "learning_rate": workload.training.learning_rate,
         "precision": workload.training.precision,
         "device": device,
         "seed": seed,
@@ -97,7 +98,7 @@ def this_machine_prediction(rec: Recommendation | None) -> dict[str, Any] | None
     if rec is None:
         return None
     here = [c for c in rec.result.candidates if c.device.is_this_machine]
-    return prediction_for(here[0]) if here else None
+    return {**prediction_for(here[0]), "model_key": rec.result.workload.model_key} if here else None
 
 
 def size_here(document: Any, store: Store | None) -> tuple[Workload, dict[str, Any] | None]:

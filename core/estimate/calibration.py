@@ -15,14 +15,18 @@ RUN_SCALE_BOUNDS = (0.2, 5.0)
 RUNS_USED = 5  # the latest finished runs whose scale is taken (their median)
 
 
-def run_feedback(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """What this machine's finished local training runs on its CPU imply for its next sizings: the
-    median of measured / predicted step time over the latest RUNS_USED runs, each prediction taken
-    back to what it was before an earlier run's correction. None when no run qualifies."""
+def run_feedback(runs: Sequence[Mapping[str, Any]], model_key: str) -> dict[str, Any] | None:
+    """What this machine's finished local training runs of the network ``model_key`` on its CPU
+    imply for its next sizings: the median of measured / predicted step time over the latest
+    RUNS_USED such runs, each prediction taken back to what it was before an earlier run's
+    correction. None when no run qualifies. Runs of other networks are not used: one network's
+    error says little about another's (docs/accuracy.md)."""
     ratios = []
     for run in runs:
         pred, meas = run.get("prediction") or {}, run.get("measured") or {}
         if run.get("status") != "finished" or run.get("kind") != "trained" or run.get("device") != "cpu":
+            continue
+        if pred.get("model_key") != model_key:
             continue
         step, measured = pred.get("step_s"), meas.get("median_step_s")
         if not step or not measured:

@@ -7,6 +7,8 @@ the key path and the allowed values or range.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,6 +69,9 @@ class TrainingSpec:
     # samples per device in one forward/backward pass; the batch per device is reached by gradient
     # accumulation. None: the largest micro-batch that fits (the whole batch per device when it fits)
     micro_batch_size: int | None = None
+    # used by local training runs (`run`, the Telemetry tab), never by sizing; None: the trainer's
+    # default for the optimizer
+    learning_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,13 @@ class Workload:
     hardware: HardwareSpec = field()
     cost: CostSpec = field()
     goal: GoalSpec = field(default_factory=GoalSpec)
+
+    @property
+    def model_key(self) -> str:
+        """The network's identity (its resolved description, hashed): local runs of the same network
+        correct its later sizings on this machine."""
+        text = json.dumps(self.model, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def read_workload_document(path: str | Path) -> Any:
@@ -205,7 +217,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "micro_batch_size",
     }
     reject_unknown(t, allowed, "training")
-    get_float(t, "learning_rate", "training", default=1e-3, maximum=100.0)
+    lr = get_float(t, "learning_rate", "training", maximum=100.0) if "learning_rate" in t else None
     batch = get_int(t, "batch_size", "training", maximum=10**8)
     micro = None
     if "micro_batch_size" in t:
@@ -225,6 +237,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         reserve_percent=get_float(t, "reserve_percent", "training", default=0.0, maximum=100.0),
         scaling_model=get_choice(t, "scaling_model", "training", SCALING_MODELS, default="analytic"),
         micro_batch_size=micro,
+        learning_rate=lr,
     )
 
 

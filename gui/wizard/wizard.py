@@ -254,7 +254,11 @@ class SizingWizard(QWidget):
                 devices,
                 host_ram_bytes=self.machine.ram_total_bytes if self.machine else None,
                 calibrated=calibrated_rates(
-                    devices, self.calibration, self.machine, runs=self.store.recent_runs() if self.store else ()
+                    devices,
+                    self.calibration,
+                    self.machine,
+                    runs=self.store.recent_runs() if self.store else (),
+                    model_key=workload.model_key,
                 ),
                 inventory=self.inventory,
             )

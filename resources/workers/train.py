@@ -194,15 +194,17 @@ def build_model(torch: Any, input_shape: Sequence[int], layers: Sequence[dict[st
     return model, tuple(x.shape[1:])
 
 
-def make_optimizer(torch: Any, name: str, params: Any) -> Any:
+def make_optimizer(torch: Any, name: str, params: Any, lr: float | None = None) -> Any:
+    """The workload's optimizer as the sizing counts it ("sgd" keeps no state, "sgd_momentum" one
+    buffer), at the workload's learning rate or, when it gives none, a common default."""
     opt = torch.optim
     table = {
-        "sgd": lambda: opt.SGD(params, lr=0.01, momentum=0.9),
-        "adam": lambda: opt.Adam(params, lr=1e-3),
-        "adamw": lambda: opt.AdamW(params, lr=1e-3),
-        "rmsprop": lambda: opt.RMSprop(params, lr=1e-3),
-        "adagrad": lambda: opt.Adagrad(params, lr=0.01),
-        "adadelta": lambda: opt.Adadelta(params),
+        "sgd": lambda: opt.SGD(params, lr=lr or 0.01),
+        "sgd_momentum": lambda: opt.SGD(params, lr=lr or 0.01, momentum=0.9),
+        "adam": lambda: opt.Adam(params, lr=lr or 1e-3),
+        "adamw": lambda: opt.AdamW(params, lr=lr or 1e-3),
+        "rmsprop": lambda: opt.RMSprop(params, lr=lr or 1e-3),
+        "adagrad": lambda: opt.Adagrad(params, lr=lr or 0.01),
     }
     if name not in table:
         raise WorkerError(f"the trainer does not know the optimizer {name!r} (it knows {', '.join(table)})")
@@ -269,7 +271,7 @@ def train(spec: dict[str, Any]) -> None:
     autocast = precision != "fp32"
     amp_dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
-    optimizer = make_optimizer(torch, spec.get("optimizer", "adam"), model.parameters())
+    optimizer = make_optimizer(torch, spec.get("optimizer", "adam"), model.parameters(), spec.get("learning_rate"))
     loss_fn = torch.nn.CrossEntropyLoss()
     batch = int(spec["batch_size"])
     epochs = int(spec["epochs"])

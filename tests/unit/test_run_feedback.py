@@ -8,15 +8,16 @@ import json
 import pytest
 
 from core.estimate.calibration import run_feedback
+from core.spec.workload import parse_workload
 from core.storage.store import Store
 
 
-def run(measured: float, predicted: float, scale: float = 1.0, **extra) -> dict:
+def run(measured: float, predicted: float, scale: float = 1.0, model: str = "mlp", **extra) -> dict:
     return {
         "kind": "trained",
         "status": "finished",
         "device": "cpu",
-        "prediction": {"step_s": predicted, "run_scale": scale},
+        "prediction": {"step_s": predicted, "run_scale": scale, "model_key": model},
         "measured": {"median_step_s": measured},
         **extra,
     }
@@ -30,10 +31,13 @@ def test_the_median_ratio_of_the_latest_runs_undoing_earlier_corrections() -> No
         run(0.500, 0.010),  # 50: clipped to 5
         run(0.010, 0.010, status="failed"),  # ignored: did not finish
         run(0.010, 0.010, device="cuda:0"),  # ignored: not this machine's CPU
+        run(0.010, 0.010, model="lenet"),  # ignored: another network
     ]
-    assert run_feedback(runs) == {"run_scale": pytest.approx(3.5), "runs": 4}  # median of 2, 3, 4, 5
-    assert run_feedback(runs[:3]) == {"run_scale": pytest.approx(3.0), "runs": 3}
-    assert run_feedback([run(0.010, 0.010, status="cancelled")]) is None
+    assert run_feedback(runs, "mlp") == {"run_scale": pytest.approx(3.5), "runs": 4}  # median of 2, 3, 4, 5
+    assert run_feedback(runs[:3], "mlp") == {"run_scale": pytest.approx(3.0), "runs": 3}
+    assert run_feedback([run(0.010, 0.010, status="cancelled")], "mlp") is None
+    assert run_feedback(runs, "lenet") == {"run_scale": pytest.approx(1.0), "runs": 1}
+    assert run_feedback(runs, "resnet") is None
 
 
 def test_size_of_this_machine_uses_what_its_runs_measured(cli, write_json, seed_doc, tmp_path) -> None:
@@ -42,9 +46,13 @@ def test_size_of_this_machine_uses_what_its_runs_measured(cli, write_json, seed_
     code, out, err = cli("--db", str(db), "size", path, "-c", "this-machine", "--json", "--no-save")
     assert code == 0, err
     before = json.loads(out)["candidates"][0]
+    key = parse_workload(seed_doc).model_key
     store = Store.open(db)
-    rid = store.start_run("trained", "seed MLP", device="cpu", prediction={"step_s": before["step_time_s"]})
-    store.finish_run(rid, "finished", measured={"median_step_s": 1.6 * before["step_time_s"]})
+    for name, model_key in (("seed MLP", key), ("another network", "0" * 16)):
+        prediction = {"step_s": before["step_time_s"], "model_key": model_key}
+        rid = store.start_run("trained", name, device="cpu", prediction=prediction)
+        ratio = 1.6 if model_key == key else 0.3  # the other network's run must not count
+        store.finish_run(rid, "finished", measured={"median_step_s": ratio * before["step_time_s"]})
     store.close()
     code, out, err = cli("--db", str(db), "size", path, "-c", "this-machine", "--json", "--no-save")
     after = json.loads(out)["candidates"][0]
