@@ -124,3 +124,20 @@ def test_peak_memory_is_the_workers_own_not_its_large_parents() -> None:
     )
     peak = int(subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True).stdout)
     assert 1 * 2**20 < peak < 200 * 2**20  # getrusage's ru_maxrss would say > 400 MiB here
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the trainer needs torch==2.13.0")
+def test_the_trainer_uses_the_workloads_optimizer_and_learning_rate_as_the_sizing_counts_them() -> None:
+    import torch
+
+    spec = importlib.util.spec_from_file_location("train_worker", resource_path("workers/train.py"))
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    plain = worker.make_optimizer(torch, "sgd", params)  # the sizing counts no state for plain SGD
+    assert plain.defaults["momentum"] == 0 and plain.defaults["lr"] == 0.01
+    momentum = worker.make_optimizer(torch, "sgd_momentum", params, 0.05)
+    assert momentum.defaults["momentum"] == 0.9 and momentum.defaults["lr"] == 0.05
+    assert worker.make_optimizer(torch, "adam", params, 1e-4).defaults["lr"] == 1e-4  # the seed MLP's rate
+    doc = parse_workload({"model": {"preset": "seed-mlp"}})
+    assert trainer_spec(doc)["learning_rate"] == 1e-4 and trainer_spec(doc)["optimizer"] == "adam"
