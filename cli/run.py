@@ -31,6 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", type=Path, help="train on this CSV (feature columns and a label column) instead")
     p.add_argument("--rate", type=float, default=DEFAULT_RATE_HZ, help="samples per second, 1–20 (default 10)")
     p.add_argument("--python", help="the Python with PyTorch (default: the one TrainRig finds)")
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="a model given as PyTorch code (model.torch): run its Python code to trace and train it, without asking",
+    )
     p.set_defaults(func=run, store_mode=lambda a: "write")
 
 
@@ -45,14 +50,19 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         raise TrainRigError(f"--device must be cpu or cuda:N, not {args.device!r}")
     if args.csv is not None and not args.csv.is_file():
         raise TrainRigError(f"the CSV {args.csv} does not exist")
-    sizing = size_file(args.workload, [THIS_MACHINE], store)
+    sizing = size_file(args.workload, [THIS_MACHINE], store, trust_code=args.trust_code)
     workload = sizing.recommendation.result.workload
+    # the trainer runs model code only for a model.torch the user agreed to trace just now (size_file
+    # asked, or --trust-code); a trace's file named in a hand-written summary is never run
+    doc_model = sizing.document.get("model") if isinstance(sizing.document, dict) else None
+    code_dir = Path(args.workload).resolve().parent if isinstance(doc_model, dict) and "torch" in doc_model else None
     spec = trainer_spec(
         workload,
         epochs=args.epochs,
         samples=args.samples,
         device=args.device,
         csv=str(args.csv.resolve()) if args.csv else None,
+        base_dir=code_dir,
     )
     prediction = this_machine_prediction(sizing.recommendation)
     env = find_torch_environment(args.python)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from core.advice.recommendation import Recommendation
@@ -37,16 +38,21 @@ def trainer_spec(
     device: str = "cpu",
     csv: str | None = None,
     seed: int = 0,
+    base_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The trainer's input for ``workload``: its layer list, classes (the outputs), batch,
     optimizer, precision; ``samples`` training samples (default: the workload's) of a synthetic
-    set, or the CSV. TrainRigError when the trainer cannot train this model."""
+    set, or the CSV. A model given as PyTorch code (traced: ``model.trace.file``) is built by the
+    trainer from that file, found beside the workload in ``base_dir``; only pass ``base_dir`` when
+    the user agreed to run that code. TrainRigError when the trainer cannot train this model."""
     model = workload.model
-    if "layers" not in model:
+    trace = model.get("trace") if isinstance(model.get("trace"), dict) else None
+    if "layers" not in model and not (trace and base_dir is not None):
         raise TrainRigError(
-            f"{workload.name}: the trainer trains layer-list models; this model is a summary without layers"
+            f"{workload.name}: the trainer trains layer lists, presets and PyTorch code; this model is a "
+            "published summary without layers"
         )
-    unknown = sorted({str(layer.get("type", "")).lower() for layer in model["layers"]} - SUPPORTED_LAYERS)
+    unknown = sorted({str(layer.get("type", "")).lower() for layer in model.get("layers", [])} - SUPPORTED_LAYERS)
     if unknown:
         raise TrainRigError(
             f"{workload.name}: the trainer does not support the layer type(s) {', '.join(unknown)} "
@@ -64,7 +70,7 @@ def trainer_spec(
     if e < 1:
         raise TrainRigError("a run needs at least 1 epoch")
     return {
-        "model": {"input_shape": list(model["input_shape"]), "layers": list(model["layers"])},
+        "model": _model_for_trainer(model, trace, base_dir),
         "classes": workload.data.outputs,
         "samples": n,
         "batch_size": workload.training.batch_size,
@@ -135,3 +141,11 @@ def training_run(
         rate_hz=rate_hz,
         **kwargs,
     )
+
+
+def _model_for_trainer(model: Any, trace: Any, base_dir: Path | None) -> dict[str, Any]:
+    if "layers" in model:
+        return {"input_shape": list(model["input_shape"]), "layers": list(model["layers"])}
+    file_part, factory = str(trace["file"]).rsplit(":", 1)
+    path = ((base_dir or Path()) / file_part).resolve()
+    return {"input_shape": list(model["input_shape"]), "torch": {"file": str(path), "factory": factory}}

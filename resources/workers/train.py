@@ -138,6 +138,27 @@ def macro_f1(pred: Sequence[int], true: Sequence[int], classes: int) -> float:
 
 
 # --- model ----------------------------------------------------------------------------------
+def load_model(torch: Any, ref: dict[str, Any], input_shape: Sequence[int]) -> Any:
+    """The module a factory in the user's file returns, and its output shape for one sample."""
+    import importlib.util
+
+    path = str(ref["file"])
+    spec = importlib.util.spec_from_file_location("trainrig_user_model", path)
+    if spec is None or spec.loader is None:
+        raise WorkerError(f"{path} cannot be loaded as Python")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    factory = getattr(module, str(ref["factory"]), None)
+    if not callable(factory):
+        raise WorkerError(f"{path} defines no function {ref['factory']!r}")
+    model = factory()
+    if not isinstance(model, torch.nn.Module):
+        raise WorkerError(f"{ref['factory']}() returned {type(model).__name__}, not a torch.nn.Module")
+    with torch.no_grad():
+        out = model(torch.zeros((2, *input_shape)))
+    return model, tuple(out.shape[1:])
+
+
 def build_model(torch: Any, input_shape: Sequence[int], layers: Sequence[dict[str, Any]]) -> Any:
     """An nn.Sequential of the layer list; input sizes are inferred by running a zero batch."""
     nn = torch.nn
@@ -241,7 +262,10 @@ def train(spec: dict[str, Any]) -> None:
     model_doc = spec["model"]
     input_shape = [int(v) for v in model_doc["input_shape"]]
     classes = int(spec["classes"])
-    model, out_shape = build_model(torch, input_shape, model_doc["layers"])
+    if "torch" in model_doc:  # PyTorch code the user agreed to run
+        model, out_shape = load_model(torch, model_doc["torch"], input_shape)
+    else:
+        model, out_shape = build_model(torch, input_shape, model_doc["layers"])
     if list(out_shape) != [classes]:
         raise WorkerError(
             f"the model's output is {list(out_shape)}; a classifier of {classes} classes needs [{classes}]"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -73,3 +75,55 @@ def test_monitor_records_any_command_with_its_exit_code(cli, _isolated_db) -> No
 def test_monitor_without_a_command_says_how(cli) -> None:
     code, _out, err = cli("monitor")
     assert code == 2 and "give the command to monitor after --" in err
+
+
+TORCH_MLP = """
+import torch.nn as nn
+
+def make():
+    return nn.Sequential(nn.Linear(75, 64), nn.ReLU(), nn.Linear(64, 10))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the trainer needs torch==2.13.0")
+def test_run_trains_a_model_given_as_pytorch_code_only_when_trusted(cli, tmp_path: Path, _isolated_db) -> None:
+    (tmp_path / "model.py").write_text(TORCH_MLP)
+    doc = {
+        "name": "torch MLP",
+        "model": {"torch": "model.py:make", "input_shape": [75]},
+        "data": {"samples": 2000, "outputs": 10},
+        "training": {"batch_size": 64, "epochs": 1},
+    }
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = cli("run", str(path), "--samples", "600")
+    assert code == 2 and "add --trust-code" in err and out == ""
+    code, out, err = cli("run", str(path), "--samples", "600", "--trust-code")
+    assert code == 0, err
+    run = Store.open(_isolated_db).run(1)
+    assert run["status"] == "finished" and run["metrics"]["accuracy"] > 0
+    assert run["workload"]["trainer"]["model"]["torch"]["file"] == str((tmp_path / "model.py").resolve())
+
+
+def test_a_hand_written_trace_never_makes_the_trainer_run_its_file(cli, tmp_path: Path) -> None:
+    (tmp_path / "evil.py").write_text("from pathlib import Path\nPath(__file__).with_name('RAN').write_text('x')\n")
+    doc = {
+        "name": "summary",
+        "model": {
+            "input_shape": [75],
+            "summary": {
+                "parameters": 100,
+                "activation_bytes_per_sample": 10,
+                "forward_flops_per_sample": 200,
+                "outputs": 10,
+            },
+            "trace": {"file": "evil.py:make", "device": "cpu", "batch": 8, "peak_bytes": 1000},
+        },
+        "data": {"samples": 100, "outputs": 10},
+        "training": {"batch_size": 8, "epochs": 1},
+    }
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = cli("run", str(path), "--trust-code")
+    assert code == 2 and "published summary without layers" in err
+    assert not (tmp_path / "RAN").exists()
