@@ -8,11 +8,9 @@ beside it (``trainrig.db.v1.bak``).
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,87 +18,12 @@ from typing import Any
 import sqlite_utils
 
 from core.errors import StoreError
+from core.storage.migrations import MIGRATIONS, SCHEMA_VERSION
+from core.storage.sqlite_file import check_is_sqlite, exclusive_lock, explain
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+RUN_STATUSES = ("running", "finished", "failed", "cancelled")
 BUSY_POLL_S = 1.0  # SQLite's own wait before it reports a busy database
 BUSY_WAIT_S = 60.0  # how long TrainRig waits for another program's write before giving up
-
-
-def _m1_workloads_sizings(db: sqlite_utils.Database) -> None:
-    db["workloads"].create({"id": int, "name": str, "created": str, "document": str}, pk="id", if_not_exists=True)
-    db["sizings"].create(
-        {"id": int, "workload_id": int, "created": str, "candidates": str, "result": str},
-        pk="id",
-        foreign_keys=[("workload_id", "workloads", "id")],
-        if_not_exists=True,
-    )
-    db["sizings"].create_index(["workload_id"], if_not_exists=True)
-
-
-def _m2_user_devices(db: sqlite_utils.Database) -> None:
-    db["user_devices"].create({"name": str, "created": str, "entry": str}, pk="name", if_not_exists=True)
-
-
-def _m3_inventories(db: sqlite_utils.Database) -> None:
-    db["inventories"].create(
-        {"id": int, "created": str, "fingerprint": str, "host": str, "snapshot": str}, pk="id", if_not_exists=True
-    )
-    db["inventories"].create_index(["fingerprint"], if_not_exists=True)
-
-
-def _m4_calibrations(db: sqlite_utils.Database) -> None:
-    db["calibrations"].create(
-        {"id": int, "created": str, "fingerprint": str, "result": str}, pk="id", if_not_exists=True
-    )
-    db["calibrations"].create_index(["fingerprint"], if_not_exists=True)
-
-
-def _m5_runs_samples(db: sqlite_utils.Database) -> None:
-    # a run: a training run of TrainRig's trainer ("trained") or any command under `monitor`
-    # ("monitored"); JSON columns hold the workload, the sizing's prediction, the measured figures,
-    # the trainer's final metrics, the progress history and the sampler's columns and reasons
-    db["runs"].create(
-        {
-            "id": int,
-            "created": str,
-            "kind": str,
-            "name": str,
-            "workload": str,
-            "command": str,
-            "device": str,
-            "status": str,  # running, finished, failed, cancelled
-            "reason": str,
-            "exit_code": int,
-            "ended": str,
-            "duration_s": float,
-            "prediction": str,
-            "measured": str,
-            "metrics": str,
-            "progress": str,
-            "sampling": str,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    # one row per sample: seconds since the run started and the values in the order of the run's
-    # sampling columns, a JSON array with null where a value could not be read
-    db["samples"].create(
-        {"run_id": int, "t": float, "value_list": str},
-        foreign_keys=[("run_id", "runs", "id")],
-        if_not_exists=True,
-    )
-    db["samples"].create_index(["run_id", "t"], if_not_exists=True)
-
-
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _m1_workloads_sizings,
-    _m2_user_devices,
-    _m3_inventories,
-    _m4_calibrations,
-    _m5_runs_samples,
-]
-RUN_STATUSES = ("running", "finished", "failed", "cancelled")
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class Store:
@@ -137,7 +60,7 @@ class Store:
             store._migrate()
             return store
         p = Path(path)
-        _check_is_sqlite(p)
+        check_is_sqlite(p)
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
             uri = f"file:{p.resolve()}?mode=ro" if read_only else f"file:{p.resolve()}"
@@ -145,7 +68,7 @@ class Store:
             db = sqlite_utils.Database(conn)
             version = _read_version(db, p)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(_explain(exc, p, "it was not changed")) from None
+            raise StoreError(explain(exc, p, "it was not changed")) from None
         except OSError as exc:
             raise StoreError(f"{p} cannot be created or opened: {exc}") from exc
         if version > SCHEMA_VERSION:
@@ -161,7 +84,7 @@ class Store:
         if not read_only:
             if version < SCHEMA_VERSION:
                 # one TrainRig at a time migrates (or creates); the others wait here, then find it done
-                with _exclusive_lock(p.with_name(p.name + ".lock")):
+                with exclusive_lock(p.with_name(p.name + ".lock")):
                     store._retry(store._migrate, "it was not migrated or changed")
             store._retry(lambda: db.execute("PRAGMA journal_mode=WAL"), "it was not changed")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -212,7 +135,7 @@ class Store:
                 return action()
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise StoreError(_explain(exc, self.path, outcome)) from None
+                    raise StoreError(explain(exc, self.path, outcome)) from None
                 if waited >= BUSY_WAIT_S:
                     raise StoreError(
                         f"{self.path} is still busy after {BUSY_WAIT_S:.0f} s (another program is writing to it); "
@@ -225,7 +148,7 @@ class Store:
             except sqlite3.DatabaseError as exc:
                 if "malformed" in str(exc) or "not a database" in str(exc):
                     self.damaged = True
-                raise StoreError(_explain(exc, self.path, outcome)) from None
+                raise StoreError(explain(exc, self.path, outcome)) from None
 
     def _read(self, action: Callable[[], Any]) -> Any:
         with self.lock:
@@ -237,7 +160,7 @@ class Store:
             raise StoreError(f"{self.path} was opened read-only; nothing was saved")
         if self.damaged:
             raise StoreError(
-                _explain(sqlite3.DatabaseError("database disk image is malformed"), self.path, "nothing was saved")
+                explain(sqlite3.DatabaseError("database disk image is malformed"), self.path, "nothing was saved")
             )
 
         def transaction() -> Any:
@@ -456,48 +379,6 @@ class Store:
         self.db.close()
 
 
-@contextmanager
-def _exclusive_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on a small file beside the database, held across processes."""
-    with path.open("a+b") as fh:
-        if os.name == "nt":  # pragma: no cover - Windows
-            import msvcrt
-
-            while True:
-                try:
-                    msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:
-                    continue
-            try:
-                yield
-            finally:
-                fh.seek(0)
-                msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _check_is_sqlite(p: Path) -> None:
-    if p.exists() and not p.is_file():
-        raise StoreError(f"{p} is not a regular file; give a database file with --db")
-    if not p.exists() or p.stat().st_size == 0:
-        return
-    try:
-        with p.open("rb") as fh:
-            head = fh.read(16)
-    except OSError as exc:
-        raise StoreError(f"{p} cannot be read: {exc}") from exc
-    if head != SQLITE_MAGIC:
-        raise StoreError(f"{p} is not a TrainRig database (not an SQLite file); it was not changed")
-
-
 def _read_version(db: sqlite_utils.Database, p: Path | None) -> int:
     tables = set(db.table_names())
     if "meta" not in tables:
@@ -512,30 +393,6 @@ def _read_version(db: sqlite_utils.Database, p: Path | None) -> int:
     if version < 0:
         raise StoreError(f"{p} has a damaged schema version {row[0]!r}; it was not opened or changed")
     return version
-
-
-def _explain(exc: sqlite3.Error, p: Path | None, outcome: str) -> str:
-    """One line for an SQLite error: what is wrong with the file and ``outcome``, what happened to
-    the user's data ("nothing was saved")."""
-    text = str(exc)
-    if "malformed" in text or "not a database" in text:
-        backups = sorted(p.parent.glob(f"{p.name}.v*.bak")) if p is not None else []
-        recover = (
-            f"the backup {backups[-1]} holds it as it was before the last migration"
-            if backups
-            else "sqlite3's .recover can rescue what is readable"
-        )
-        return (
-            f"{p} is damaged (SQLite: {text}); TrainRig does not write to it and {outcome}. "
-            f"Open another database with --db; {recover}"
-        )
-    if "readonly" in text or "read-only" in text:
-        return f"{p} is read-only (SQLite: {text}); {outcome}"
-    if "full" in text:
-        return f"the disk holding {p} is full (SQLite: {text}); {outcome}"
-    if "unable to open" in text:
-        return f"{p} cannot be opened (SQLite: {text}); is its folder writable?"
-    return f"{p}: SQLite error ({text}); {outcome}"
 
 
 def _now() -> str:

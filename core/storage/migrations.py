@@ -1,0 +1,84 @@
+"""The database's schema, one migration per version, in order: ``MIGRATIONS[i]`` takes a database
+from schema i to i + 1 (core.storage.store runs them after taking a backup)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+
+def _m1_workloads_sizings(db: sqlite_utils.Database) -> None:
+    db["workloads"].create({"id": int, "name": str, "created": str, "document": str}, pk="id", if_not_exists=True)
+    db["sizings"].create(
+        {"id": int, "workload_id": int, "created": str, "candidates": str, "result": str},
+        pk="id",
+        foreign_keys=[("workload_id", "workloads", "id")],
+        if_not_exists=True,
+    )
+    db["sizings"].create_index(["workload_id"], if_not_exists=True)
+
+
+def _m2_user_devices(db: sqlite_utils.Database) -> None:
+    db["user_devices"].create({"name": str, "created": str, "entry": str}, pk="name", if_not_exists=True)
+
+
+def _m3_inventories(db: sqlite_utils.Database) -> None:
+    db["inventories"].create(
+        {"id": int, "created": str, "fingerprint": str, "host": str, "snapshot": str}, pk="id", if_not_exists=True
+    )
+    db["inventories"].create_index(["fingerprint"], if_not_exists=True)
+
+
+def _m4_calibrations(db: sqlite_utils.Database) -> None:
+    db["calibrations"].create(
+        {"id": int, "created": str, "fingerprint": str, "result": str}, pk="id", if_not_exists=True
+    )
+    db["calibrations"].create_index(["fingerprint"], if_not_exists=True)
+
+
+def _m5_runs_samples(db: sqlite_utils.Database) -> None:
+    # a run: a training run of TrainRig's trainer ("trained") or any command under `monitor`
+    # ("monitored"); JSON columns hold the workload, the sizing's prediction, the measured figures,
+    # the trainer's final metrics, the progress history and the sampler's columns and reasons
+    db["runs"].create(
+        {
+            "id": int,
+            "created": str,
+            "kind": str,
+            "name": str,
+            "workload": str,
+            "command": str,
+            "device": str,
+            "status": str,  # running, finished, failed, cancelled
+            "reason": str,
+            "exit_code": int,
+            "ended": str,
+            "duration_s": float,
+            "prediction": str,
+            "measured": str,
+            "metrics": str,
+            "progress": str,
+            "sampling": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    # one row per sample: seconds since the run started and the values in the order of the run's
+    # sampling columns, a JSON array with null where a value could not be read
+    db["samples"].create(
+        {"run_id": int, "t": float, "value_list": str},
+        foreign_keys=[("run_id", "runs", "id")],
+        if_not_exists=True,
+    )
+    db["samples"].create_index(["run_id", "t"], if_not_exists=True)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _m1_workloads_sizings,
+    _m2_user_devices,
+    _m3_inventories,
+    _m4_calibrations,
+    _m5_runs_samples,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
