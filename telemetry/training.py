@@ -47,7 +47,13 @@ def trainer_spec(
     the user agreed to run that code. TrainRigError when the trainer cannot train this model."""
     model = workload.model
     trace = model.get("trace") if isinstance(model.get("trace"), dict) else None
-    if "layers" not in model and not (trace and base_dir is not None):
+    if "layers" not in model and trace and base_dir is None:
+        raise TrainRigError(
+            f"{workload.name}: this model is PyTorch code ({trace.get('file')}); TrainRig trains it only when you "
+            "agreed to run that code: import it on the wizard's model page (Import PyTorch model…), or use "
+            "`run --trust-code`"
+        )
+    if "layers" not in model and not trace:
         raise TrainRigError(
             f"{workload.name}: the trainer trains layer lists, presets and PyTorch code; this model is a "
             "published summary without layers"

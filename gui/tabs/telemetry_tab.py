@@ -150,7 +150,10 @@ class TelemetryTab(QWidget):
         if self.wizard is None:
             return
         rec = getattr(self.wizard, "recommendation", None)
-        self.start_document(self.wizard.doc, this_machine_prediction(rec), "the wizard's workload")
+        model = self.wizard.doc.get("model")
+        ref = (model.get("trace") or {}).get("file") if isinstance(model, dict) else None
+        code_dir = self.wizard.model_page.trusted_code.get(str(ref)) if ref else None  # imported here, agreed to
+        self.start_document(self.wizard.doc, this_machine_prediction(rec), "the wizard's workload", code_dir)
 
     def run_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Run a workload", "", "Workload (*.json);;All files (*)")
@@ -176,7 +179,9 @@ class TelemetryTab(QWidget):
             return
         self.start_document(doc, None, "the last workload")
 
-    def start_document(self, document: Any, prediction: dict[str, Any] | None, origin: str) -> None:
+    def start_document(
+        self, document: Any, prediction: dict[str, Any] | None, origin: str, code_dir: Path | None = None
+    ) -> None:
         """Size (if no prediction is given), check the PyTorch environment and start the trainer."""
         if self.running:
             self._say("A run is in progress: cancel it first.", error=True)
@@ -189,7 +194,7 @@ class TelemetryTab(QWidget):
                 workload, pred = size_here(document, store)
             else:
                 workload, pred = parse_workload(document), prediction
-            spec = trainer_spec(workload, epochs=epochs, samples=samples, device=device)
+            spec = trainer_spec(workload, epochs=epochs, samples=samples, device=device, base_dir=code_dir)
             env = find_torch_environment(python)
             if not env.ok:
                 raise TrainRigError(env.message)

@@ -94,6 +94,9 @@ class ModelPage(WizardPage):
         self.torch_button = QPushButton("Import PyTorch model…")
         self.torch_button.setToolTip("Trace a file.py:factory in a separate Python with PyTorch, without real memory")
         self.traced: dict[str, Any] | None = None
+        # PyTorch files whose code the user agreed to run this session (ref "file.py:factory" → folder):
+        # the Telemetry tab trains only these; a trace in an opened workload file is not among them
+        self.trusted_code: dict[str, Path] = {}
         self._trace_job: Job | None = None
         self.import_button = QPushButton("Import JSON…")
         self.import_button.setToolTip("A workload file or a model object with input_shape and layers")
@@ -263,7 +266,8 @@ class ModelPage(WizardPage):
             self,
             "Run this file's code?",
             f"TrainRig will run the code in {Path(path).name} in a separate Python with PyTorch to trace its model "
-            "(no real memory is allocated). Only import files you trust.",
+            "(no real memory is allocated) and, when you run the workload on the Telemetry tab, to train it. "
+            "Only import files you trust.",
             QMessageBox.StandardButton.Ok | QMessageBox.StandardButton.Cancel,
         )
         if answer != QMessageBox.StandardButton.Ok:
@@ -280,6 +284,7 @@ class ModelPage(WizardPage):
             "input_dtype": self.input_dtype.currentData(),
         }
         train = training or {"batch_size": 32, "optimizer": "adam"}
+        self.trusted_code[f"{path.name}:{factory}"] = path.parent.resolve()
         self._show_problem(None)
         self.counts.setText(f"Tracing {path.name}:{factory} in a separate Python…")
         python = QSettings().value("pytorch/python") or None

@@ -42,3 +42,32 @@ def test_import_pytorch_model_traces_it_into_the_wizard(qtbot, main_window, tmp_
     page.trace_file(tmp_path / "net.py", "nothing_here")
     qtbot.waitUntil(lambda: page._trace_job is None and page.problem() is not None, timeout=120000)
     assert "defines no function 'nothing_here'" in page.problem()
+
+
+def test_a_model_imported_as_pytorch_code_trains_on_the_telemetry_tab(qtbot, main_window, tmp_path: Path) -> None:
+    code = tmp_path / "net.py"
+    code.write_text(
+        "import torch.nn as nn\n\ndef make():\n    return nn.Sequential(nn.Linear(75, 32), nn.ReLU(),"
+        " nn.Linear(32, 10))\n"
+    )
+    store = Store.open(tmp_path / "t.db")
+    w = main_window(store)
+    page = w.sizing_tab.model_page
+    page.trace_file(code, "make")  # what Import PyTorch model… does once the user agreed
+    qtbot.waitUntil(lambda: page.traced is not None or page.problem() is not None, timeout=120000)
+    assert page.traced is not None, page.problem()
+    qtbot.waitUntil(
+        lambda: w.sizing_tab.result is not None and w.sizing_tab.result.workload.analysis.parameters == 2762
+    )
+    tab = w.telemetry_tab
+    tab.epochs.setValue(1)
+    tab.samples.setValue(600)
+    tab.run_wizard_workload()
+    qtbot.waitUntil(lambda: tab.run is not None and tab.run.done, timeout=180000)
+    assert tab.run.status == "finished", tab.run.reason
+    stored = store.run(tab.run.run_id)
+    assert stored["workload"]["trainer"]["model"]["torch"] == {"file": str(code.resolve()), "factory": "make"}
+    # the same traced model from a workload file: its code was not agreed to in this session
+    page.trusted_code.clear()
+    tab.run_wizard_workload()
+    qtbot.waitUntil(lambda: "agreed to run that code" in tab.status.text(), timeout=60000)

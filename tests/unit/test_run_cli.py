@@ -125,5 +125,5 @@ def test_a_hand_written_trace_never_makes_the_trainer_run_its_file(cli, tmp_path
     path = tmp_path / "w.json"
     path.write_text(json.dumps(doc))
     code, _, err = cli("run", str(path), "--trust-code")
-    assert code == 2 and "published summary without layers" in err
+    assert code == 2 and "TrainRig trains it only when you agreed to run that code" in err
     assert not (tmp_path / "RAN").exists()
