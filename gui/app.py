@@ -12,10 +12,25 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from core.errors import StoreError
 from core.storage.store import Store
 
+_collector: object | None = None
+
+
+def collect_garbage_on_the_gui_thread() -> None:
+    """Python's cyclic garbage collector runs in whichever thread allocates when a threshold is
+    crossed: a background job's or the sampler's thread could then delete Qt widgets, which
+    deadlocks against the GUI thread. Automatic collection is turned off and a timer on the GUI
+    thread collects instead (pyqtgraph's GarbageCollector, as its documentation advises)."""
+    global _collector
+    if _collector is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        _collector = GarbageCollector(interval=0.5)
+
 
 def configure_app(app: QApplication) -> None:
     import pyqtgraph as pg
 
+    collect_garbage_on_the_gui_thread()
     QCoreApplication.setOrganizationName("TrainRig")
     QCoreApplication.setApplicationName("TrainRig")
     app.setStyle("Fusion")

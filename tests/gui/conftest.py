@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from PySide6.QtCore import QCoreApplication, QSettings, QThreadPool
 
@@ -17,6 +19,11 @@ def _qt_settings(tmp_path, qapp):
     QCoreApplication.setOrganizationName("TrainRigTests")
     yield
     assert QThreadPool.globalInstance().waitForDone(5000), "a background job was left running"
+    # A test's windows are garbage once it ends. Collect them here, on the GUI thread: left to a
+    # later collection, Python may run it in a worker thread of the next test, where deleting Qt
+    # widgets deadlocks against the GUI thread (seen: ~QObject waiting for the GIL in a pool
+    # thread while the GUI thread built a QListWidget).
+    gc.collect()
 
 
 @pytest.fixture
