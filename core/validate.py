@@ -193,7 +193,7 @@ def load_json_document(text: str, name: str) -> Any:
             "", f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
     _check_tree(doc, name)
-    return _plain(doc)
+    return doc  # its objects are dicts (a subclass that also names duplicate keys)
 
 
 def read_json_file(path: Path, what: str) -> Any:
@@ -234,12 +234,3 @@ def _check_text(text: str, path: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise WorkloadError(path, "contains an invalid character (a lone UTF-16 surrogate such as \\ud800)") from None
-
-
-def _plain(value: Any) -> Any:
-    """Plain dicts again, so that the document compares and serialises like any other."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value

@@ -91,6 +91,8 @@ def evaluate_rules(
             ctx = contexts[i]
             if _fires(rule, ctx):
                 seen.add(key)
+                if "{fix_text}" in rule.message:  # sizes alternatives: only for a finding that shows them
+                    ctx = {**ctx, "fix_text": _fix_text(result, cand)}
                 findings.append(_finding(rule, ctx, cand.device.name))
     return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
 
@@ -217,7 +219,6 @@ def candidate_context(result: SizingResult, c: CandidateResult) -> dict[str, Any
         "batch_per_device": _per_device(result, c),
         "batch_per_device_text": f"{_per_device(result, c):,}",
         "n_na_text": fmt_bytes(float(result.seed.get("n_na_bytes") or 0)),
-        "fix_text": _fix_text(result, c),
         "is_gpu": dev.kind != "cpu",
         "has_tensor_cores": has_tensor,
         "fp32_peak": fmt_count(dev.fp32_flops, "FLOP/s"),

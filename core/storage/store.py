@@ -38,6 +38,7 @@ class Store:
         on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.db = db
+        self.db.conn.isolation_level = None  # transactions are explicit (BEGIN … COMMIT), never implicit
         self.path = path
         self.read_only = read_only
         self.on_wait = on_wait
@@ -101,7 +102,6 @@ class Store:
         if version > 0 and self.path is not None:
             self._backup(self.path.with_name(f"{self.path.name}.v{version}.bak"))
         conn = self.db.conn
-        conn.isolation_level = None  # explicit transaction: DDL and version change are atomic
         conn.execute("BEGIN IMMEDIATE")
         try:
             for i in range(version, SCHEMA_VERSION):
@@ -165,8 +165,7 @@ class Store:
 
         def transaction() -> Any:
             conn = self.db.conn
-            conn.isolation_level = None  # explicit transaction: all of the action or none of it
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("BEGIN IMMEDIATE")  # explicit transaction: all of the action or none of it
             try:
                 result = action()
             except BaseException:
@@ -326,7 +325,7 @@ class Store:
         data = [(run_id, t, json.dumps([None if v is None or v != v else v for v in vals])) for t, vals in rows]
         with self.lock:
             conn = self.db.conn
-            if conn.isolation_level is None and not conn.in_transaction:
+            if not conn.in_transaction:
                 conn.execute("BEGIN")
             conn.executemany("insert into samples (run_id, t, value_list) values (?, ?, ?)", data)
             conn.commit()
@@ -349,23 +348,20 @@ class Store:
             return [dict(r) for r in self.db.query(sql)]
 
     def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The latest finished trained runs, newest first, with their JSON columns decoded: what the
-        next sizing of this machine learns from (core.estimate.calibration.run_feedback)."""
-        sql = "select id from runs where kind = 'trained' and status = 'finished' order by id desc limit ?"
-        ids = [r[0] for r in self._read(lambda: self.db.execute(sql, [limit]).fetchall())]
-        return [run for run in (self.run(i) for i in ids) if run is not None]
+        """The latest finished trained runs, newest first, with what their predictions and
+        measurements were: what the next sizing of this machine learns from
+        (core.estimate.calibration.run_feedback). One query, without the large columns."""
+        sql = (
+            "select id, kind, status, device, prediction, measured from runs "
+            "where kind = 'trained' and status = 'finished' order by id desc limit ?"
+        )
+        return [_decoded(r) for r in self._read(lambda: [dict(r) for r in self.db.query(sql, [limit])])]
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         """One run with its JSON columns decoded (no samples)."""
         with self.lock:
             rows = list(self.db.query("select * from runs where id = ?", [run_id]))
-        if not rows:
-            return None
-        run = dict(rows[0])
-        for k in ("workload", "command", "prediction", "measured", "metrics", "progress", "sampling"):
-            if run.get(k) is not None:
-                run[k] = json.loads(run[k])
-        return run
+        return _decoded(dict(rows[0])) if rows else None
 
     def run_samples(self, run_id: int) -> tuple[list[str], list[tuple[float, list[float | None]]]]:
         """The run's sampling columns and its samples in time order (None where unreadable)."""
@@ -393,6 +389,14 @@ def _read_version(db: sqlite_utils.Database, p: Path | None) -> int:
     if version < 0:
         raise StoreError(f"{p} has a damaged schema version {row[0]!r}; it was not opened or changed")
     return version
+
+
+def _decoded(run: dict[str, Any]) -> dict[str, Any]:
+    """A runs row with its JSON columns as values."""
+    for k in ("workload", "command", "prediction", "measured", "metrics", "progress", "sampling"):
+        if run.get(k) is not None:
+            run[k] = json.loads(run[k])
+    return run
 
 
 def _now() -> str:

@@ -36,10 +36,14 @@ class CandidateTableModel(QAbstractTableModel):
     def __init__(self) -> None:
         super().__init__()
         self._rows: list[CandidateResult] = []
+        self._texts: list[list[str]] = []  # per row, per column: formatted once, read on every paint
+        self._raws: list[list[Any]] = []
 
     def set_rows(self, rows: list[CandidateResult]) -> None:
         self.beginResetModel()
         self._rows = list(rows)
+        self._texts = [self._row_texts(r) for r in self._rows]
+        self._raws = [self._row_raws(r) for r in self._rows]
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
@@ -64,9 +68,9 @@ class CandidateTableModel(QAbstractTableModel):
         if role == ROW_ROLE:
             return r
         if role == SORT_ROLE:
-            return self._raw(r, col)
+            return self._raws[index.row()][col]
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(r, col)
+            return self._texts[index.row()][col]
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == COL_STEP:
                 return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}"
@@ -80,7 +84,7 @@ class CandidateTableModel(QAbstractTableModel):
         return None
 
     @staticmethod
-    def _raw(r: CandidateResult, col: int) -> Any:
+    def _row_raws(r: CandidateResult) -> list[Any]:
         return [
             r.device.name,
             r.count,
@@ -92,10 +96,10 @@ class CandidateTableModel(QAbstractTableModel):
             r.train_time_s,
             r.cost.capex or 0.0,
             r.cost.tco or 0.0,
-        ][col]
+        ]
 
     @staticmethod
-    def _text(r: CandidateResult, col: int) -> str:
+    def _row_texts(r: CandidateResult) -> list[str]:
         cur = r.cost.currency
         return [
             r.device.name,
@@ -108,4 +112,4 @@ class CandidateTableModel(QAbstractTableModel):
             fmt_seconds(r.train_time_s),
             fmt_money(r.cost.capex, cur),
             fmt_money(r.cost.tco, cur),
-        ][col]
+        ]

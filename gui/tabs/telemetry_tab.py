@@ -295,6 +295,8 @@ class TelemetryTab(QWidget):
 
     def _ended(self, r: Run) -> None:
         self._set_busy(False)
+        if r.status == "finished" and self.wizard is not None:
+            self.wizard.runs_changed()
         m = r.metrics or {}
         measured = r.measured()
         if r.status == "finished":

@@ -68,6 +68,8 @@ class SizingWizard(QWidget):
         self.machine: MachineSummary | None = None
         self.inventory: dict[str, Any] | None = None
         self.calibration: dict[str, Any] | None = None
+        # this machine's finished local runs (what corrects its sizings), read when a run ends, not per what-if
+        self.runs: list[dict[str, Any]] = store.recent_runs() if store is not None else []
         self.recommendation: Recommendation | None = None
         self.doc = starter_document()
         user = store.user_devices() if store else []
@@ -220,6 +222,12 @@ class SizingWizard(QWidget):
         self.calibration = calibration
         self.recompute()
 
+    def runs_changed(self) -> None:
+        """A local run ended: its measurement corrects the next sizing of its network here."""
+        if self.store is not None:
+            self.runs = self.store.recent_runs()
+            self.recompute()
+
     def set_inventory(self, inventory: dict[str, Any]) -> None:
         self.inventory = inventory
         self.machine = summary_from_inventory(inventory)
@@ -257,7 +265,7 @@ class SizingWizard(QWidget):
                     devices,
                     self.calibration,
                     self.machine,
-                    runs=self.store.recent_runs() if self.store else (),
+                    runs=self.runs,
                     model_key=workload.model_key,
                 ),
                 inventory=self.inventory,

@@ -53,6 +53,9 @@ def test_a_run_from_the_tab_is_plotted_live_finishes_and_a_second_is_cancelled(
     assert tab.plots.step_line.isVisible()  # the wizard's this-machine step time as a reference
     assert "Step time</b>: predicted" in tab.comparison.text() and "measured" in tab.comparison.text()
     assert store.run(run.run_id)["status"] == "finished"
+    # the wizard's next sizing of this network here is corrected by what the run measured
+    here = next(c for c in w.sizing_tab.result.candidates if c.device.is_this_machine)
+    assert any("corrected by 1 local training run(s) on this machine" in a for a in here.assumptions)
     tab.normalised.setChecked(True)
     tab.smoothing.setValue(50)
     tab.x_axis.setCurrentIndex(1)
