@@ -13,7 +13,7 @@ from typing import Any
 from core.errors import CatalogueError, WorkloadError
 from core.hardware.links import parse_pcie, pcie_bps
 from core.paths import resource_path
-from core.validate import get_choice, get_float, get_int, get_str, reject_unknown, require_mapping
+from core.validate import get_bool, get_choice, get_float, get_int, get_str, reject_unknown, require_mapping
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,36 @@ class DeviceSpec:
     origin: str = "catalogue"
     # for a detected device: the catalogue model it was matched to (its datasheet figures), if any
     catalogue_match: str | None = None
+    fp8_flops: float | None = None  # dense FP8 tensor peak (Transformer Engine: Hopper, Ada, Blackwell)
+    # how the part is built into a machine: "pcie" (a card), "sxm"/"oam" (sold on 4- or 8-GPU
+    # baseboards), "superchip" (GH200: CPU and GPU on one module), "socket" (a CPU), "cloud" (rented only)
+    form_factor: str | None = None
+    p2p: bool | None = None  # peer-to-peer between GPUs (GeForce cards have none: all-reduce goes through the host)
+    availability: str | None = None  # "current", "end-of-life", "used-market" or "cloud-only"
+    street_price_usd: float | None = None  # what a buyer pays now, beside the launch list price
+    street_price_date: str | None = None
+    cloud_usd_per_hour: float | None = None  # on-demand price of one device-hour in a public cloud
+    cloud_price_date: str | None = None
+    cloud_price_source: str | None = None
 
     @property
     def is_this_machine(self) -> bool:
         return self.origin == "this-machine"
+
+    @property
+    def nvlink(self) -> bool:
+        """Devices joined by NVLink (or AMD Infinity Fabric, Gaudi's RoCE links), not only PCIe."""
+        text = (self.interconnect or "").lower()
+        return any(k in text for k in ("nvlink", "infinity fabric", "roce", "ici", "neuronlink"))
+
+    def purchase_price(self) -> tuple[float, str, str | None] | None:
+        """USD per device to buy it, its kind ("street" or "launch") and date: the street price when
+        the catalogue has one, else the launch list price; None when it cannot be bought."""
+        if self.street_price_usd is not None:
+            return self.street_price_usd, "street", self.street_price_date
+        if self.price_usd is not None:
+            return self.price_usd, "launch", self.price_date
+        return None
 
     @property
     def runs_cuda(self) -> bool:
@@ -117,7 +143,29 @@ def device_from_entry(entry: Mapping[str, Any], origin: str = "catalogue") -> De
         source=str(entry.get("source", "")),
         extra=dict(entry),
         origin=origin,
+        fp8_flops=entry["fp8_tflops"] * tera if entry.get("fp8_tflops") else None,
+        form_factor=entry.get("form_factor") or _default_form_factor(entry),
+        p2p=entry.get("p2p"),
+        availability=entry.get("availability"),
+        street_price_usd=entry.get("street_price_usd"),
+        street_price_date=entry.get("street_price_date"),
+        cloud_usd_per_hour=entry.get("cloud_usd_per_hour"),
+        cloud_price_date=entry.get("cloud_price_date"),
+        cloud_price_source=entry.get("cloud_price_source"),
     )
+
+
+FORM_FACTORS = ("pcie", "sxm", "oam", "superchip", "socket", "cloud")
+
+
+def _default_form_factor(entry: Mapping[str, Any]) -> str:
+    """A user's device without a form factor: a CPU sits in a socket, an accelerator with no purchase
+    price is rented, and anything else is a PCIe card."""
+    if entry.get("kind") == "cpu":
+        return "socket"
+    if entry.get("kind") in ("tpu", "accelerator") and entry.get("price_usd") is None:
+        return "cloud"
+    return "pcie"
 
 
 @lru_cache(maxsize=4)
@@ -227,9 +275,23 @@ def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
     e["fp32_tflops"] = get_float(e, "fp32_tflops", path, minimum=0, exclusive_min=True, maximum=1e6)
     if e["kind"] != "cpu":
         e["memory_gb"] = get_float(e, "memory_gb", path, minimum=0, exclusive_min=True, maximum=1e6)
-    for key in ("tf32_tflops", "fp16_tflops", "memory_bandwidth_gbs", "tdp_w", "price_usd", "interconnect_gbs"):
+    for key in (
+        "tf32_tflops",
+        "fp16_tflops",
+        "fp8_tflops",
+        "memory_bandwidth_gbs",
+        "tdp_w",
+        "price_usd",
+        "street_price_usd",
+        "cloud_usd_per_hour",
+        "interconnect_gbs",
+    ):
         if e.get(key) is not None:
             e[key] = get_float(e, key, path, minimum=0, exclusive_min=True, maximum=1e7)
+    if e.get("form_factor") is not None:
+        e["form_factor"] = get_choice(e, "form_factor", path, FORM_FACTORS, default=None)
+    if e.get("p2p") is not None:
+        e["p2p"] = get_bool(e, "p2p", path, default=False)
     for key in ("cuda_cores", "boost_clock_mhz"):
         if e.get(key) is not None:
             e[key] = get_int(e, key, path, maximum=10**7)
@@ -251,6 +313,13 @@ USER_DEVICE_KEYS = (
     "tdp_w",
     "price_usd",
     "price_date",
+    "street_price_usd",
+    "street_price_date",
+    "cloud_usd_per_hour",
+    "cloud_price_date",
+    "fp8_tflops",
+    "form_factor",
+    "p2p",
     "interconnect",
     "interconnect_gbs",
     "host_link",
