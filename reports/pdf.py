@@ -141,6 +141,12 @@ def _capacity(report: Report) -> int | None:
     return None
 
 
+def _buy_or_rent(verdict: str | None, runs: int | None) -> str:
+    if verdict is None:
+        return "—"
+    return verdict + (f" (buy pays off: {runs:,} runs)" if runs else "")
+
+
 def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
@@ -214,7 +220,7 @@ def report_html(r: Report, width: float) -> str:
             _e("—" if c.energy_kwh is None else f"{c.energy_kwh:,.1f}"),
             _num(c.tco),
             _num(c.cloud),
-            _e("—" if c.break_even_h is None else f"{c.break_even_h:,.0f} h"),
+            _e(_buy_or_rent(c.buy_or_rent, c.break_even_runs)),
             _e((c.verdict or "").replace("deadline ", "").replace("within budget", "in budget")),
         ]
         for c in r.candidates
@@ -229,15 +235,16 @@ def report_html(r: Report, width: float) -> str:
         f"{g.ENERGY.label} (kWh)",
         f"{g.TCO.label} ({cur})",
         f"{g.CLOUD_COST.label} ({cur})",
-        g.BREAK_EVEN.label,
+        g.BUY_OR_RENT.label,
         g.VERDICT.label,
     ]
     parts += [
         "<h2>Candidates</h2>",
         _table(headers, cand_rows, [17, 5, 9, 10, 10, 8, 10, 9, 9, 13], {2, 3, 4, 5, 6, 7, 8}),
-        "<p class='note'>Capex: devices plus host. TCO: capex plus energy and maintenance over the amortisation "
-        "period. Cloud: the same device-hours rented. Break-even: hours of training after which owning is cheaper "
-        "than renting.</p>",
+        "<p class='note'>Capex: the devices, the machines that hold them and, across nodes, the network. TCO: "
+        "capex plus energy and maintenance over the amortisation period. Cloud: one run on the same devices rented "
+        "on demand at each device's dated price. Buy or rent: which costs less for the expected use; the runs after "
+        "which buying pays off.</p>",
         f"<p><img src='timecost.png' width='{_css_px(width * 0.75)}'></p>",
     ]
     bom_rows = [

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
 from core.advice.host import MIN_HOST_CORES, host_cores, l3_cache_mb, loader_cores
+from core.advice.purchase import best_purchase
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import INTER_NODE_BPS, dataset_bytes_on_disk
-from core.hardware.catalogue import load_catalogue
+from core.hardware.platforms import PlatformChoice, load_platforms, network_adapter
 from core.units import fmt_bytes, fmt_seconds
 
 RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
@@ -22,10 +24,6 @@ OTHER_W, PSU_HEADROOM = 150, 1.25
 # Storage: TrainRig allowances, not from a source — a system disk with the OS, drivers, CUDA and
 # Python environments, and the checkpoints kept while training.
 SYSTEM_DISK_BYTES, CHECKPOINTS_KEPT = 200 * 10**9, 5
-# Items the bill of materials names without a price: the catalogue has none for them, so neither
-# the bill's total nor the capex counts them (core/output/report.py prices the rest).
-UNPRICED = "price not in the catalogue: not counted in the total or the capex"
-NETWORK_ITEMS = ("Network adapters", "Network switch")
 
 
 @dataclass(frozen=True)
@@ -34,32 +32,26 @@ class BomLine:
     spec: str
     reason: str
     source: str
+    # what the capex pays for this line (core.estimate.cost.CapexLine), in the workload's currency;
+    # None: included in another line's price (RAM, drives and supplies in the platform's) or unpriced
+    quantity: int | None = None
+    unit_price: float | None = None
+    total: float | None = None
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def choose_candidate(result: SizingResult) -> CandidateResult | None:
-    """The candidate to buy: it fits; then meets the deadline and budget; then the lowest TCO
-    among those (fastest when costs are unknown)."""
-    fitting = [c for c in result.candidates if c.fits]
-    if not fitting:
-        return None
-
-    def key(c: CandidateResult) -> tuple[Any, ...]:
-        return (
-            c.meets_deadline is False,
-            c.within_budget is False,
-            c.cost.tco if c.cost.tco is not None else math.inf,
-            c.train_time_s,
-        )
-
-    return min(fitting, key=key)
+    """The listed candidate to buy (core.advice.purchase.best_purchase)."""
+    return best_purchase(result.candidates)
 
 
-def recommend_bom(result: SizingResult) -> list[BomLine]:
+def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> list[BomLine]:
+    """The bill of materials for ``best`` (by default the listed candidate to buy); its priced lines
+    are the capex, line for line."""
     w, m, t, d = result.workload, result.workload.analysis, result.workload.training, result.workload.data
-    best = choose_candidate(result)
+    best = best if best is not None else choose_candidate(result)
     lines: list[BomLine] = []
     if best is None:
         lines.append(
@@ -71,12 +63,10 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
                 "Jamgharyan 2024, GPU recommendations",
             )
         )
-        count, gpu_mem, gpu_w, link_bw = 1, 0, 0.0, 0.0
+        count, gpu_mem = 1, 0
     else:
         count = best.count
         gpu_mem = (best.capacity_bytes or 0) * count if best.device.kind != "cpu" else 0
-        gpu_w = (best.device.tdp_w or 0) * count if best.device.kind != "cpu" else 0.0
-        link_bw = (best.device.interconnect_bw or 0) * count
         verdict = []
         if best.meets_deadline is not None:
             verdict.append("meets the deadline" if best.meets_deadline else "misses the deadline")
@@ -122,7 +112,7 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
     dataset = result.dataset_bytes
     want = max(32 * 10**9, 2 * gpu_mem, 1.5 * dataset if dataset <= 2 * 10**12 else 0)
     ram_gb = next((s for s in RAM_SIZES_GB if s * 10**9 >= want), RAM_SIZES_GB[-1])
-    channels = 8 if count >= 4 else 4
+    channels = memory_channels(best)
     ram_reason = f"≥ 2 × the GPUs' memory ({fmt_bytes(gpu_mem)})" if gpu_mem else "room for the framework and data"
     if dataset <= 2 * 10**12:
         ram_reason += f" and 1.5 × the dataset ({fmt_bytes(dataset)}) so it stays cached after the first epoch"
@@ -130,7 +120,12 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
         BomLine(
             "Memory",
             f"{ram_gb} GB in {channels} channels",
-            ram_reason + f"; {channels}-channel memory keeps host bandwidth above what the GPUs pull",
+            ram_reason
+            + (
+                f"; {channels}-channel memory keeps host bandwidth above what the GPUs pull"
+                if best is not None and best.device.kind != "cpu"
+                else f"; all {channels} channels populated: the CPU's memory bandwidth bounds its training"
+            ),
             "Jamgharyan 2024 (four-channel RAM, memory bandwidth ≥ GPU consumption)",
         )
     )
@@ -152,71 +147,159 @@ def recommend_bom(result: SizingResult) -> list[BomLine]:
             "Jamgharyan 2024 (RAID 0 / RAID 10); Panaite & Leba 2024 (storage tiers and formats)",
         )
     )
-    cpu_w, cpu_note = cpu_power(best, cores)
-    psu = math.ceil((gpu_w + cpu_w + OTHER_W) * PSU_HEADROOM / 100) * 100
-    lines.append(
-        BomLine(
-            "Power supply",
-            f"{psu:,} W",
-            f"GPUs {gpu_w:,.0f} W + CPU {cpu_w:,.0f} W ({cpu_note}) + rest {OTHER_W} W (board, RAM, drives, fans), "
-            "with 25 % headroom",
-            "GPU and CPU TDPs from the catalogue (vendor data sheets); the rest and the headroom are TrainRig "
-            "allowances",
-        )
-    )
+    choice = best.cost.platform if best is not None else None
+    if choice is not None:
+        lines.append(platform_line(best, choice))  # type: ignore[arg-type]
+        lines.append(power_line(best, choice))  # type: ignore[arg-type]
     if best is not None and best.nodes > 1:
         lines += network_lines(best)
         lines = [
             replace(line, spec=f"{line.spec}, in each of the {best.nodes} nodes")
-            if line.item in ("CPU", "Memory", "Storage", "Power supply")
+            if line.item in ("CPU", "Memory", "Storage", "Power supply", "Platform")
             else line
             for line in lines
         ]
-    if link_bw and count > 1 and best is not None and "nvlink" not in (best.device.interconnect or "").lower():
+    return priced(lines, best)
+
+
+def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
+    """The machine around the accelerators: its CPUs, RAM, lanes, supplies and cooling (platforms.json)."""
+    p = choice.platform
+    machines = f"{choice.machines} × " if choice.machines > 1 else ""
+    spec = (
+        f"{machines}{p.name}: {p.cpu}, {p.ram_gb:,} GB RAM in {p.memory_channels} channels, "
+        f"{p.pcie_lanes} PCIe lanes, {p.psu}, {p.cooling}"
+    )
+    if best.device.kind == "cpu":
+        why = f"a machine for the {best.device.name}"
+    else:
+        why = f"holds {best.count} {best.device.form_factor or 'PCIe'} accelerator(s) per node"
+        if choice.bought > best.count * max(1, choice.machines) or (
+            choice.platform.sold_in and choice.bought > best.count
+        ):
+            why += (
+                f"; {best.device.name} is sold on {choice.platform.sold_in[-1]}-GPU baseboards: {choice.bought} are "
+                f"bought and paid for, {best.count} used by this training"
+            )
+        if best.count > 1 and best.device.p2p is False:
+            why += "; these cards have no peer-to-peer: gradients travel through host memory"
+    return BomLine("Platform", spec, why, f"{p.source} ({p.price_date})")
+
+
+# Continuous load on a branch circuit at most 80 % of the breaker's rating (US National Electrical Code
+# 210.19(A)/210.20(A)); volts × amps × 0.8. Europe's 230 V / 16 A circuit carries 3,680 W the same way.
+CIRCUITS = (
+    (120 * 15 * 0.8, "one 120 V / 15 A outlet"),
+    (120 * 20 * 0.8, "a 120 V / 20 A circuit"),
+    (240 * 20 * 0.8, "a 240 V / 20 A circuit (230 V / 16 A in Europe)"),
+    (240 * 30 * 0.8, "a 240 V / 30 A circuit"),
+)
+# The largest single power supply a workstation takes (ATX units stop at 1,600 W on 120 V outlets).
+ATX_PSU_MAX_W = 1600
+
+
+def circuit_for(watts: float) -> str:
+    """The electrical circuit a continuous load of ``watts`` needs (CIRCUITS)."""
+    for limit, name in CIRCUITS:
+        if watts <= limit:
+            return name
+    n = math.ceil(watts / (240 * 30 * 0.8))
+    return f"{n} × 240 V / 30 A circuits or a three-phase feed"
+
+
+def power_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
+    """Supplies, circuit and cooling of one machine at its load: accelerators at TDP plus the
+    platform's host, 25 % headroom; a vendor's system rating (DGX) when it is higher."""
+    p = choice.platform
+    per_machine = math.ceil(best.count / max(1, choice.machines)) if best.device.kind != "cpu" else 1
+    device_w = (best.device.tdp_w or 0) * per_machine
+    load = device_w + p.host_power_w
+    supply = math.ceil(load * PSU_HEADROOM / 100) * 100
+    design = max(supply, p.rated_power_w or 0)
+    if p.id == "workstation" or p.id.startswith("cpu"):
+        n = math.ceil(supply / ATX_PSU_MAX_W)
+        units = f"{supply:,} W" if n == 1 else f"{n} power supplies of {ATX_PSU_MAX_W:,} W ({supply:,} W in all)"
+    else:
+        units = f"{p.psu}, {supply:,} W needed"
+    what = "GPUs" if best.device.kind != "cpu" else best.device.name
+    rating = (
+        f"; the vendor rates the system at {p.rated_power_w:,.0f} W, which the circuit is sized for"
+        if (p.rated_power_w and p.rated_power_w > supply)
+        else ""
+    )
+    return BomLine(
+        "Power supply",
+        f"{units}; {circuit_for(design)} per machine; {design * 3.412:,.0f} BTU/h of heat to remove",
+        f"{what} {device_w:,.0f} W + host {p.host_power_w:,.0f} W ({p.name}) with 25 % headroom{rating}",
+        "device TDPs from the catalogue (vendor data sheets); host power from platforms.json; 80 % continuous "
+        "load per circuit (US NEC 210.19/210.20); 25 % headroom is a TrainRig allowance",
+    )
+
+
+def priced(lines: list[BomLine], best: CandidateResult | None) -> list[BomLine]:
+    """The capex's lines (core.estimate.cost.CapexLine) attached to the bill's items, so that the
+    bill's total is the capex: the devices, the platform (chassis, board, RAM, drives, supplies), the
+    host CPUs, and the network between nodes."""
+    if best is None:
+        return lines
+    roles = {
+        "Accelerator": ("device",),
+        "Processor for training": ("device",),
+        "Platform": ("platform",),
+        "CPU": ("cpus",),
+        "Network adapters": ("adapter",),
+        "Network switch": ("switch", "network"),
+    }
+    capex = list(best.cost.capex_lines)
+    out = []
+    for line in lines:
+        take = next((c for c in capex if c.role in roles.get(line.item, ())), None)
+        if take is not None:
+            capex.remove(take)
+            line = replace(line, quantity=take.quantity, unit_price=take.unit, total=take.total)
+        out.append(line)
+    for rest in capex:  # anything priced that has no line of its own still shows, so totals agree
+        out.append(BomLine(rest.item, rest.item, "in the capex", rest.source, rest.quantity, rest.unit, rest.total))
+    return out
+
+
+def network_lines(best: CandidateResult) -> list[BomLine]:
+    """What joins the nodes: one adapter per GPU at the line rate the step time assumes
+    (INTER_NODE_BPS) and a switch port with its cable for each, priced from platforms.json."""
+    gpus = best.count * best.nodes
+    ps = load_platforms()
+    adapter = network_adapter(ps)
+    port = next((n for n in ps.network if n.per == "port"), None)
+    gbps = INTER_NODE_BPS * 8 / 1e9
+    timing = f"the step time assumes {gbps:.0f} Gb/s per GPU between nodes (INTER_NODE_BPS, core/estimate/timing.py)"
+    lines = [
+        BomLine(
+            "Network adapters",
+            f"{gpus} × {adapter.name}, {best.count} per node",
+            f"one per GPU, so that each GPU sends its gradients over its own adapter (GPUDirect RDMA); {timing}",
+            f"{adapter.source} ({adapter.price_date})",
+        )
+    ]
+    if port is not None:
         lines.append(
             BomLine(
-                "Platform",
-                f"{count} × PCIe x16 slots at full width",
-                "PCIe-connected GPUs exchange gradients through the host; NVLink boards avoid that",
-                "Hooda 2023 §3.3.1",
+                "Network switch",
+                f"{gpus} × {port.name}",
+                f"one port for each of the {gpus} adapters; {timing}",
+                f"{port.source} ({port.price_date})",
             )
         )
     return lines
 
 
-def network_lines(best: CandidateResult) -> list[BomLine]:
-    """What joins the nodes: one adapter per GPU at the inter-node rate the step time assumes
-    (INTER_NODE_BPS) and a switch with a port for each; unpriced (UNPRICED)."""
-    gpus = best.count * best.nodes
-    gbps = INTER_NODE_BPS * 8 / 1e9
-    timing = f"the step time assumes {gbps:.0f} Gb/s between nodes (INTER_NODE_BPS, core/estimate/timing.py)"
-    return [
-        BomLine(
-            "Network adapters",
-            f"{gpus} × {gbps:.0f} Gb/s InfiniBand (EDR / HDR100) or Ethernet with RoCE, PCIe x16 "
-            f"(e.g. NVIDIA ConnectX-6), {best.count} per node — {UNPRICED}",
-            f"one per GPU, so that each GPU sends its gradients over its own adapter (GPUDirect RDMA); {timing}",
-            "NVIDIA ConnectX-6 adapter user manuals (100 Gb/s per port; PCIe 3.0/4.0 x16); NVIDIA GPUDirect RDMA",
-        ),
-        BomLine(
-            "Network switch",
-            f"a {gbps:.0f} Gb/s InfiniBand or RoCE Ethernet switch with ≥ {gpus} ports, and {gpus} cables — {UNPRICED}",
-            f"one port for each of the {gpus} adapters; {timing}",
-            "TrainRig sizing (one port per adapter)",
-        ),
-    ]
-
-
-def cpu_power(best: CandidateResult | None, cores: int) -> tuple[float, str]:
-    """Watts of the host CPU and where the figure comes from: a CPU candidate's own catalogue TDP;
-    otherwise the lowest TDP among catalogue CPUs with the ``cores`` the CPU line asks for (or,
-    when none has that many, the one with the most cores)."""
-    if best is not None and best.device.kind == "cpu" and best.device.tdp_w:
-        return float(best.device.tdp_w), f"{best.device.name} TDP"
-    cpus = [d for d in load_catalogue() if d.kind == "cpu" and d.tdp_w]
-    enough = [d for d in cpus if int(d.extra.get("cores") or 0) >= cores]
-    if enough:
-        pick = min(enough, key=lambda d: float(d.tdp_w or 0))
-        return float(pick.tdp_w or 0), f"{pick.name} TDP, the catalogue's lowest with ≥ {cores} cores"
-    pick = max(cpus, key=lambda d: int(d.extra.get("cores") or 0))
-    return float(pick.tdp_w or 0), f"{pick.name} TDP, the catalogue's CPU with the most cores"
+def memory_channels(best: CandidateResult | None) -> int:
+    """Channels to populate: a CPU candidate's own (its catalogue memory type, e.g. "DDR5-5200, 2
+    channels"), else the platform's; 4 when neither is known."""
+    if best is None:
+        return 4
+    if best.device.kind == "cpu":
+        found = re.search(r"(\d+) channels", str(best.device.extra.get("memory_type", "")))
+        if found:
+            return int(found.group(1))
+    platform = best.cost.platform
+    return platform.platform.memory_channels if platform and platform.platform.memory_channels else 4

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.advice.bom import BomLine, choose_candidate, recommend_bom
+from core.advice.purchase import Decision, decide
 from core.advice.rules import Finding, evaluate_rules
 from core.estimate.sizing import CandidateResult, SizingResult, size_workload
-from core.hardware.catalogue import DeviceSpec
+from core.hardware.catalogue import DeviceSpec, load_catalogue
 from core.spec.workload import Workload
 
 
@@ -24,10 +25,15 @@ class Recommendation:
     result: SizingResult
     findings: tuple[Finding, ...]
     bom: tuple[BomLine, ...]
+    decision: Decision | None = None  # buy or rent, and the purchase within budget (core.advice.purchase)
 
     @property
     def best(self) -> CandidateResult | None:
-        """The candidate to buy (core.advice.bom.choose_candidate), None when nothing fits."""
+        """The candidate to buy, None when nothing fits: the decision's purchase (a catalogue
+        configuration within the budget when nothing listed is), else the listed one
+        (core.advice.bom.choose_candidate)."""
+        if self.decision is not None and self.decision.buy is not None:
+            return self.decision.buy.candidate
         return choose_candidate(self.result)
 
 
@@ -38,9 +44,20 @@ def recommend(
     host_ram_bytes: int | None = None,
     calibrated: Mapping[str, Mapping[str, Any]] | None = None,
     inventory: Mapping[str, Any] | None = None,
+    catalogue: Sequence[DeviceSpec] | None = None,
 ) -> Recommendation:
     """Size ``workload`` on ``devices`` and advise: ``host_ram_bytes`` is this machine's RAM (for the
     page cache and RAM-disk checks), ``calibrated`` the measured rates per device name
-    (core.estimate.calibration) and ``inventory`` this machine's inventory for the host rules."""
+    (core.estimate.calibration), ``inventory`` this machine's inventory for the host rules and
+    ``catalogue`` the devices the budget search may propose (default: the shipped catalogue)."""
     result = size_workload(workload, devices, host_ram_bytes=host_ram_bytes, calibrated=calibrated)
-    return Recommendation(result, tuple(evaluate_rules(result, inventory)), tuple(recommend_bom(result)))
+    decision = decide(
+        result,
+        load_catalogue() if catalogue is None else catalogue,
+        host_ram_bytes=host_ram_bytes,
+        calibrated=calibrated,
+    )
+    best = decision.buy.candidate if decision.buy is not None else None
+    return Recommendation(
+        result, tuple(evaluate_rules(result, inventory)), tuple(recommend_bom(result, best)), decision
+    )

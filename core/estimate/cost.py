@@ -1,63 +1,165 @@
-"""Cost of owning and of renting: capex, energy, TCO, cost per run, cloud equivalent (Hooda §3.3.4)."""
+"""Cost of owning and of renting (Hooda §3.3.4; SPEC 3.4, 3.5a): whole systems priced from their
+platform (core/hardware/platforms.py), energy, TCO, cost per run, each device's own dated on-demand
+cloud price, and buy or rent for the workload's expected use.
+
+Every amount is in the workload's currency: catalogue, platform and cloud prices are USD and are
+converted at the workload's rate; prices the user gives are taken as that currency."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from core.hardware.catalogue import DeviceSpec
-from core.spec.workload import CostSpec
+from core.hardware.platforms import PlatformChoice, load_platforms, platform_for
+from core.spec.workload import HOURS_PER_YEAR, CostSpec
 
-HOURS_PER_YEAR = 8760.0
+
+@dataclass(frozen=True)
+class CapexLine:
+    """One priced part of a purchase: what, how many in all nodes, unit and total price (in the
+    workload's currency), and where the price comes from."""
+
+    role: str  # "device", "platform" (or the user's "host"), "cpus", "adapter", "switch"
+    item: str
+    quantity: int
+    unit: float
+    total: float
+    source: str
 
 
 @dataclass(frozen=True)
 class CostEstimate:
-    capex: float | None  # devices × count × nodes (converted from USD) + host per node, in ``currency``
-    power_w: float | None  # devices of every node at TDP plus one host per node
+    capex: float | None  # sum of capex_lines; None when a device has no purchase price (rented only)
+    capex_lines: tuple[CapexLine, ...]  # accelerators, host machines, host CPUs, network: the bill's prices
+    platform: PlatformChoice | None  # the machines per node (None: rented only)
+    machines: int  # machines in all nodes
+    power_w: float | None  # devices at TDP + each machine's host + network, every node
     energy_kwh: float | None  # of one training run, at the set utilisation and PUE
     energy_cost: float | None
     run_cost: float | None  # energy + amortised capex + maintenance for the hours of one run
     tco: float | None  # capex + energy and maintenance over the amortisation period
-    cloud_cost: float  # GPU-hours of the run at the cloud price
+    maintenance: float | None  # over the amortisation period
+    cloud_per_hour: float | None  # renting the same devices on demand, per hour (None: no public offer)
+    cloud_cost: float | None  # one run rented
+    cloud_note: str  # the on-demand price used, its date and source, or why there is none
     gpu_hours: float  # hours of the run × every device of every node
-    break_even_hours: float | None  # hours of training after which owning beats renting
+    use_hours: float  # the expected use: runs × the run's hours, or hours per year × amortisation years
+    buy_for_use: float | None  # capex + energy for the use + maintenance over the amortisation period
+    rent_for_use: float | None  # the use's hours rented
+    break_even_hours: float | None  # hours of training after which owning beats renting the same devices
+    break_even_runs: int | None  # the same in runs of this workload
+    purchase_note: str  # which price the devices are bought at (street / launch), with its date
     currency: str
+
+    @property
+    def verdict(self) -> str | None:
+        """ "buy" or "rent", whichever costs less for the expected use; None when one is unknown."""
+        if self.buy_for_use is None or self.rent_for_use is None:
+            return None
+        return "rent" if self.rent_for_use < self.buy_for_use else "buy"
+
+
+def device_cloud_price(device: DeviceSpec, cost: CostSpec) -> tuple[float | None, str]:
+    """Per device-hour in the workload's currency and where it comes from: the workload's own
+    ``cloud_per_gpu_hour`` when set (overrides every device), else the device's dated on-demand price
+    from the catalogue, else None."""
+    if cost.cloud_per_gpu_hour is not None:
+        return cost.cloud_per_gpu_hour, f"{cost.cloud_per_gpu_hour:g} {cost.currency} per device-hour (workload)"
+    if device.cloud_usd_per_hour is not None:
+        src = ", ".join(x for x in (device.cloud_price_source, device.cloud_price_date) if x)
+        return cost.from_usd(device.cloud_usd_per_hour), (
+            f"{device.cloud_usd_per_hour:g} USD per device-hour on demand" + (f" ({src})" if src else "")
+        )
+    return None, "no public on-demand offer in the catalogue: renting not priced"
 
 
 def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float, cost: CostSpec) -> CostEstimate:
-    """Cost of ``nodes`` machines with ``count`` devices each (and one host each) for a run of
-    ``train_hours``. The inter-node network has no price in the catalogue and is not counted
-    (the bill of materials lists it, unpriced)."""
-    devices = count * max(1, nodes)
-    power = None
-    if device.tdp_w is not None:
-        power = device.tdp_w * devices + cost.host_power_w * nodes
-    capex = None
-    if device.price_usd is not None:
-        capex = cost.from_usd(device.price_usd) * devices + cost.host_cost * nodes  # catalogue prices are USD
+    """Cost of ``nodes`` nodes, each with ``count`` devices in the machines of their platform, for a
+    run of ``train_hours``; renting prices the same devices for the same hours."""
+    nodes = max(1, nodes)
+    devices = count * nodes
+    platforms = load_platforms()
+    choice = platform_for(device, count, platforms)
+    lines: list[CapexLine] = []
+    capex: float | None = None
+    power: float | None = None
+    purchase = device.purchase_price()
+    machines = 0
+    purchase_note = "not sold: rented only"
+    if choice is not None and (purchase is not None or device.kind == "cpu"):
+        p = choice.platform
+        machines = choice.machines * nodes
+        if purchase is not None:
+            usd, kind, date = purchase
+            purchase_note = f"{kind} price {usd:,.0f} USD" + (f" ({date})" if date else "")
+            bought = (choice.bought or count) * nodes if device.kind != "cpu" else nodes
+            unit = cost.from_usd(usd)
+            lines.append(
+                CapexLine("device", device.name, bought, unit, unit * bought, f"{purchase_note}; {device.source}")
+            )
+        if cost.host_cost is not None:
+            host = cost.host_cost
+            lines.append(CapexLine("platform", "Host", machines, host, host * machines, "workload cost settings"))
+        else:
+            base = cost.from_usd(p.base_cost_usd)
+            name = f"{p.name}: chassis, board, RAM, drives, power supplies"
+            lines.append(CapexLine("platform", name, machines, base, base * machines, p.source))
+            if p.cpu_cost_usd:
+                cpu = cost.from_usd(p.cpu_cost_usd)
+                lines.append(CapexLine("cpus", f"Host CPUs: {p.cpu}", machines, cpu, cpu * machines, p.source))
+        host_w = cost.host_power_w if cost.host_power_w is not None else p.host_power_w
+        power = (device.tdp_w or 0) * devices + host_w * machines if device.tdp_w is not None else None
+        if nodes > 1:
+            for item in platforms.network:
+                qty = devices if item.per in ("gpu", "port") else nodes
+                unit = cost.from_usd(item.price_usd)
+                role = {"gpu": "adapter", "port": "switch"}.get(item.per, "network")
+                lines.append(CapexLine(role, item.name, qty, unit, unit * qty, f"{item.source} ({item.price_date})"))
+                if power is not None:
+                    power += item.power_w * qty
+        if purchase is not None:
+            capex = sum(line.total for line in lines)
     energy_kwh = power * cost.utilisation * train_hours * cost.pue / 1000 if power is not None else None
     energy_cost = energy_kwh * cost.electricity_per_kwh if energy_kwh is not None else None
-    tco = run_cost = break_even = None
-    if capex is not None and power is not None and energy_cost is not None:
-        yearly_energy = power * cost.utilisation * HOURS_PER_YEAR * cost.pue / 1000 * cost.electricity_per_kwh
-        maintenance = capex * cost.maintenance_percent / 100
-        tco = capex + (yearly_energy + maintenance) * cost.amortisation_years
-        busy_hours = cost.amortisation_years * HOURS_PER_YEAR * cost.utilisation
-        run_cost = energy_cost + (capex + maintenance * cost.amortisation_years) * train_hours / busy_hours
-        own_per_hour = power * cost.pue / 1000 * cost.electricity_per_kwh
-        rent_per_hour = cost.cloud_per_gpu_hour * devices
-        if rent_per_hour > own_per_hour:
-            break_even = capex / (rent_per_hour - own_per_hour)
+    per_device, cloud_note = device_cloud_price(device, cost)
+    cloud_per_hour = per_device * devices if per_device is not None else None
     gpu_hours = train_hours * devices
+    use_hours = (
+        cost.hours_per_year * cost.amortisation_years if cost.hours_per_year is not None else cost.runs * train_hours
+    )
+    tco = run_cost = buy_for_use = break_even = maintenance = None
+    break_even_runs = None
+    if capex is not None and power is not None:
+        own_per_hour = power * cost.utilisation * cost.pue / 1000 * cost.electricity_per_kwh
+        maintenance = capex * cost.maintenance_percent / 100 * cost.amortisation_years
+        tco = capex + own_per_hour * HOURS_PER_YEAR * cost.amortisation_years + maintenance
+        busy_hours = cost.amortisation_years * HOURS_PER_YEAR * cost.utilisation
+        run_cost = own_per_hour * train_hours + (capex + maintenance) * train_hours / busy_hours
+        buy_for_use = capex + maintenance + own_per_hour * use_hours
+        if cloud_per_hour is not None and cloud_per_hour > own_per_hour:
+            break_even = (capex + maintenance) / (cloud_per_hour - own_per_hour)
+            break_even_runs = math.ceil(break_even / train_hours) if train_hours > 0 else None
     return CostEstimate(
-        capex,
-        power,
-        energy_kwh,
-        energy_cost,
-        run_cost,
-        tco,
-        gpu_hours * cost.cloud_per_gpu_hour,
-        gpu_hours,
-        break_even,
-        cost.currency,
+        capex=capex,
+        capex_lines=tuple(lines),
+        platform=choice,
+        machines=machines,
+        power_w=power,
+        energy_kwh=energy_kwh,
+        energy_cost=energy_cost,
+        run_cost=run_cost,
+        tco=tco,
+        maintenance=maintenance,
+        cloud_per_hour=cloud_per_hour,
+        cloud_cost=cloud_per_hour * train_hours if cloud_per_hour is not None else None,
+        cloud_note=cloud_note,
+        gpu_hours=gpu_hours,
+        use_hours=use_hours,
+        buy_for_use=buy_for_use,
+        rent_for_use=cloud_per_hour * use_hours if cloud_per_hour is not None else None,
+        break_even_hours=break_even,
+        break_even_runs=break_even_runs,
+        purchase_note=purchase_note,
+        currency=cost.currency,
     )

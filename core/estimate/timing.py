@@ -23,6 +23,7 @@ from typing import Any
 
 from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
+from core.hardware.platforms import network_adapter
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
 from core.spec.workload import DataSpec
@@ -100,7 +101,9 @@ STORAGE_READ_BPS = {
 }
 # On-disk size relative to raw uint8/float samples (Panaite & Leba 2024 compare these formats).
 FORMAT_SIZE_FACTOR = {"raw": 1.0, "npy": 1.0, "tiff": 1.0, "png": 0.5, "jpeg": 0.1, "csv": 2.5}
-INTER_NODE_BPS = 12.5e9  # 100 Gb/s network between nodes
+# between nodes each GPU sends over its own adapter (core.advice.bom.network_lines): the line rate of
+# the adapter the bill of materials buys (resources/platforms.json), in bytes/s
+INTER_NODE_BPS = (network_adapter().gbps or 100.0) * 1e9 / 8
 # Wünsche 2016: doubling the GPUs cut training time by this fraction, per framework.
 WUENSCHE_DOUBLING_CUT = {
     "wuensche-cntk": 0.35,

@@ -56,6 +56,7 @@ class NetworkItem:
     power_w: float
     price_date: str
     source: str
+    gbps: float | None = None  # line rate of an adapter or port
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ def _network(e: dict[str, Any]) -> NetworkItem:
         power_w=float(e.get("power_w", 0)),
         price_date=str(e["price_date"]),
         source=str(e["source"]),
+        gbps=float(e["gbps"]) if e.get("gbps") else None,
     )
 
 
@@ -158,3 +160,13 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
     machines = math.ceil(count / p.max_devices)
     bought = p.devices_bought(p.max_devices) * machines if p.sold_in else count
     return PlatformChoice(p, machines, bought, f"{machines} × {p.name} (one holds at most {p.max_devices})")
+
+
+def network_adapter(platforms: Platforms | None = None) -> NetworkItem:
+    """The adapter each GPU gets in a multi-node purchase (``per`` "gpu"); the step time's
+    inter-node bandwidth is its line rate."""
+    ps = platforms or load_platforms()
+    for item in ps.network:
+        if item.per == "gpu":
+            return item
+    raise CatalogueError("platforms.json lists no network adapter (an item with per: gpu)")

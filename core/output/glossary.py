@@ -61,14 +61,38 @@ STEP_TIME = Term("Step time", "step_time_s", "", "predicted time of one training
 TRAINING_TIME = Term(
     "Training time", "training_time_s", "training_time_h", "predicted time of the whole run: epochs × steps"
 )
-CAPEX = Term("Capex", "capex", "capex_{currency}", "devices × count plus the host, at the catalogue's dated prices")
+CAPEX = Term(
+    "Capex",
+    "capex",
+    "capex_{currency}",
+    "the devices bought (SXM parts on whole baseboards), the machines that hold them and, across nodes, the network, "
+    "at dated prices (docs/advice.md)",
+)
 ENERGY = Term("Energy", "energy_kwh", "energy_kWh", "energy of the training run, power × time × PUE")
 TCO = Term(
     "TCO", "tco", "tco_{currency}", "capex plus energy and maintenance over the amortisation period (Hooda 2023 §3.3.4)"
 )
-CLOUD_COST = Term("Cloud cost", "cloud_cost", "cloud_cost_{currency}", "the same device-hours rented in a cloud")
+CLOUD_COST = Term(
+    "Cloud cost",
+    "cloud_cost",
+    "cloud_cost_{currency}",
+    "one run on the same devices rented on demand, at each device's dated cloud price (empty: no public offer)",
+)
 BREAK_EVEN = Term(
     "Break-even", "break_even_hours", "break_even_h", "hours of training after which owning is cheaper than renting"
+)
+BREAK_EVEN_RUNS = Term(
+    "Break-even runs",
+    "break_even_runs",
+    "break_even_runs",
+    "runs of this training after which owning the devices costs less than renting them",
+)
+BUY_OR_RENT = Term(
+    "Buy or rent",
+    "buy_or_rent",
+    "buy_or_rent",
+    "which costs less for the expected use (cost.runs or cost.hours_per_year): buying (capex, maintenance, energy) "
+    "or renting the same devices; empty when one of them has no price",
 )
 VERDICT = Term("Deadline, budget", "verdict", "verdict", "whether the candidate meets the deadline and the budget")
 
@@ -88,6 +112,8 @@ CANDIDATE_TERMS = (
     TCO,
     CLOUD_COST,
     BREAK_EVEN,
+    BREAK_EVEN_RUNS,
+    BUY_OR_RENT,
     VERDICT,
 )
 

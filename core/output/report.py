@@ -42,9 +42,11 @@ class CandidateRow:
     capex: float | None
     energy_kwh: float | None
     tco: float | None
-    cloud: float
+    cloud: float | None
     break_even_h: float | None
     verdict: str
+    buy_or_rent: str | None = None
+    break_even_runs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def build_report(
         author=author,
         machine=machine,
         currency=cur,
-        summary=_summary(result, best),
+        summary=_summary(result, best, rec.decision.text if rec.decision is not None else ""),
         requirements=(
             ("Parameters", f"{m.parameters:,}", "counted per layer; equal to PyTorch's count (docs/accuracy.md)"),
             (
@@ -149,7 +151,7 @@ def build_report(
         memory=best.memory if best else (result.candidates[0].memory if result.candidates else None),
         memory_device=f"{best.device.name} × {best.count}" if best else result.candidates[0].device.name,
         candidates=tuple(_candidate_row(x) for x in sorted(result.candidates, key=_rank)),
-        bom=tuple(_bom_rows(bom, best, result)),
+        bom=tuple(_bom_rows(bom)),
         findings=tuple(findings),
         assumptions=_assumptions(result),
         inventory_text=inventory_text,
@@ -161,7 +163,7 @@ def _rank(c: CandidateResult) -> tuple[object, ...]:
     return (not c.fits, c.meets_deadline is False, c.within_budget is False, c.train_time_s)
 
 
-def _summary(result: SizingResult, best: CandidateResult | None) -> str:
+def _summary(result: SizingResult, best: CandidateResult | None, decision: str) -> str:
     c = result.workload.cost
     if best is None:
         micro = result.workload.training.micro_batch_size
@@ -182,11 +184,15 @@ def _summary(result: SizingResult, best: CandidateResult | None) -> str:
         f"of {fmt_bytes(best.capacity_bytes)}."
     )
     if best.cost.capex is not None:
+        platform = best.cost.platform
         parts.append(
-            f"Hardware cost {fmt_money(best.cost.capex, c.currency)} including the host; total cost of "
-            f"ownership over {c.amortisation_years:g} years {fmt_money(best.cost.tco, c.currency)}; "
-            f"the same training rented costs {fmt_money(best.cost.cloud_cost, c.currency)}."
+            f"Hardware cost {fmt_money(best.cost.capex, c.currency)}"
+            + (f" as {best.cost.machines} × {platform.platform.name}" if platform is not None else "")
+            + f" (devices at their {best.cost.purchase_note}); total cost of ownership over "
+            f"{c.amortisation_years:g} years {fmt_money(best.cost.tco, c.currency)}."
         )
+    if decision:
+        parts.append(decision)
     if c.deadline_hours is not None:
         parts.append(f"The deadline of {c.deadline_hours:g} h is {'met' if best.meets_deadline else 'missed'}.")
     if c.budget is not None and best.within_budget is not None:
@@ -210,38 +216,17 @@ def _candidate_row(c: CandidateResult) -> CandidateRow:
         c.cost.cloud_cost,
         c.cost.break_even_hours,
         verdict_text(c.meets_deadline, c.within_budget),
+        c.cost.verdict,
+        c.cost.break_even_runs,
     )
 
 
-def _bom_rows(bom: Sequence[BomLine], best: CandidateResult | None, result: SizingResult) -> list[BomRow]:
-    rows = []
-    host = result.workload.cost.host_cost
-    nodes = best.nodes if best else 1
-    for line in bom:
-        qty: int | None = None
-        unit = total = None
-        if line.item in ("Accelerator", "Processor for training") and best is not None:
-            # the devices of every node, as the capex counts them (a CPU candidate: the CPU itself)
-            qty = best.count * best.nodes
-            unit = None if best.device.price_usd is None else result.workload.cost.from_usd(best.device.price_usd)
-            total = unit * qty if unit is not None else None
-        elif line.item == "Network adapters" and best is not None:
-            qty = best.count * best.nodes  # unpriced: the catalogue has no price (core.advice.bom.UNPRICED)
-        elif line.item == "Network switch":
-            qty = 1
-        rows.append(BomRow(line.item, line.spec, qty, unit, total, line.reason, line.source))
-    rows.append(
-        BomRow(
-            "Host",
-            "CPU, RAM, storage, chassis and power supply above",
-            nodes,
-            host,
-            host * nodes,
-            "the cost setting for one host per node (edit it in the workload's cost section)",
-            "workload cost settings",
-        )
-    )
-    return rows
+def _bom_rows(bom: Sequence[BomLine]) -> list[BomRow]:
+    """The bill's rows with the capex's prices (core.advice.bom.priced): their total is the capex."""
+    return [
+        BomRow(line.item, line.spec, line.quantity, line.unit_price, line.total, line.reason, line.source)
+        for line in bom
+    ]
 
 
 def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
@@ -259,16 +244,36 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
         ),
         ("Electricity", f"{c.electricity_per_kwh:g} {c.currency}/kWh, PUE {c.pue:g}, utilisation {c.utilisation:.0%}"),
         ("Amortisation", f"{c.amortisation_years:g} years, maintenance {c.maintenance_percent:g} % of capex a year"),
-        ("Cloud price", f"{c.cloud_per_gpu_hour:g} {c.currency} per device-hour"),
-        ("Host", f"{c.host_cost:,.0f} {c.currency} and {c.host_power_w:g} W per node"),
+        (
+            "Cloud price",
+            f"{c.cloud_per_gpu_hour:g} {c.currency} per device-hour for every device (set in the workload)"
+            if c.cloud_per_gpu_hour is not None
+            else "each device's dated on-demand price from the catalogue (below); none: renting not priced",
+        ),
+        (
+            "Host",
+            (f"{c.host_cost:,.0f} {c.currency}" if c.host_cost is not None else "the platform's price")
+            + " and "
+            + (f"{c.host_power_w:g} W" if c.host_power_w is not None else "the platform's power")
+            + " per machine (resources/platforms.json, docs/advice.md)",
+        ),
+        (
+            "Expected use",
+            (
+                f"{c.hours_per_year:,.0f} h of training a year for {c.amortisation_years:g} years"
+                if c.hours_per_year is not None
+                else f"{c.runs} run(s) of this training"
+            )
+            + ": buying (capex, maintenance, energy) is weighed against renting the same hours; resale value "
+            "is not counted",
+        ),
         *(
             [
                 (
                     "Nodes",
                     f"{result.workload.training.nodes} nodes: capex, power, energy, device-hours and the cloud "
-                    "cost count every node's devices and one host per node; the inter-node network (one adapter "
-                    "per GPU and a switch, in the bill of materials) has no price in the catalogue and is not "
-                    "counted",
+                    "cost count every node's devices and machines, and the network between them (an adapter "
+                    "and a switch port per GPU)",
                 )
             ]
             if result.workload.training.nodes > 1
@@ -305,8 +310,11 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
         )
     for cand in {x.device.name: x for x in result.candidates}.values():
         dev = cand.device
-        price = f"{dev.price_usd:,.0f} USD ({dev.price_date})" if dev.price_usd is not None else "no price"
-        if dev.price_usd is not None and c.currency != "USD":
-            price += f" = {c.from_usd(dev.price_usd):,.0f} {c.currency}"
-        out.append((dev.name, f"{price}; {dev.source}"))
+        bought = dev.purchase_price()
+        price = f"{bought[1]} price {bought[0]:,.0f} USD ({bought[2] or 'undated'})" if bought else "not sold"
+        if bought is not None and c.currency != "USD":
+            price += f" = {c.from_usd(bought[0]):,.0f} {c.currency}"
+        if bought is not None and bought[1] == "street" and dev.price_usd is not None:
+            price += f" (launch {dev.price_usd:,.0f} USD, {dev.price_date})"
+        out.append((dev.name, f"{price}; rent: {cand.cost.cloud_note}; {dev.source}"))
     return tuple(out)

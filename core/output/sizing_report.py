@@ -56,6 +56,20 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
         "run_cost": c.cost.run_cost,
         "cloud_cost": c.cost.cloud_cost,
         "break_even_hours": c.cost.break_even_hours,
+        "break_even_runs": c.cost.break_even_runs,
+        "buy_or_rent": c.cost.verdict,
+        "buy_for_use": c.cost.buy_for_use,
+        "rent_for_use": c.cost.rent_for_use,
+        "use_hours": c.cost.use_hours,
+        "cloud_per_hour": c.cost.cloud_per_hour,
+        "cloud_price": c.cost.cloud_note,
+        "purchase_price": c.cost.purchase_note,
+        "platform": None if c.cost.platform is None else c.cost.platform.platform.id,
+        "machines": c.cost.machines,
+        "capex_lines": [
+            {"item": x.item, "quantity": x.quantity, "unit": x.unit, "total": x.total, "source": x.source}
+            for x in c.cost.capex_lines
+        ],
         "currency": c.cost.currency,
         "meets_deadline": c.meets_deadline,
         "within_budget": c.within_budget,
@@ -106,7 +120,37 @@ def sizing_to_dict(rec: Recommendation) -> dict[str, Any]:
         "notes": list(r.notes),
         "rules": [f.as_dict() for f in findings],
         "recommendation": [line.as_dict() for line in bom],
+        "decision": _decision_dict(rec),
         "source": ENGINE_SOURCE,
+    }
+
+
+def _decision_dict(rec: Recommendation) -> dict[str, Any] | None:
+    d = rec.decision
+    if d is None:
+        return None
+
+    def option(o: Any) -> dict[str, Any] | None:
+        if o is None:
+            return None
+        c = o.candidate
+        return {
+            "device": c.device.name,
+            "count": c.count,
+            "nodes": c.nodes,
+            "cost_for_use": o.cost_for_use,
+            "gives_up": list(o.gives_up),
+            "listed": c in rec.result.candidates,
+        }
+
+    return {
+        "verdict": d.verdict,
+        "buy": option(d.buy),
+        "rent": option(d.rent),
+        "break_even_runs": d.break_even_runs,
+        "break_even_hours": d.break_even_hours,
+        "searched": d.searched,
+        "text": d.text,
     }
 
 
@@ -167,7 +211,9 @@ def sizing_to_text(rec: Recommendation) -> str:
             f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
             + (f"{c.cost.energy_kwh:.3g} kWh" if c.cost.energy_kwh is not None else "unknown")
             + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}"
-            + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}",
+            + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}"
+            + (f"; {c.cost.verdict} for the expected use" if c.cost.verdict else "")
+            + (f", buying pays off after {c.cost.break_even_runs:,} runs" if c.cost.break_even_runs else ""),
         ]
     for note in r.notes:
         lines.append(f"Note: {note}")
@@ -178,10 +224,15 @@ def sizing_to_text(rec: Recommendation) -> str:
             if f.today:
                 lines.append(f"      today: {f.today}")
             lines.append(f"      source: {f.source}")
+    if rec.decision is not None:
+        lines += ["", "Buy or rent", f"  {rec.decision.text}"]
     if bom:
-        lines += ["", "Recommended bill of materials"]
+        cur = w.cost.currency
+        total = sum(b.total for b in bom if b.total is not None)
+        lines += ["", f"Recommended bill of materials (total {fmt_money(total, cur)}: the capex)"]
         for b in bom:
-            lines.append(f"  {b.item}: {b.spec}")
+            price = f" — {b.quantity} × {fmt_money(b.unit_price, cur)}" if b.total is not None else ""
+            lines.append(f"  {b.item}: {b.spec}{price}")
             lines.append(f"      why: {b.reason}")
     return "\n".join(lines)
 

@@ -91,14 +91,20 @@ class CostSpec:
     pue: float = 1.2
     utilisation: float = 0.7
     amortisation_years: float = 3.0
-    cloud_per_gpu_hour: float = 2.50
-    host_cost: float = 3000.0
-    host_power_w: float = 250.0
+    # None: each device's own dated on-demand price from the catalogue; a figure overrides them all
+    cloud_per_gpu_hour: float | None = None
+    # None: the platform's (core/hardware/platforms.py); a figure is per machine, without accelerators
+    host_cost: float | None = None
+    host_power_w: float | None = None
     maintenance_percent: float = 5.0
     deadline_hours: float | None = None
     budget: float | None = None
     per_usd: float = 1.0  # units of ``currency`` per US dollar, set by the user
     rate_date: str | None = None  # the day ``per_usd`` was taken
+    # the expected use that buying is weighed against renting for: ``runs`` runs of this workload,
+    # or, when set, ``hours_per_year`` hours of training a year over the amortisation period
+    runs: int = 1
+    hours_per_year: float | None = None
 
     def from_usd(self, usd: float) -> float:
         return usd * self.per_usd
@@ -109,6 +115,8 @@ class CostSpec:
             return "prices in USD, as the catalogue gives them"
         return f"1 USD = {self.per_usd:g} {self.currency} on {self.rate_date}"
 
+
+HOURS_PER_YEAR = 8760.0
 
 PURPOSES = ("scratch", "finetune", "hpo", "reverse_engineering")
 
@@ -279,6 +287,8 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         "deadline_hours",
         "budget",
         "exchange_rate",
+        "runs",
+        "hours_per_year",
     }
     reject_unknown(c, allowed, "cost")
     d = CostSpec()
@@ -298,11 +308,17 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         amortisation_years=get_float(
             c, "amortisation_years", "cost", default=d.amortisation_years, minimum=0, exclusive_min=True, maximum=50
         ),
-        cloud_per_gpu_hour=get_float(
-            c, "cloud_per_gpu_hour", "cost", default=d.cloud_per_gpu_hour * per_usd, maximum=1e4
+        cloud_per_gpu_hour=(
+            get_float(c, "cloud_per_gpu_hour", "cost", maximum=1e4) if "cloud_per_gpu_hour" in c else None
         ),
-        host_cost=get_float(c, "host_cost", "cost", default=d.host_cost * per_usd, maximum=1e9),
-        host_power_w=get_float(c, "host_power_w", "cost", default=d.host_power_w, maximum=1e6),
+        host_cost=get_float(c, "host_cost", "cost", maximum=1e9) if "host_cost" in c else None,
+        host_power_w=get_float(c, "host_power_w", "cost", maximum=1e6) if "host_power_w" in c else None,
+        runs=get_int(c, "runs", "cost", default=1, minimum=1, maximum=10**6),
+        hours_per_year=(
+            get_float(c, "hours_per_year", "cost", minimum=0, exclusive_min=True, maximum=HOURS_PER_YEAR)
+            if "hours_per_year" in c
+            else None
+        ),
         maintenance_percent=get_float(c, "maintenance_percent", "cost", default=d.maintenance_percent, maximum=100),
         deadline_hours=(
             get_float(c, "deadline_hours", "cost", minimum=0, exclusive_min=True, maximum=1e7)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
+from core.hardware.platforms import load_platforms
 from core.storage.store import Store
 from core.units import fmt_bytes
 from gui.models.candidate_table_model import COL_COUNT, COL_DEVICE, COL_FITS, COL_MEMORY
@@ -212,7 +213,9 @@ def test_a_currency_other_than_usd_asks_for_its_rate_and_converts_prices(qtbot, 
     assert goal.problem() is None
     wiz.go(5)
     (gpu,) = [c for c in wiz.result.candidates if "4090" in c.device.name]
-    # RTX 4090 launch list price 1,599 USD, at 0.92 EUR per USD, plus the default host converted too
+    # the RTX 4090's purchase price and its workstation (platforms.json), all USD, at 0.92 EUR per USD
+    ws = load_platforms().by_id("workstation")
+    usd = gpu.device.purchase_price()[0] + ws.base_cost_usd + ws.cpu_cost_usd
     assert gpu.cost.currency == "EUR"
-    assert gpu.cost.capex == pytest.approx(1599 * 0.92 + wiz.result.workload.cost.host_cost)
+    assert gpu.cost.capex == pytest.approx(usd * 0.92)
     assert wiz.result.workload.cost.rate_date == "2026-11-01"

@@ -11,10 +11,12 @@ from core.advice.recommendation import recommend
 from core.errors import WorkloadError
 from core.estimate.sizing import size_workload
 from core.hardware.catalogue import find_device, load_catalogue
+from core.hardware.platforms import load_platforms, network_adapter, platform_for
 from core.output.report import build_report
 from core.spec.workload import parse_workload
 
 CATALOGUE = load_catalogue()
+PLATFORMS = load_platforms()
 EUR = {"currency": "EUR", "exchange_rate": {"per_usd": 0.92, "date": "2026-11-01"}}
 
 
@@ -68,11 +70,13 @@ def psu_line(device: str) -> str:
     return line.reason
 
 
-def test_the_power_supply_takes_the_cpus_tdp_from_the_catalogue() -> None:
-    # AMD EPYC 9654: 360 W default TDP (AMD product page); was a flat 250 W for any CPU
-    assert "CPU 360 W (AMD EPYC 9654" in psu_line("EPYC 9654")
-    # one RTX 4090 wants ≥ 8 cores: the catalogue's lowest-TDP CPU with 8 cores, Ryzen 7 2700 at 65 W
-    assert "CPU 65 W (AMD Ryzen 7 2700" in psu_line("4090")
+def test_the_power_supply_takes_the_cpus_tdp_and_the_platforms_host() -> None:
+    # AMD EPYC 9654: 360 W default TDP (AMD product page), in the CPU platform's host
+    cpu_host = platform_for(find_device("EPYC 9654", CATALOGUE), 1).platform  # type: ignore[union-attr]
+    assert psu_line("EPYC 9654").startswith(f"AMD EPYC 9654 360 W + host {cpu_host.host_power_w:,.0f} W")
+    # one RTX 4090 (450 W board power) in a workstation whose host draws its platforms.json figure
+    ws = PLATFORMS.by_id("workstation")
+    assert psu_line("4090").startswith(f"GPUs 450 W + host {ws.host_power_w:,.0f} W ({ws.name})")
 
 
 def test_a_cuda_gpu_counts_the_context_measured_on_an_h100() -> None:
@@ -94,16 +98,28 @@ def _nodes(nodes: int) -> Any:
 
 
 def test_every_node_is_bought_powered_and_rented() -> None:
-    # H100 SXM: 30,000 USD and 700 W in the catalogue; host 3,000 USD and 250 W per node (defaults)
+    # H100 SXM: 700 W in the catalogue, bought in an 8-GPU HGX-class server (platforms.json); four
+    # nodes also buy an adapter and a switch port per GPU
+    h100 = find_device("H100 SXM", CATALOGUE)
+    gpu_usd = h100.purchase_price()[0]  # type: ignore[index]
+    hgx = PLATFORMS.by_id("hgx-8")
+    server = hgx.base_cost_usd + hgx.cpu_cost_usd
+    network = sum(n.price_usd for n in PLATFORMS.network if n.per in ("gpu", "port"))
+    network_w = sum(n.power_w for n in PLATFORMS.network if n.per in ("gpu", "port"))
     (one,) = _nodes(1).result.candidates
     (four,) = _nodes(4).result.candidates
-    assert one.cost.capex == 8 * 30_000 + 3_000 == 243_000
-    assert four.cost.capex == 4 * 8 * 30_000 + 4 * 3_000 == 972_000  # was 252,000: one node's GPUs
-    assert four.cost.power_w == 4 * (8 * 700 + 250)
+    assert one.cost.capex == pytest.approx(8 * gpu_usd + server)  # was 8 GPUs + a 3,000 USD host
+    assert four.cost.capex == pytest.approx(4 * (8 * gpu_usd + server) + 32 * network)  # was one node's GPUs
+    assert four.cost.machines == 4 and four.cost.platform.platform.id == "hgx-8"  # type: ignore[union-attr]
+    assert four.cost.power_w == pytest.approx(4 * (8 * 700 + hgx.host_power_w) + 32 * network_w)
     hours = four.train_time_s / 3600
     assert four.cost.gpu_hours == pytest.approx(32 * hours)
-    assert four.cost.cloud_cost == pytest.approx(32 * hours * 2.50)
-    assert four.cost.energy_kwh == pytest.approx(4 * (8 * 700 + 250) * 0.7 * hours * 1.2 / 1000)
+    assert (
+        four.cost.cloud_cost == pytest.approx(32 * hours * h100.cloud_usd_per_hour)
+        if h100.cloud_usd_per_hour
+        else (four.cost.cloud_cost is None)
+    )
+    assert four.cost.energy_kwh == pytest.approx(four.cost.power_w * 0.7 * hours * 1.2 / 1000)
 
 
 @pytest.mark.parametrize("nodes", [1, 4])
@@ -115,15 +131,17 @@ def test_the_bill_of_materials_lists_the_network_and_totals_the_capex(nodes: int
     rows = {r.item: r for r in report.bom}
     assert sum(r.total_price for r in report.bom if r.total_price is not None) == pytest.approx(best.cost.capex)
     assert rows["Accelerator"].quantity == 8 * nodes
-    assert rows["Host"].quantity == nodes
+    assert rows["Platform"].quantity == nodes and "8-GPU" in rows["Platform"].specification
+    assert rows["CPU"].total_price is not None  # the platform's CPUs are priced on the CPU line
     if nodes == 1:
         assert "Network adapters" not in rows and "Network switch" not in rows
         return
-    # one 100 Gb/s adapter per GPU (the rate the step time assumes between nodes) and a switch
+    # one adapter per GPU at the rate the step time assumes between nodes, and a switch port each
     nic, switch = rows["Network adapters"], rows["Network switch"]
-    assert nic.quantity == 32 and "100 Gb/s" in nic.specification and "INTER_NODE_BPS" in nic.reason
-    assert "≥ 32 ports" in switch.specification
-    assert nic.total_price is None and "price not in the catalogue" in nic.specification
+    adapter = network_adapter()
+    assert nic.quantity == switch.quantity == 32 and f"{adapter.gbps:.0f} Gb/s per GPU" in nic.reason
+    assert "INTER_NODE_BPS" in nic.reason and nic.total_price == pytest.approx(32 * adapter.price_usd)
+    assert switch.total_price is not None and switch.total_price > 0
     assert rows["Accelerator"].specification == "NVIDIA H100 SXM × 8 per node × 4 nodes"
     assert rows["Power supply"].specification.endswith("in each of the 4 nodes")
 
@@ -135,5 +153,8 @@ def test_a_cpu_bill_of_materials_prices_the_cpu_as_the_capex_does() -> None:
     assert best is not None and best.device.kind == "cpu"
     report = build_report(rec)
     (cpu,) = [r for r in report.bom if r.item == "Processor for training"]
-    assert cpu.total_price == 11_805
-    assert sum(r.total_price for r in report.bom if r.total_price is not None) == best.cost.capex == 11_805 + 3_000
+    epyc = best.device.purchase_price()[0]  # type: ignore[index]
+    assert cpu.total_price == epyc
+    machine = best.cost.platform.platform  # type: ignore[union-attr]
+    assert sum(r.total_price for r in report.bom if r.total_price is not None) == best.cost.capex
+    assert best.cost.capex == epyc + machine.base_cost_usd + machine.cpu_cost_usd

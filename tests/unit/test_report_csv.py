@@ -66,7 +66,9 @@ def test_bill_of_materials_and_candidates_sections() -> None:
     assert sections.count("candidates") == len(report.candidates) == 1
     cand = next(r for r in rows if r[0] == "candidates")
     header = rows[0]
-    assert cand[header.index("capex_USD")] == 1599 + 3000
+    assert cand[header.index("capex_USD")] == sum(
+        r[header.index("total_price_USD")] or 0 for r in rows[1:] if r[0] == "bill of materials"
+    )
     assert cand[header.index("fits")] == "yes"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from core.advice.rules import Rule, evaluate_rules, load_rules
 from core.errors import TrainRigError
 from core.estimate.sizing import size_workload
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
+from core.hardware.platforms import load_platforms
 from core.spec.workload import parse_workload
 
 CATALOGUE = load_catalogue()
@@ -227,11 +229,12 @@ def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() ->
     assert lines["Accelerator"].spec == "NVIDIA GeForce RTX 4090 × 1"
     assert "micro-batch 425 × 2 accumulation steps" in lines["Accelerator"].reason
     assert all(line.reason and line.source for line in lines.values())
-    # one 450 W card (NVIDIA's RTX 4090 board power) + 65 W CPU (AMD's TDP for the Ryzen 7 2700,
-    # the catalogue's lowest-TDP CPU with the 8 cores one GPU wants) + 150 W rest = 665 W,
-    # × 1.25 headroom = 831 W, rounded up to the next 100 W
-    assert lines["Power supply"].spec == "900 W"
-    assert lines["Power supply"].reason.startswith("GPUs 450 W + CPU 65 W (AMD Ryzen 7 2700 TDP")
+    # one 450 W card (NVIDIA's RTX 4090 board power) + the workstation's host (platforms.json),
+    # × 1.25 headroom, rounded up to the next 100 W, on one supply
+    ws = load_platforms().by_id("workstation")
+    watts = math.ceil((450 + ws.host_power_w) * 1.25 / 100) * 100
+    assert lines["Power supply"].spec.startswith(f"{watts:,} W; ")
+    assert lines["Power supply"].reason.startswith(f"GPUs 450 W + host {ws.host_power_w:,.0f} W")
 
 
 def test_two_gpus_want_a_larger_power_supply() -> None:
@@ -240,11 +243,14 @@ def test_two_gpus_want_a_larger_power_supply() -> None:
     )
     lines = {line.item: line for line in recommend_bom(size_workload(w, [find_device("4090", CATALOGUE)]))}
     assert lines["Accelerator"].spec == "NVIDIA GeForce RTX 4090 × 2"
-    # two 450 W cards (NVIDIA's RTX 4090 board power) + 120 W CPU (Intel's TDP for the Xeon E5-2683 v3,
-    # the catalogue's lowest-TDP CPU with the ≥ 10 cores two GPUs want) + 150 W rest = 1,170 W,
-    # × 1.25 headroom = 1,462.5 W, rounded up to the next 100 W
-    assert lines["Power supply"].spec == "1,500 W"
-    assert lines["Power supply"].reason.startswith("GPUs 900 W + CPU 120 W (Intel Xeon E5-2683 v3 TDP")
+    # two 450 W cards + the workstation's host, × 1.25 headroom: above what one 1,600 W supply gives,
+    # so two supplies, and a circuit that carries it continuously
+    ws = load_platforms().by_id("workstation")
+    watts = math.ceil((900 + ws.host_power_w) * 1.25 / 100) * 100
+    assert lines["Power supply"].reason.startswith(f"GPUs 900 W + host {ws.host_power_w:,.0f} W")
+    if watts > 1600:
+        assert lines["Power supply"].spec.startswith(f"2 power supplies of 1,600 W ({watts:,} W in all)")
+    assert ("120 V / 15 A" in lines["Power supply"].spec) == (watts <= 1440)
 
 
 @pytest.mark.parametrize(

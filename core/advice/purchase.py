@@ -1,0 +1,233 @@
+"""The purchase decision (SPEC 3.5a): which fitting option to buy, which to rent, which wins for
+the workload's expected use and after how many runs buying pays off; and, when nothing the user
+listed fits the budget, the best option that does, found among the catalogue's devices, with what
+it gives up."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.estimate.sizing import CandidateResult, SizingResult, size_candidate
+from core.hardware.catalogue import DeviceSpec
+from core.units import fmt_money, fmt_seconds
+
+# counts the budget search tries for a GPU: one workstation card up to one 8-GPU server
+SEARCH_COUNTS = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class Option:
+    candidate: CandidateResult
+    mode: str  # "buy" or "rent"
+    cost_for_use: float  # what the expected use costs this way (core.estimate.cost.CostEstimate)
+    gives_up: tuple[str, ...] = ()  # what a within-budget alternative gives up against the request
+
+    @property
+    def label(self) -> str:
+        c = self.candidate
+        nodes = f" per node × {c.nodes} nodes" if c.nodes > 1 else ""
+        return f"{c.device.name} × {c.count}{nodes}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str | None  # "buy", "rent", or None when nothing fits or neither is priced
+    buy: Option | None  # the purchase to make (the bill of materials is written for it)
+    rent: Option | None  # the cheapest rental that fits
+    break_even_runs: int | None  # runs after which buying ``buy`` costs less than renting ``rent``
+    break_even_hours: float | None  # the same in hours of training
+    searched: int  # configurations the budget search sized (0: the listed candidates sufficed)
+    text: str  # the decision in one paragraph, for the wizard and the reports
+
+
+def _rank_buy(c: CandidateResult) -> tuple[Any, ...]:
+    return (
+        c.meets_deadline is False,
+        c.within_budget is False,
+        c.cost.buy_for_use if c.cost.buy_for_use is not None else math.inf,
+        c.train_time_s,
+    )
+
+
+def best_purchase(candidates: Sequence[CandidateResult]) -> CandidateResult | None:
+    """The candidate to buy: it fits and can be bought; then meets the deadline and budget; then
+    costs least for the expected use (capex, maintenance, energy); then trains fastest."""
+    fitting = [c for c in candidates if c.fits and c.cost.capex is not None]
+    if not fitting:
+        fitting = [c for c in candidates if c.fits]
+    return min(fitting, key=_rank_buy) if fitting else None
+
+
+def best_rental(candidates: Sequence[CandidateResult], budget: float | None) -> CandidateResult | None:
+    """The cheapest rental that fits: meets the deadline, then within budget, then costs least."""
+    priced = [c for c in candidates if c.fits and c.cost.rent_for_use is not None]
+    if not priced:
+        return None
+
+    def key(c: CandidateResult) -> tuple[Any, ...]:
+        rent = c.cost.rent_for_use or 0.0
+        return (c.meets_deadline is False, budget is not None and rent > budget, rent, c.train_time_s)
+
+    return min(priced, key=key)
+
+
+def budget_search(
+    result: SizingResult,
+    catalogue: Sequence[DeviceSpec],
+    host_ram_bytes: int | None,
+    calibrated: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[CandidateResult | None, int]:
+    """The best purchase within the budget among the catalogue's devices at 1–8 GPUs (micro-batches
+    and accumulation as the sizing chooses them): it fits, meets the deadline if any does, then
+    trains fastest; without a budget (nothing listed fits at all), the cheapest for the expected
+    use. Returns it (None if nothing qualifies) and how many configurations were sized."""
+    w = result.workload
+    budget = w.cost.budget if w.cost.budget is not None else math.inf
+    listed = {(c.device.name, c.count) for c in result.candidates}
+    found: list[CandidateResult] = []
+    sized = 0
+    for device in catalogue:
+        if device.purchase_price() is None or device.origin == "this-machine":
+            continue
+        lowest = w.cost.from_usd(device.purchase_price()[0])  # type: ignore[index]
+        for count in SEARCH_COUNTS if device.kind != "cpu" else (1,):
+            if (device.name, count) in listed or lowest * count > budget:
+                continue
+            c = size_candidate(w, device, count, host_ram_bytes, (calibrated or {}).get(device.name))
+            sized += 1
+            if c.fits and c.cost.capex is not None and c.cost.capex <= budget:
+                found.append(c)
+    if not found:
+        return None, sized
+    if w.cost.budget is None:  # nothing listed fits: the cheapest that does (meeting the deadline if one can)
+        return min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_for_use, c.train_time_s)), sized
+    return min(found, key=lambda c: (c.meets_deadline is False, c.train_time_s, c.cost.capex)), sized
+
+
+def gives_up(alt: CandidateResult, wanted: CandidateResult | None, deadline_h: float | None) -> tuple[str, ...]:
+    """What ``alt`` gives up against ``wanted`` (the purchase the budget does not allow)."""
+    out = []
+    if deadline_h is not None and alt.meets_deadline is False:
+        out.append(f"misses the {deadline_h:g} h deadline: training takes {fmt_seconds(alt.train_time_s)}")
+    if wanted is None:
+        out.append("a device that is not among the listed candidates")
+    else:
+        if alt.train_time_s > wanted.train_time_s * 1.05:
+            out.append(
+                f"trains in {fmt_seconds(alt.train_time_s)} instead of {fmt_seconds(wanted.train_time_s)} "
+                f"({alt.train_time_s / wanted.train_time_s:.1f} × longer)"
+            )
+        if alt.device.name != wanted.device.name:
+            out.append(f"{alt.device.name} instead of {wanted.device.name}")
+        if alt.count < wanted.count:
+            out.append(f"{alt.count} device(s) instead of {wanted.count}")
+    if alt.accumulation_steps > 1:
+        out.append(f"micro-batch {alt.micro_batch} × {alt.accumulation_steps} accumulation steps")
+    return tuple(out)
+
+
+def decide(
+    result: SizingResult,
+    catalogue: Sequence[DeviceSpec] = (),
+    *,
+    host_ram_bytes: int | None = None,
+    calibrated: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Decision:
+    """Buy or rent for the workload's expected use (cost.runs, cost.hours_per_year), and the best
+    purchase within the budget when the listed candidates exceed it (searching ``catalogue``)."""
+    c = result.workload.cost
+    wanted = best_purchase(result.candidates)
+    buy_c, searched, lost = wanted, 0, ()
+    if (wanted is None or wanted.within_budget is False) and catalogue:
+        alt, searched = budget_search(result, catalogue, host_ram_bytes, calibrated)
+        if alt is not None:
+            buy_c, lost = alt, gives_up(alt, wanted, c.deadline_hours)
+    rent_c = best_rental(result.candidates, c.budget)
+    buy = Option(buy_c, "buy", buy_c.cost.buy_for_use, lost) if buy_c and buy_c.cost.buy_for_use is not None else None
+    rent = Option(rent_c, "rent", rent_c.cost.rent_for_use or 0.0) if rent_c else None
+    verdict = _verdict(buy, rent, c.budget)
+    runs = hours = None
+    if buy is not None and rent is not None:
+        b, r = buy.candidate.cost, rent.candidate.cost
+        rent_per_run, own_per_run = r.cloud_cost or 0.0, b.energy_cost or 0.0
+        fixed = (b.capex or 0.0) + (b.maintenance or 0.0)  # what owning costs before any energy
+        if rent_per_run > own_per_run and fixed > 0:
+            runs = math.ceil(fixed / (rent_per_run - own_per_run))
+            hours = runs * rent.candidate.train_time_s / 3600
+    return Decision(verdict, buy, rent, runs, hours, searched, _text(verdict, buy, rent, runs, result, searched))
+
+
+def _verdict(buy: Option | None, rent: Option | None, budget: float | None) -> str | None:
+    if buy is None and rent is None:
+        return None
+    if buy is None:
+        return "rent"
+    if rent is None:
+        return "buy"
+    b, r = buy.candidate, rent.candidate
+    if (r.meets_deadline is not False) != (b.meets_deadline is not False):
+        return "rent" if r.meets_deadline is not False else "buy"
+    if budget is not None and (buy.cost_for_use > budget) != (rent.cost_for_use > budget):
+        return "rent" if rent.cost_for_use <= budget else "buy"
+    return "rent" if rent.cost_for_use < buy.cost_for_use else "buy"
+
+
+def _use_text(result: SizingResult) -> str:
+    c = result.workload.cost
+    if c.hours_per_year is not None:
+        return f"{c.hours_per_year:,.0f} h of training a year for {c.amortisation_years:g} years"
+    return "one run" if c.runs == 1 else f"{c.runs} runs"
+
+
+def _text(
+    verdict: str | None,
+    buy: Option | None,
+    rent: Option | None,
+    runs: int | None,
+    result: SizingResult,
+    searched: int,
+) -> str:
+    cur = result.workload.cost.currency
+    if verdict is None:
+        return "Nothing that fits can be bought or rented at a known price."
+    use = _use_text(result)
+    parts = []
+    if verdict == "rent" and rent is not None:
+        r = rent.candidate
+        parts.append(
+            f"Rent: {rent.label} for {fmt_seconds(r.train_time_s)} per run costs {fmt_money(r.cost.cloud_cost, cur)} "
+            f"a run, {fmt_money(rent.cost_for_use, cur)} for {use} ({r.cost.cloud_note})."
+        )
+        if buy is not None:
+            parts.append(
+                f"Buying {buy.label} would cost {fmt_money(buy.cost_for_use, cur)} for the same use "
+                f"(capex {fmt_money(buy.candidate.cost.capex, cur)})"
+                + (f"; it pays off after {runs:,} runs." if runs is not None else "; it never pays off.")
+            )
+    elif buy is not None:
+        b = buy.candidate
+        parts.append(
+            f"Buy: {buy.label} (capex {fmt_money(b.cost.capex, cur)}) costs {fmt_money(buy.cost_for_use, cur)} "
+            f"for {use} with energy and maintenance."
+        )
+        if rent is not None:
+            parts.append(
+                f"Renting {rent.label} would cost {fmt_money(rent.cost_for_use, cur)} "
+                f"({fmt_money(rent.candidate.cost.cloud_cost, cur)} a run)"
+                + (f"; buying pays off from {runs:,} runs on." if runs is not None else ".")
+            )
+        else:
+            parts.append("No listed candidate that fits has a public on-demand price to compare with.")
+    if searched and buy is not None and buy.candidate not in result.candidates:
+        budget = result.workload.cost.budget
+        listed_fits = any(x.fits for x in result.candidates)
+        parts.append(
+            ("Nothing listed fits in memory" if not listed_fits else "Nothing listed fits")
+            + (f" within the budget of {fmt_money(budget, cur)}" if budget is not None else "")
+            + f"; {buy.label} is the best of {searched} catalogue configurations sized"
+            + (" and gives up: " + "; ".join(buy.gives_up) + "." if buy.gives_up else ".")
+        )
+    return " ".join(parts)
