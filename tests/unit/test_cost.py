@@ -94,11 +94,12 @@ def _nodes(nodes: int) -> Any:
 
 
 def test_every_node_is_bought_powered_and_rented() -> None:
-    # H100 SXM: 30,000 USD and 700 W in the catalogue; host 3,000 USD and 250 W per node (defaults)
+    # H100 SXM: 31,120 USD (HGX H100 baseboard price / 8, 2023-09) and 700 W in the catalogue;
+    # host 3,000 USD and 250 W per node (defaults)
     (one,) = _nodes(1).result.candidates
     (four,) = _nodes(4).result.candidates
-    assert one.cost.capex == 8 * 30_000 + 3_000 == 243_000
-    assert four.cost.capex == 4 * 8 * 30_000 + 4 * 3_000 == 972_000  # was 252,000: one node's GPUs
+    assert one.cost.capex == 8 * 31_120 + 3_000 == 251_960
+    assert four.cost.capex == 4 * 8 * 31_120 + 4 * 3_000 == 1_007_840  # was one node's GPUs only
     assert four.cost.power_w == 4 * (8 * 700 + 250)
     hours = four.train_time_s / 3600
     assert four.cost.gpu_hours == pytest.approx(32 * hours)
