@@ -1,19 +1,22 @@
 """Whole systems around the accelerators (resources/platforms.json): a workstation with 1–4 PCIe
-GPUs, a PCIe server, an HGX-class 8-GPU baseboard system, a CPU-only machine, and the network that
-joins nodes. Each platform carries its host cost, power, cores, RAM, lanes, power supplies and
-the circuit it needs, with sources; the cost model and the bill of materials read them here."""
+GPUs, a PCIe server, HGX-class 4- and 8-GPU baseboard systems, a GH200 server, CPU-only machines
+(desktop, workstation, server: a CPU candidate is priced in the one its segment calls for), and
+the network that joins nodes. Each platform carries its host cost, power, cores, RAM, lanes,
+power supplies and the circuit it needs, with sources; the cost model and the bill of materials
+read them here."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from core.errors import CatalogueError
-from core.hardware.catalogue import DeviceSpec
+from core.hardware.catalogue import FORM_FACTORS, DeviceSpec
 from core.paths import resource_path
 
 
@@ -83,40 +86,84 @@ class Platforms:
         raise CatalogueError(f"no platform {pid!r} in platforms.json")
 
 
+_DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+NETWORK_UNITS = ("gpu", "port", "node")
+
+
+def _text(e: dict[str, Any], key: str, where: str) -> str:
+    value = e[key]
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogueError(f"{where}: {key} must be a non-empty text")
+    return value
+
+
+def _number(e: dict[str, Any], key: str, where: str, *, positive: bool = False) -> float:
+    """A figure that is a number and not negative (or > 0 with ``positive``); bool is no number."""
+    value = e[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CatalogueError(f"{where}: {key} must be a number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise CatalogueError(f"{where}: {key} must be {'above' if positive else 'at least'} 0, got {value!r}")
+    return float(value)
+
+
+def _date(e: dict[str, Any], key: str, where: str) -> str:
+    value = _text(e, key, where)
+    if not _DATE.match(value):
+        raise CatalogueError(f"{where}: {key} must be a YYYY-MM month, got {value!r}")
+    return value
+
+
 def _platform(e: dict[str, Any]) -> Platform:
+    where = f"platform {e.get('id')!r}"
+    forms = tuple(e["form_factors"])
+    unknown = [f for f in forms if f not in FORM_FACTORS]
+    if not forms or unknown:
+        raise CatalogueError(f"{where}: form_factors must be some of {', '.join(FORM_FACTORS)}, got {list(forms)}")
+    sold_in = tuple(int(b) for b in e.get("sold_in", ()))
+    if any(b <= 0 for b in sold_in) or list(sold_in) != sorted(sold_in):
+        raise CatalogueError(f"{where}: sold_in must list board sizes above 0 in rising order, got {list(sold_in)}")
+    max_devices = int(_number(e, "max_devices", where))
+    if sold_in and sold_in[-1] > max_devices:
+        raise CatalogueError(f"{where}: a board of {sold_in[-1]} does not fit max_devices {max_devices}")
+    rated = e.get("rated_power_w")
     return Platform(
-        id=str(e["id"]),
-        name=str(e["name"]),
-        form_factors=tuple(e["form_factors"]),
-        max_devices=int(e["max_devices"]),
-        sold_in=tuple(int(b) for b in e.get("sold_in", ())),
-        base_cost_usd=float(e["base_cost_usd"]),
-        cpu_cost_usd=float(e["cpu_cost_usd"]),
-        cpu=str(e["cpu"]),
-        host_power_w=float(e["host_power_w"]),
-        rated_power_w=float(e["rated_power_w"]) if e.get("rated_power_w") else None,
-        cores=int(e["cores"]),
-        ram_gb=int(e["ram_gb"]),
-        memory_channels=int(e["memory_channels"]),
-        pcie_lanes=int(e["pcie_lanes"]),
-        psu=str(e["psu"]),
-        circuit=str(e["circuit"]),
-        cooling=str(e["cooling"]),
-        price_date=str(e["price_date"]),
-        source=str(e["source"]),
+        id=_text(e, "id", where),
+        name=_text(e, "name", where),
+        form_factors=forms,
+        max_devices=max_devices,
+        sold_in=sold_in,
+        base_cost_usd=_number(e, "base_cost_usd", where),
+        cpu_cost_usd=_number(e, "cpu_cost_usd", where),
+        cpu=_text(e, "cpu", where),
+        host_power_w=_number(e, "host_power_w", where, positive=True),
+        rated_power_w=_number(e, "rated_power_w", where, positive=True) if rated is not None else None,
+        cores=int(_number(e, "cores", where)),
+        ram_gb=int(_number(e, "ram_gb", where, positive=True)),
+        memory_channels=int(_number(e, "memory_channels", where)),
+        pcie_lanes=int(_number(e, "pcie_lanes", where, positive=True)),
+        psu=_text(e, "psu", where),
+        circuit=_text(e, "circuit", where),
+        cooling=_text(e, "cooling", where),
+        price_date=_date(e, "price_date", where),
+        source=_text(e, "source", where),
     )
 
 
 def _network(e: dict[str, Any]) -> NetworkItem:
+    where = f"network item {e.get('id')!r}"
+    per = _text(e, "per", where)
+    if per not in NETWORK_UNITS:
+        raise CatalogueError(f"{where}: per must be one of {', '.join(NETWORK_UNITS)}, got {per!r}")
     return NetworkItem(
-        id=str(e["id"]),
-        name=str(e["name"]),
-        price_usd=float(e["price_usd"]),
-        per=str(e["per"]),
-        power_w=float(e.get("power_w", 0)),
-        price_date=str(e["price_date"]),
-        source=str(e["source"]),
-        gbps=float(e["gbps"]) if e.get("gbps") else None,
+        id=_text(e, "id", where),
+        name=_text(e, "name", where),
+        price_usd=_number(e, "price_usd", where, positive=True),
+        per=per,
+        power_w=_number(e, "power_w", where) if "power_w" in e else 0.0,
+        price_date=_date(e, "price_date", where),
+        source=_text(e, "source", where),
+        gbps=_number(e, "gbps", where, positive=True) if e.get("gbps") is not None else None,
     )
 
 
@@ -125,13 +172,17 @@ def load_platforms(path: str | None = None) -> Platforms:
     p = Path(path) if path else resource_path("platforms.json")
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
-        return Platforms(
-            tuple(_platform(e) for e in doc["platforms"]),
-            tuple(_network(e) for e in doc["network"]),
-            str(doc.get("about", "")),
-        )
+        platforms = tuple(_platform(e) for e in doc["platforms"])
+        network = tuple(_network(e) for e in doc["network"])
+    except CatalogueError as exc:
+        raise CatalogueError(f"the platform list {p}: {exc}") from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CatalogueError(f"the platform list {p} cannot be read: {exc}") from exc
+    for items, what in ((platforms, "platform"), (network, "network item")):
+        ids = [i.id for i in items]
+        if len(set(ids)) != len(ids):
+            raise CatalogueError(f"the platform list {p} names a {what} id twice: {ids}")
+    return Platforms(platforms, network, str(doc.get("about", "")))
 
 
 def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = None) -> PlatformChoice | None:
@@ -146,7 +197,7 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
     if not fitting:
         raise CatalogueError(f"no platform in platforms.json holds a {form} device ({device.name})")
     if form == "socket":
-        p = fitting[0]
+        p = _socket_platform(device, fitting)
         return PlatformChoice(p, 1, 0, f"{p.name} with the {device.name}")
     fitting.sort(key=lambda p: p.max_devices)
     for p in fitting:
@@ -170,3 +221,30 @@ def network_adapter(platforms: Platforms | None = None) -> NetworkItem:
         if item.per == "gpu":
             return item
     raise CatalogueError("platforms.json lists no network adapter (an item with per: gpu)")
+
+
+# the socket platform for each CPU segment (resources/platforms.json ids)
+SOCKET_PLATFORMS = {"desktop": "cpu-machine", "workstation": "cpu-workstation", "server": "cpu-server"}
+
+
+def cpu_segment(device: DeviceSpec) -> str:
+    """The CPU's market segment, "desktop", "workstation" or "server": the catalogue entry's
+    ``segment``, else read from the name (EPYC and Xeon other than Xeon W are server parts,
+    Threadripper and Xeon W workstation parts, anything else a desktop part — a user's CPU
+    usually names its family)."""
+    segment = str(device.extra.get("segment") or "")
+    if segment in SOCKET_PLATFORMS:
+        return segment
+    name = device.name.lower()
+    if "threadripper" in name or re.search(r"\bxeon w", name):
+        return "workstation"
+    if "epyc" in name or "xeon" in name:
+        return "server"
+    return "desktop"
+
+
+def _socket_platform(device: DeviceSpec, fitting: list[Platform]) -> Platform:
+    """A server CPU is priced in a server, a workstation CPU in a workstation, a desktop CPU in a
+    desktop; a platform list without the segment's platform falls back to its first socket one."""
+    wanted = SOCKET_PLATFORMS[cpu_segment(device)]
+    return next((p for p in fitting if p.id == wanted), fitting[0])

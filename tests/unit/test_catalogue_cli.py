@@ -28,14 +28,15 @@ GPU_FIELDS = (
 )
 
 
-def test_catalogue_lists_its_33_devices_from_maxwell_to_blackwell(cli) -> None:
+def test_catalogue_lists_its_42_devices_from_maxwell_to_blackwell(cli) -> None:
     code, out, _ = cli("catalogue", "--json")
     assert code == 0
     devices = json.loads(out)
-    # the 33 of the README: 21 GPUs, 7 CPUs, TPU v3/v4/v5e and Trainium 1/2
-    assert len(devices) == 33
+    # 29 GPUs (the README's 21 plus RTX PRO 6000 Blackwell, RTX 5080/5070 Ti/5070/5060 Ti, H100 NVL,
+    # GH200 and AMD MI300X), 7 CPUs, TPU v3/v4/v5e, Trainium 1/2 and Intel Gaudi 3
+    assert len(devices) == 42
     kinds = [d["kind"] for d in devices]
-    assert (kinds.count("gpu"), kinds.count("cpu"), kinds.count("tpu"), kinds.count("accelerator")) == (21, 7, 3, 2)
+    assert (kinds.count("gpu"), kinds.count("cpu"), kinds.count("tpu"), kinds.count("accelerator")) == (29, 7, 3, 3)
     names = {d["name"] for d in devices}
     for required in (
         "NVIDIA Quadro M4000",
