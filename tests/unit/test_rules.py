@@ -241,8 +241,9 @@ def test_two_gpus_want_a_larger_power_supply() -> None:
     lines = {line.item: line for line in recommend_bom(size_workload(w, [find_device("4090", CATALOGUE)]))}
     assert lines["Accelerator"].spec == "NVIDIA GeForce RTX 4090 × 2"
     # two 450 W cards (NVIDIA's RTX 4090 board power) + 120 W CPU (Intel's TDP for the Xeon E5-2683 v3,
-    # the catalogue's lowest-TDP CPU with the ≥ 10 cores two GPUs want) + 150 W rest = 1,170 W,
-    # × 1.25 headroom = 1,462.5 W, rounded up to the next 100 W
+    # the catalogue's lowest-TDP CPU with the ≥ 11 cores two GPUs want: 2 × 4 loaders, 2 training
+    # processes, 1 for the system) + 150 W rest = 1,170 W, × 1.25 headroom = 1,462.5 W, rounded up
+    # to the next 100 W
     assert lines["Power supply"].spec == "1,500 W"
     assert lines["Power supply"].reason.startswith("GPUs 900 W + CPU 120 W (Intel Xeon E5-2683 v3 TDP")
 
