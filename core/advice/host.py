@@ -31,11 +31,16 @@ def host_cores(gpus: int, per_gpu: int = LOADER_CORES_PER_GPU) -> int:
     return max(MIN_HOST_CORES, loader_cores(gpus, per_gpu) + gpus + SYSTEM_CORES)
 
 
-def loader_cores_per_gpu(result: SizingResult) -> int:
-    """Loader cores per GPU the sizing counted: the most any GPU candidate needs (the fastest one
-    decodes the most), LOADER_CORES_PER_GPU when no candidate is a GPU."""
-    gpus = [c.step.loader_cores for c in result.candidates if c.device.kind != "cpu" and c.step.loader_cores]
-    return max(gpus, default=LOADER_CORES_PER_GPU)
+def loader_cores_per_gpu(result: SizingResult, gpus: int | None = None) -> int:
+    """Loader cores per GPU the sizing counted for the GPU candidates with ``gpus`` GPUs (None: any
+    count): the most any of them needs (the fastest decodes the most); LOADER_CORES_PER_GPU when
+    there is none."""
+    counted = [
+        c.step.loader_cores
+        for c in result.candidates
+        if c.device.kind != "cpu" and c.step.loader_cores and (gpus is None or c.count == gpus)
+    ]
+    return max(counted, default=LOADER_CORES_PER_GPU)
 
 
 def page_cache_ram_bytes(data: DataSpec) -> float:

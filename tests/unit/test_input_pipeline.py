@@ -190,7 +190,7 @@ def test_the_gpu_cpu_line_adds_up() -> None:
     assert (gpus, per_gpu) == (8, best.step.loader_cores)
     assert gpus * per_gpu == loaders and loaders + processes + system == total
     assert line.spec.startswith(f"≥ {total} physical cores")
-    assert loader_cores_per_gpu(result) == per_gpu  # the rules' "loader_cores" use the same count
+    assert loader_cores_per_gpu(result, 8) == per_gpu  # the rules' "loader_cores" use the same count
 
 
 def test_ram_caches_the_dataset_as_stored() -> None:
