@@ -7,11 +7,27 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.advice.host import MIN_HOST_CORES, host_cores, l3_cache_mb, loader_cores
+from core.advice.host import (
+    MIN_HOST_CORES,
+    SYSTEM_CORES,
+    host_cores,
+    l3_cache_mb,
+    loader_cores,
+    page_cache_ram_bytes,
+)
 from core.advice.purchase import best_purchase
+from core.estimate.input_pipeline import (
+    GPU_DECODE_ADVICE,
+    LOADER_CORES_PER_GPU,
+    MAX_LOADER_CORES_PER_DEVICE,
+    MIN_LOADER_CORES_CPU,
+    DecodeCost,
+    decode_cost,
+)
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import INTER_NODE_BPS, dataset_bytes_on_disk
+from core.hardware.catalogue import DeviceSpec, load_catalogue
 from core.hardware.platforms import PlatformChoice, load_platforms, network_adapter
 from core.units import fmt_bytes, fmt_seconds
 
@@ -89,13 +105,14 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
         else:
             per = f" per node × {best.nodes} nodes" if best.nodes > 1 else ""
             lines.append(BomLine("Accelerator", f"{best.device.name} × {count}{per}", why, best.device.source))
-    # CPU: cores for loaders and one process per GPU, never more threads than physical cores
-    cores = host_cores(count) if best is not None and best.device.kind != "cpu" else MIN_HOST_CORES
-    cpu_spec = f"≥ {cores} physical cores, one socket"
-    cpu_reason = (
-        f"{loader_cores(count)} cores feed {count} GPU(s) with data, 2 run the training processes; use no more "
-        "threads than physical cores"
-    )
+    # CPU: cores for the data loaders (the decode model's, per candidate) and the training, never
+    # more threads than physical cores
+    cores, cpu_spec, cpu_reason = cpu_cores(result, best)
+    platform = best.cost.platform.platform if best is not None and best.cost.platform is not None else None
+    if platform is not None and platform.cpu_cost_usd:  # the platform's CPUs are what is bought
+        cpu_spec = f"{platform.cpu}: {platform.cores} physical cores (≥ {cores} needed)"
+        if platform.cores < cores:
+            cpu_spec += f" — fewer than needed: choose CPUs with ≥ {cores} cores for this platform"
     if w.goal.concurrent_runs > 1:
         l3 = l3_cache_mb(w.goal.concurrent_runs)
         cpu_spec += f", ≥ {l3} MB L3"
@@ -105,17 +122,23 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
             "CPU",
             cpu_spec,
             cpu_reason,
-            "Jamgharyan 2024 (multi-core CPU, cache, sockets); Wünsche 2016 (threads ≤ physical cores)",
+            "Jamgharyan 2024 (multi-core CPU, cache, sockets); Wünsche 2016 (threads ≤ physical cores); decode "
+            "cost per sample: published measurements (docs/sizing.md, Input pipeline)",
         )
     )
-    # RAM: twice the GPU memory for pinned staging, the dataset cached when it is reasonable
-    dataset = result.dataset_bytes
-    want = max(32 * 10**9, 2 * gpu_mem, 1.5 * dataset if dataset <= 2 * 10**12 else 0)
+    # RAM: twice the GPU memory for pinned staging; the dataset as stored (what the page cache
+    # holds) cached when it is reasonable
+    stored = dataset_bytes_on_disk(d)
+    cache = page_cache_ram_bytes(d) if stored <= 2 * 10**12 else 0.0
+    want = max(32 * 10**9, 2 * gpu_mem, cache)
     ram_gb = next((s for s in RAM_SIZES_GB if s * 10**9 >= want), RAM_SIZES_GB[-1])
     channels = memory_channels(best)
     ram_reason = f"≥ 2 × the GPUs' memory ({fmt_bytes(gpu_mem)})" if gpu_mem else "room for the framework and data"
-    if dataset <= 2 * 10**12:
-        ram_reason += f" and 1.5 × the dataset ({fmt_bytes(dataset)}) so it stays cached after the first epoch"
+    if cache:
+        ram_reason += (
+            f" and {cache / stored:g} × the dataset as stored ({fmt_bytes(stored)} of {d.format}) so the page cache "
+            "keeps it after the first epoch"
+        )
     lines.append(
         BomLine(
             "Memory",
@@ -303,3 +326,77 @@ def memory_channels(best: CandidateResult | None) -> int:
             return int(found.group(1))
     platform = best.cost.platform
     return platform.platform.memory_channels if platform and platform.platform.memory_channels else 4
+
+
+def cpu_cores(result: SizingResult, best: CandidateResult | None) -> tuple[int, str, str]:
+    """Physical cores of the host, the CPU line's spec and its reason, whose parts add up to the
+    cores asked for. With GPUs: each GPU's loader cores from the decode model (the candidate's
+    StepTime.loader_cores: enough to decode as fast as the GPU trains, at least a few, at most what
+    a host gives a GPU), one core per training process and one for the system. A CPU that trains:
+    its loader cores and its training threads, no GPU."""
+    d = result.workload.data
+    cost = decode_cost(d)
+    cpu_only = best.device.kind == "cpu" if best is not None else all(c.device.kind == "cpu" for c in result.candidates)
+    if cpu_only:
+        return _cpu_training_cores(best.device if best is not None else result.candidates[0].device, best, cost)
+    count = best.count if best is not None else 1
+    per_gpu = best.step.loader_cores if best is not None and best.step.loader_cores else LOADER_CORES_PER_GPU
+    needed = best.step.loader_cores_needed if best is not None else 0.0
+    loaders = loader_cores(count, per_gpu)
+    parts = loaders + count + SYSTEM_CORES
+    cores = host_cores(count, per_gpu)
+    name = result.workload.model_ref or result.workload.name
+    pace = needed / cost.per_sample_s if cost.per_sample_s else 0.0
+    per_sample = f"{cost.describe()}: {cost.per_sample_s * 1e3:.3g} ms of one core a sample"
+    few = f"{per_gpu} per GPU, the few a GPU's data loader wants"
+    if not cost.per_sample_s:
+        csv = d.format == "csv"
+        feed = "a CSV dataset is parsed once when it is loaded" if csv else f"{cost.describe()} needs no decoding"
+        feed += f"; {few}"
+    elif best is None:
+        feed = f"no candidate fits, so the decoding ({per_sample}) is not sized at a GPU's pace: {few}"
+    elif needed <= LOADER_CORES_PER_GPU:
+        feed = f"{name} at {pace:,.0f} samples/s per GPU needs ≈ {needed:.1f} cores per GPU ({per_sample}); {few}"
+    elif needed <= MAX_LOADER_CORES_PER_DEVICE:
+        feed = f"{name} at {pace:,.0f} samples/s per GPU needs ≈ {needed:.1f} cores per GPU ({per_sample})"
+    else:
+        feed = (
+            f"{name} at {pace:,.0f} samples/s per GPU would need ≈ {needed:.0f} cores per GPU ({per_sample}), more "
+            f"than a host gives a GPU: {per_gpu} counted, so steps wait for data — {GPU_DECODE_ADVICE}"
+        )
+    total = (
+        f"{count} GPU(s) × {per_gpu} loader cores = {loaders}, + {count} training process(es), one per GPU, "
+        f"+ {SYSTEM_CORES} for the system = {parts}"
+        + (f", rounded up to {MIN_HOST_CORES}, the smallest host TrainRig recommends" if cores > parts else "")
+    )
+    most = max((int(c.extra.get("cores") or 0) for c in load_catalogue() if c.kind == "cpu"), default=0)
+    sockets = "one socket" if cores <= most else f"two sockets (no catalogue CPU has {cores} cores)"
+    return (
+        cores,
+        f"≥ {cores} physical cores, {sockets}",
+        f"{feed}; {total}; use no more threads than physical cores",
+    )
+
+
+def _cpu_training_cores(device: DeviceSpec, best: CandidateResult | None, cost: DecodeCost) -> tuple[int, str, str]:
+    """A CPU that trains: loader cores plus training threads, adding up to its cores (or to
+    MIN_HOST_CORES when the catalogue does not give them)."""
+    loaders = best.step.loader_cores if best is not None and best.step.loader_cores else MIN_LOADER_CORES_CPU
+    known = int(device.extra.get("cores") or 0)
+    threads = max(1, (known or MIN_HOST_CORES) - loaders)
+    cores = loaders + threads
+    whose = (
+        f"the {device.name}'s {known} cores"
+        if known == cores
+        else f"more than the {device.name}'s {known}"
+        if known
+        else f"the {device.name}'s cores are not in the catalogue: TrainRig asks for {MIN_HOST_CORES}"
+    )
+    needed = best.step.loader_cores_needed if best is not None else 0.0
+    decode = f" ({cost.describe()} takes ≈ {needed:.2g} core at the training pace)" if cost.per_sample_s else ""
+    return (
+        cores,
+        f"≥ {cores} physical cores, one socket",
+        f"{loaders} loader core(s){decode} + {threads} training threads (torch.set_num_threads({threads})) = "
+        f"{cores}, {whose}; use no more threads than physical cores",
+    )

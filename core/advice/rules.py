@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.advice.expressions import ExpressionError, evaluate, names_in
-from core.advice.host import host_cores, l3_cache_mb, loader_cores
+from core.advice.host import host_cores, l3_cache_mb, loader_cores, loader_cores_per_gpu, page_cache_ram_bytes
 from core.errors import TrainRigError
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult, fits_in_half_of_ram, size_candidate
@@ -160,7 +160,7 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "samples_text": f"{d.samples:,}",
         "dataset_bytes": result.dataset_bytes,
         "dataset_text": fmt_bytes(result.dataset_bytes),
-        "ram_for_dataset": fmt_bytes(result.dataset_bytes * 1.5),
+        "ram_for_dataset": fmt_bytes(page_cache_ram_bytes(d)),
         "ramdisk_fit_text": ramdisk_fit,
         "k1": k1,
         "k1_text": "unknown" if k1 is None else f"{k1:.3g}",
@@ -178,15 +178,15 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "storage": d.storage,
         "data_format": d.format,
         "data_format_upper": d.format.upper(),
-        "jpeg_ratio": f"{FORMAT_SIZE_FACTOR[d.format] / FORMAT_SIZE_FACTOR['jpeg']:g}",
+        "jpeg_ratio": f"{FORMAT_SIZE_FACTOR[d.format] / FORMAT_SIZE_FACTOR['jpeg']:.2g}",
         "reads_text": fmt_bytes(dataset_bytes_on_disk(d) * t.epochs),
         "checkpoint_text": fmt_bytes(checkpoint_bytes(m.parameters, t.optimizer)),
         "purpose": w.goal.purpose,
         "concurrent_runs": w.goal.concurrent_runs,
         "l3_wanted_mb": l3_cache_mb(w.goal.concurrent_runs),
         "gpu_count_max": max(gpu_counts),
-        "cores_needed": host_cores(max(gpu_counts)),
-        "loader_cores": loader_cores(max(gpu_counts)),
+        "cores_needed": host_cores(max(gpu_counts), loader_cores_per_gpu(result, max(gpu_counts))),
+        "loader_cores": loader_cores(max(gpu_counts), loader_cores_per_gpu(result, max(gpu_counts))),
         "model_is_vision": vision,
         "model_is_language": language,
         "model_domain": "vision" if vision else "language" if language else "neural",

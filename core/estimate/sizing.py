@@ -166,6 +166,7 @@ def size_candidate(
         disk_bytes_per_sample=sample_bytes_on_disk(d),
         calibrated=calibrated,
         micro_batch=micro,
+        data=d,
     )
     steps = math.ceil(d.samples / t.batch_size)
     total = st.step_s * steps * t.epochs
@@ -184,6 +185,7 @@ def size_candidate(
         ),
         f"global batch {t.batch_size} split over {devices} device(s): {per_device} per device",
         read_note,
+        *([st.input_note] if st.input_note else []),
     ]
     if steps_acc > 1 or micro_note:
         last = per_device - (steps_acc - 1) * micro

@@ -6,7 +6,10 @@ convolution, recurrent, attention) at the rate layers of their size reach, eleme
 optimizer at its cost per parameter. The framework's cost of issuing those ops (per op and per step)
 adds on a CPU and overlaps on an accelerator, which queues work asynchronously. Then:
 
-step = max(that, input pipeline) + gradient all-reduce not hidden behind backward.
+step = max(that, input pipeline) + gradient all-reduce not hidden behind backward,
+
+where the input pipeline is the slower of reading the batch from its storage tier and decoding and
+augmenting it on the loader cores the sizing gives each device (core/estimate/input_pipeline.py).
 
 Rates and costs come from `calibrate` on this machine; elsewhere from the device's datasheet peak
 and bandwidth with the default efficiencies below.
@@ -21,13 +24,22 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from core.estimate import input_pipeline
+from core.estimate.input_pipeline import (
+    GPU_DECODE_ADVICE,
+    MAX_LOADER_CORES_PER_DEVICE,
+    DecodeCost,
+    decode_cost,
+    loader_cores,
+    loader_cores_needed,
+)
 from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
 from core.spec.workload import DataSpec
-from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES
+from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
 # Fraction of the datasheet peak a training step's matrix products reach, by device class and
 # precision: TrainRig defaults, not fitted to a source — checked against the recorded H100 steps
@@ -99,8 +111,11 @@ STORAGE_READ_BPS = {
     "ramdisk": 10e9,
     "network": 110e6,
 }
-# On-disk size relative to raw uint8/float samples (Panaite & Leba 2024 compare these formats).
-FORMAT_SIZE_FACTOR = {"raw": 1.0, "npy": 1.0, "tiff": 1.0, "png": 0.5, "jpeg": 0.1, "csv": 2.5}
+# Sizes on disk are defined with the decode model (core/estimate/input_pipeline.py); the sizing,
+# the rules and the bill of materials read them here.
+FORMAT_SIZE_FACTOR = input_pipeline.FORMAT_SIZE_FACTOR
+sample_bytes_on_disk = input_pipeline.sample_bytes_on_disk
+dataset_bytes_on_disk = input_pipeline.dataset_bytes_on_disk
 # between nodes each GPU sends over its own adapter (core.advice.bom.network_lines): the line rate of
 # the adapter the bill of materials buys (resources/platforms.json), in bytes/s
 INTER_NODE_BPS = (network_adapter().gbps or 100.0) * 1e9 / 8
@@ -134,6 +149,13 @@ class StepTime:
     micro_step_s: float = 0.0  # one micro-step before the last: no optimizer step, no all-reduce
     optimizer_s: float = 0.0  # the optimizer step's memory-bound work and framework calls, once per step
     run_scale: float = 1.0  # measured/predicted step of this machine's local runs, applied to the device's work
+    # the input pipeline: reading the step's samples from storage and decoding and augmenting them
+    # on ``loader_cores`` CPU cores per device (input_s is the slower of the two, per micro-step)
+    read_s: float = 0.0
+    decode_s: float = 0.0
+    loader_cores: int = 0  # loader cores per device the step assumes
+    loader_cores_needed: float = 0.0  # to decode as fast as the device computes
+    input_note: str = ""  # what the input pipeline counts, for the sizing's assumptions
 
 
 @dataclass(frozen=True)
@@ -164,19 +186,6 @@ def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool) -> int:
     return model.forward_flops * (4 if checkpointing else 3)
 
 
-def sample_bytes_on_disk(d: DataSpec) -> float:
-    """Bytes of one sample as stored: the workload's own figure, else its decoded size × the
-    format's size factor (FORMAT_SIZE_FACTOR)."""
-    if d.bytes_per_sample_on_disk:
-        return float(d.bytes_per_sample_on_disk)
-    return d.features * INPUT_DTYPES[d.dtype] * FORMAT_SIZE_FACTOR[d.format]
-
-
-def dataset_bytes_on_disk(d: DataSpec) -> float:
-    """Bytes of the whole dataset as stored (sample_bytes_on_disk × samples)."""
-    return d.samples * sample_bytes_on_disk(d)
-
-
 def accumulation_steps(batch_per_device: int, micro_batch: int) -> int:
     """Micro-steps that make up the batch per device: ⌈batch per device / micro-batch⌉."""
     return max(1, -(-batch_per_device // max(1, micro_batch)))
@@ -197,12 +206,18 @@ def step_time(
     disk_bytes_per_sample: float,
     calibrated: Mapping[str, Any] | None = None,
     micro_batch: int | None = None,
+    data: DataSpec | None = None,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
     pass). Every micro-step pays its matrix products, memory-bound work, input and the framework's
     per-step and per-op overhead; the optimizer step and the gradient all-reduce (overlapped with
-    the last micro-step's backward) run once. The last micro-step takes what is left of the batch."""
+    the last micro-step's backward) run once. The last micro-step takes what is left of the batch.
+
+    A micro-step's input is the slower of reading its samples (``disk_bytes_per_sample`` at
+    ``read_bps``) and decoding and augmenting them (``data``'s decode cost, core/estimate/
+    input_pipeline.py) on the loader cores the device gets: as many as keep up with the device's
+    own pace, at least a few, at most what a host gives a GPU. ``data`` None: nothing to decode."""
     cal = calibrated or {}
     eff = efficiency_for(device, precision, cal)
     peak = device.peak_flops(precision)
@@ -214,8 +229,7 @@ def step_time(
     sizes = parameter_tensor_sizes(model) if ops else ()
 
     def run(n: int) -> _Pass:
-        p = _pass(model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal)
-        return replace(p, input_s=n * disk_bytes_per_sample / read_bps)
+        return _pass(model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal)
 
     last = run(b - (k - 1) * m)
     comm = 0.0
@@ -233,16 +247,34 @@ def step_time(
     busy = last.work + last.overhead if kind == "cpu" else max(last.work, last.overhead)
     backward = last.compute * 2 / 3
     hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
-    step = max(busy, last.input_s) + hidden_comm
-    compute, memory, input_s, overhead, flops = last.compute, last.memory, last.input_s, last.overhead, last.flops
-    micro_s = 0.0
-    if k > 1:  # the micro-steps before the last: no optimizer step, no all-reduce (DDP's no_sync)
-        acc = run(m)
+    acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
+    a_busy = 0.0
+    if acc is not None:
         a_busy = (
             acc.work_no_optimizer + acc.overhead_no_optimizer
             if kind == "cpu"
             else max(acc.work_no_optimizer, acc.overhead_no_optimizer)
         )
+    # the loader cores that keep up with the device's own pace: samples/s of its faster pass, so that
+    # no micro-step waits for data (the loader also decodes while an all-reduce finishes)
+    cost = decode_cost(data) if data is not None else None
+    pace = max((b - (k - 1) * m) / max(busy, 1e-12), m / max(a_busy, 1e-12) if k > 1 else 0.0)
+    needed = loader_cores_needed(pace, cost) if cost is not None else 0.0
+    cores = loader_cores(needed, kind)
+
+    def read(n: int) -> float:
+        return n * disk_bytes_per_sample / read_bps
+
+    def decode(n: int) -> float:
+        return n * cost.per_sample_s / cores if cost is not None else 0.0
+
+    last = replace(last, input_s=max(read(b - (k - 1) * m), decode(b - (k - 1) * m)))
+    step = max(busy, last.input_s) + hidden_comm
+    compute, memory, input_s, overhead, flops = last.compute, last.memory, last.input_s, last.overhead, last.flops
+    read_s, decode_s = read(b - (k - 1) * m), decode(b - (k - 1) * m)
+    micro_s = 0.0
+    if acc is not None:
+        acc = replace(acc, input_s=max(read(m), decode(m)))
         micro_s = max(a_busy, acc.input_s)
         step += (k - 1) * micro_s
         compute += (k - 1) * acc.compute
@@ -250,6 +282,8 @@ def step_time(
         input_s += (k - 1) * acc.input_s
         overhead += (k - 1) * acc.overhead_no_optimizer
         flops += (k - 1) * acc.flops
+        read_s += (k - 1) * read(m)
+        decode_s += (k - 1) * decode(m)
     if compute and "linear_train" in cal:
         eff = flops / compute / peak
     terms = {
@@ -259,7 +293,11 @@ def step_time(
         "framework overhead": overhead,
         "communication": hidden_comm,
     }
-    bound = max(terms, key=lambda t: terms[t])
+    # the largest term bounds the step; the input pipeline only when the device waits for it (input
+    # that arrives in time, as the loader cores sized to keep up make it, bounds nothing)
+    waits = last.input_s > busy or (acc is not None and acc.input_s > a_busy)
+    bound = max((t for t in terms if waits or t != "input pipeline"), key=lambda t: terms[t])
+    note = _input_note(cost, pace, needed, cores, kind, waits and decode_s > read_s)
     return StepTime(
         compute,
         memory,
@@ -276,7 +314,35 @@ def step_time(
         micro_s,
         last.optimizer + (last.overhead - last.overhead_no_optimizer),
         float(cal.get("run_scale", 1.0)),
+        read_s,
+        decode_s,
+        cores,
+        needed,
+        note,
     )
+
+
+def _input_note(cost: DecodeCost | None, pace: float, needed: float, cores: int, kind: str, decode_bound: bool) -> str:
+    """The assumption the sizing shows about the loader: what a sample costs, the cores that keep up
+    and the cores the step counts; when they cannot keep up, why and what to do."""
+    if cost is None or not cost.per_sample_s:
+        return ""
+    per = "GPU" if kind != "cpu" else "device"
+    text = (
+        f"input pipeline: {cost.describe()} takes {cost.per_sample_s * 1e3:.3g} ms of one CPU core per sample "
+        f"(published figures, docs/sizing.md); at {pace:,.0f} samples/s per {per} that needs "
+        f"{needed:.1f} loader cores per {per}; the step counts {cores}"
+    )
+    if needed > MAX_LOADER_CORES_PER_DEVICE:
+        waits = "steps wait for the decoding; " if decode_bound else ""
+        if kind == "cpu":
+            text += f", the most TrainRig gives a device: {waits}store the data smaller or already decoded"
+        else:
+            text += (
+                f", the most a host gives a GPU ({MAX_LOADER_CORES_PER_DEVICE}, an 8-GPU DGX A100's share): "
+                f"{waits}{GPU_DECODE_ADVICE}"
+            )
+    return text
 
 
 def _pass(

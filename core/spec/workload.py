@@ -53,6 +53,10 @@ class DataSpec:
     format: str
     storage: str
     bytes_per_sample_on_disk: int | None
+    # [H, W] of one stored image, when the workload gives it (data.stored_resolution)
+    stored_resolution: tuple[int, int] | None = None
+    # (C, H, W) of the network's input when it is an image; None for other inputs
+    image_shape: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,14 +193,26 @@ def _goal(g: Mapping[str, Any]) -> GoalSpec:
     )
 
 
+DATA_KEYS = {
+    "samples",
+    "features",
+    "outputs",
+    "dtype",
+    "format",
+    "storage",
+    "bytes_per_sample_on_disk",
+    "stored_resolution",
+}
+MAX_STORED_SIDE = 100_000  # pixels on a side of a stored image (a 10-gigapixel scan)
+
+
 def _data(d: Mapping[str, Any], model: ModelAnalysis) -> DataSpec:
-    reject_unknown(
-        d, {"samples", "features", "outputs", "dtype", "format", "storage", "bytes_per_sample_on_disk"}, "data"
-    )
+    reject_unknown(d, DATA_KEYS, "data")
     # a class score vector → its classes; a sequence of scores → one target per position
     shape = model.output_shape
     default_outputs = shape[-1] if len(shape) == 1 else math.prod(shape[:-1])
     dtype = get_choice(d, "dtype", "data", INPUT_DTYPES, default=model.input_dtype)
+    image = image_shape(model.input_shape)
     return DataSpec(
         samples=get_int(d, "samples", "data", maximum=MAX_SAMPLES),
         features=get_int(d, "features", "data", default=model.input_elems, maximum=10**12),
@@ -207,7 +223,39 @@ def _data(d: Mapping[str, Any], model: ModelAnalysis) -> DataSpec:
         bytes_per_sample_on_disk=(
             get_int(d, "bytes_per_sample_on_disk", "data", maximum=10**12) if "bytes_per_sample_on_disk" in d else None
         ),
+        stored_resolution=_stored_resolution(d, image),
+        image_shape=image,
     )
+
+
+IMAGE_CHANNELS = (1, 2, 3, 4)  # gray, gray + alpha, RGB, RGBA
+
+
+def image_shape(input_shape: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(C, H, W) of a network input that is an image: three dimensions, 1 to 4 channels first."""
+    if len(input_shape) == 3 and input_shape[0] in IMAGE_CHANNELS:
+        return input_shape[0], input_shape[1], input_shape[2]
+    return None
+
+
+def _stored_resolution(d: Mapping[str, Any], image: tuple[int, int, int] | None) -> tuple[int, int] | None:
+    """``data.stored_resolution``: [H, W] of the stored images of an image input [C, H, W]."""
+    path = "data.stored_resolution"
+    if "stored_resolution" not in d:
+        return None
+    value = d["stored_resolution"]
+    if not isinstance(value, list) or len(value) != 2:
+        raise WorkloadError(path, "must be [height, width] in pixels of the stored images, e.g. [387, 469]")
+    for i, side in enumerate(value):
+        if isinstance(side, bool) or not isinstance(side, int) or side < 1:
+            raise WorkloadError(f"{path}[{i}]", f"must be a positive integer (pixels), got {side!r}")
+        if side > MAX_STORED_SIDE:
+            raise WorkloadError(f"{path}[{i}]", f"{side} is out of range (at most {MAX_STORED_SIDE:,} pixels)")
+    if image is None:
+        raise WorkloadError(
+            path, "needs an image input [C, H, W] in the model; for other inputs give data.bytes_per_sample_on_disk"
+        )
+    return value[0], value[1]
 
 
 def _training(t: Mapping[str, Any]) -> TrainingSpec:
