@@ -7,12 +7,12 @@ workload gets the same figures, findings and bill of materials wherever it is si
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.advice.bom import BomLine, choose_candidate, recommend_bom
 from core.advice.rules import Finding, evaluate_rules
-from core.estimate.sizing import CandidateResult, SizingResult, size_workload
+from core.estimate.sizing import CandidateResult, SizingResult, seed_figures, size_workload
 from core.hardware.catalogue import DeviceSpec
 from core.spec.workload import Workload
 
@@ -43,4 +43,6 @@ def recommend(
     page cache and RAM-disk checks), ``calibrated`` the measured rates per device name
     (core.estimate.calibration) and ``inventory`` this machine's inventory for the host rules."""
     result = size_workload(workload, devices, host_ram_bytes=host_ram_bytes, calibrated=calibrated)
+    # Hooda's R and T_train on the candidate to buy (the first one when none fits)
+    result = replace(result, seed=seed_figures(workload, choose_candidate(result) or result.candidates[0]))
     return Recommendation(result, tuple(evaluate_rules(result, inventory)), tuple(recommend_bom(result)))

@@ -135,8 +135,8 @@ def sizing_to_text(rec: Recommendation) -> str:
         f"  T1 = {fmt_count(float(s['t1_ops']), 'op')}, T2 = {fmt_count(float(s['t2_ops']), 'op')} per sample "
         "(Jamgharyan eq. 2, 3)",
         f"  R = {fmt_count(float(s['peak_flops']), 'FLOP/s')} on {s['device']} (Hooda eq. 1; {s['peak_flops_note']})",
-        f"  C_train = {fmt_count(float(s['c_train_flop']), 'FLOP')} (Hooda eq. 3), "
-        f"T_train = {fmt_seconds(float(s['t_train_s']))} at peak (Hooda eq. 4)",
+        f"  C_train = {fmt_count(float(s['c_train_flop']), 'FLOP')} (Hooda eq. 3; {s['hooda_s_note']}), "
+        f"T_train = {fmt_seconds(float(s['t_train_s']))} at peak (Hooda eq. 4; {s['t_train_note']})",
         "",
         "Candidates"
         + (
