@@ -119,7 +119,8 @@ def sizing_to_text(rec: Recommendation) -> str:
         f"Workload: {w.name}" + (f" (preset {w.model_ref})" if w.model_ref else ""),
         f"  model: {m.parameters:,} parameters, input {list(m.input_shape)} → output {list(m.output_shape)}",
         f"  data: {d.samples:,} samples × {d.features:,} features, {fmt_bytes(r.dataset_bytes)}"
-        + _fit_text(r.dataset_fit),
+        # this machine's RAM says nothing about other hardware
+        + (_fit_text(r.dataset_fit) if any(c.device.is_this_machine for c in r.candidates) else ""),
         f"  training: batch {t.batch_size}, {t.epochs} epochs, {t.optimizer}, {t.precision}"
         + (", activation checkpointing" if t.checkpointing else "")
         + (f", {t.sharding}" if t.sharding != "none" else ""),
@@ -177,6 +178,8 @@ def sizing_to_text(rec: Recommendation) -> str:
             lines.append(f"  [{f.severity}] {f.message}")
             if f.today:
                 lines.append(f"      today: {f.today}")
+            if f.applies:
+                lines.append(f"      applies to: {f.applies}")
             lines.append(f"      source: {f.source}")
     if bom:
         lines += ["", "Recommended bill of materials"]
