@@ -7,13 +7,13 @@ workload gets the same figures, findings and bill of materials wherever it is si
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.advice.bom import BomLine, choose_candidate, recommend_bom
 from core.advice.purchase import Decision, decide
 from core.advice.rules import Finding, evaluate_rules
-from core.estimate.sizing import CandidateResult, SizingResult, size_workload
+from core.estimate.sizing import CandidateResult, SizingResult, seed_figures, size_workload
 from core.hardware.catalogue import DeviceSpec, load_catalogue
 from core.spec.workload import Workload
 
@@ -58,6 +58,8 @@ def recommend(
         calibrated=calibrated,
     )
     best = decision.buy.candidate if decision.buy is not None else None
+    # Hooda's R and T_train on the candidate to buy (the first one when none fits)
+    result = replace(result, seed=seed_figures(workload, best or choose_candidate(result) or result.candidates[0]))
     return Recommendation(
         result, tuple(evaluate_rules(result, inventory)), tuple(recommend_bom(result, best)), decision
     )

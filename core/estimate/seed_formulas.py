@@ -2,7 +2,9 @@
 
 Jamgharyan (2024), after Subbotin (2003): eq. 1 memory of the synthesis algorithm, eq. 2 and 3
 sequential and hardware-parallel feed-forward complexity, eq. 4 network memory redundancy.
-Hooda (2023) §3.3: R = 2NC, C_train = O_f·O_b·P·S·E, T_train = C_train / R.
+Hooda (2023) §3.3: R = 2NC, C_train = O_f·O_b·P·S·E, T_train = C_train / R. Hooda's S counts what one
+forward pass of 2·P FLOP per parameter is spent on: a sample of a feed-forward network, a token of a
+sequence model (:func:`hooda_s`).
 """
 
 from __future__ import annotations
@@ -43,8 +45,27 @@ def peak_flops(cuda_cores: int, clock_hz: float) -> float:
     return 2.0 * cuda_cores * clock_hz
 
 
+def token_sequence_length(input_shape: tuple[int, ...], input_dtype: str) -> int | None:
+    """Tokens per sample when the input is one sequence of integer token ids (a 1-D int64 input:
+    an embedding's input), else None."""
+    if input_dtype == "int64" and len(input_shape) == 1 and input_shape[0] > 1:
+        return input_shape[0]
+    return None
+
+
+def hooda_s(samples: int, sequence_length: int | None) -> tuple[int, str]:
+    """Hooda's S in the unit the network trains on, and that unit: ``samples`` for a network that
+    takes one vector per sample; ``samples × sequence_length`` tokens when each sample is a sequence
+    of token ids, because a sequence model spends its 2·P FLOP per parameter on every token (GPT-2
+    small on 1,024-token sequences: 1,024 × the FLOP of counting sequences)."""
+    if sequence_length is None or sequence_length <= 1:
+        return samples, "samples"
+    return samples * sequence_length, "tokens"
+
+
 def c_train(parameters: int, samples: int, epochs: int) -> float:
-    """Hooda eq. 3: C_train = O_f·O_b·P·S·E (FLOP), O_f = 2, O_b = 3."""
+    """Hooda eq. 3: C_train = O_f·O_b·P·S·E (FLOP), O_f = 2, O_b = 3; ``samples`` is S in the
+    unit of :func:`hooda_s`."""
     return float(O_F * O_B * parameters * samples * epochs)
 
 

@@ -105,7 +105,7 @@ def size_workload(
         train_flops=float(train_flops_per_sample(workload.analysis, workload.training.checkpointing))
         * d.samples
         * workload.training.epochs,
-        seed=seed_figures(workload, devices[0]),
+        seed=seed_figures(workload),  # Hooda's R and T_train: on the recommended candidate (recommend())
         notes=workload.analysis.notes,
     )
 
@@ -321,24 +321,22 @@ def effective_read_bps(workload: Workload, host_ram_bytes: int | None) -> tuple[
     )
 
 
-def seed_figures(workload: Workload, device: DeviceSpec) -> dict[str, object]:
-    """SPEC 3.1: the seed formulas exactly as the papers define them, with their sources."""
+def seed_figures(workload: Workload, candidate: CandidateResult | None = None) -> dict[str, object]:
+    """SPEC 3.1: the seed formulas exactly as the papers define them, with their sources.
+
+    N_na, K1, T1, T2 and C_train depend on the workload alone. Hooda's R (per device), T_train and
+    T1, T2 in seconds need a device: with ``candidate`` they are given on its devices (the
+    recommended one, core.advice.recommendation.recommend), T_train = C_train / (R × devices).
+    Hooda's S is counted in samples, or in tokens when the samples are token sequences."""
     m, d, t = workload.analysis, workload.data, workload.training
     eta_b = INPUT_DTYPES[d.dtype]
     eta_w = PRECISION_BYTES[t.precision][0]
     n_v = ALGORITHM_VARIABLES[t.optimizer] * m.parameters
     k1_value = seed.k1(m.parameters, d.samples, d.features) if m.parameters > 1 else None
-    if device.cuda_cores and device.clock_hz:
-        r = seed.peak_flops(device.cuda_cores, device.clock_hz)
-        r_note = f"R = 2·N·C with N = {device.cuda_cores} CUDA cores, C = {device.clock_hz / 1e9:.3f} GHz"
-    else:
-        r = device.fp32_flops
-        r_note = "no CUDA cores: the device's FP32 peak stands in for R"
-    c = seed.c_train(m.parameters, d.samples, t.epochs)
-    t_peak = seed.t_train(c, r)
-    lo, hi = seed.REAL_OVERHEAD
-    clock = device.clock_hz or 1e9
-    return {
+    seq = seed.token_sequence_length(m.input_shape, m.input_dtype)
+    s_value, s_unit = seed.hooda_s(d.samples, seq)
+    c = seed.c_train(m.parameters, s_value, t.epochs)
+    figures: dict[str, object] = {
         "n_na_bytes": seed.n_na(eta_b, d.samples, d.features, d.outputs, eta_w, m.parameters, 4, n_v),
         "n_na_inputs": {
             "eta_b": eta_b,
@@ -355,14 +353,12 @@ def seed_figures(workload: Workload, device: DeviceSpec) -> dict[str, object]:
         "t1_ops": m.t1_ops,
         "t2_ops": m.t2_ops,
         "parallelism_t1_over_t2": m.t1_ops / m.t2_ops if m.t2_ops else None,
-        "t1_s": m.t1_ops / r,
-        "t2_s": m.t2_ops / clock,
-        "peak_flops": r,
-        "peak_flops_note": r_note,
+        "hooda_s": s_value,
+        "hooda_s_unit": s_unit,
+        "hooda_s_note": f"S = {d.samples:,} samples"
+        if seq is None
+        else f"S = {d.samples:,} sequences × {seq:,} tokens = {s_value:,} tokens",
         "c_train_flop": c,
-        "t_train_s": t_peak,
-        "t_train_real_s": [t_peak / (1 - lo), t_peak / (1 - hi)],
-        "device": device.name,
         "sources": {
             "n_na_bytes": f"{seed.JAMGHARYAN}, eq. 1",
             "t1_ops": f"{seed.JAMGHARYAN}, eq. 2",
@@ -372,4 +368,28 @@ def seed_figures(workload: Workload, device: DeviceSpec) -> dict[str, object]:
             "c_train_flop": f"{seed.HOODA}, eq. 3",
             "t_train_s": f"{seed.HOODA}, eq. 4",
         },
+    }
+    if candidate is None:
+        return figures
+    device, n = candidate.device, candidate.count * candidate.nodes
+    if device.cuda_cores and device.clock_hz:
+        r = seed.peak_flops(device.cuda_cores, device.clock_hz)
+        r_note = f"R = 2·N·C with N = {device.cuda_cores} CUDA cores, C = {device.clock_hz / 1e9:.3f} GHz"
+    else:
+        r = device.fp32_flops
+        r_note = "no CUDA cores: the device's FP32 peak stands in for R"
+    t_peak = seed.t_train(c, r * n)
+    lo, hi = seed.REAL_OVERHEAD
+    clock = device.clock_hz or 1e9
+    return {
+        **figures,
+        "t1_s": m.t1_ops / r,
+        "t2_s": m.t2_ops / clock,
+        "peak_flops": r,
+        "peak_flops_note": r_note,
+        "t_train_s": t_peak,
+        "t_train_real_s": [t_peak / (1 - lo), t_peak / (1 - hi)],
+        "t_train_note": f"C_train / R on {device.name}" if n == 1 else f"C_train / ({n} × R) on {n} × {device.name}",
+        "device": device.name,
+        "devices": n,
     }

@@ -141,12 +141,20 @@ def build_report(
                 f"{s['sources']['t1_ops']}; {s['sources']['t2_ops']}",
             ),  # type: ignore[index]
             (
-                "R (peak FLOP/s)",
+                "R (peak FLOP/s per device)",
                 f"{fmt_count(float(s['peak_flops']), 'FLOP/s')} on {s['device']}",
                 str(s["sources"]["peak_flops"]),
             ),  # type: ignore[index]
-            ("C_train", fmt_count(float(s["c_train_flop"]), "FLOP"), str(s["sources"]["c_train_flop"])),  # type: ignore[index]
-            ("T_train at peak", fmt_seconds(float(s["t_train_s"])), str(s["sources"]["t_train_s"])),  # type: ignore[index]
+            (
+                f"C_train (S in {s['hooda_s_unit']})",
+                f"{fmt_count(float(s['c_train_flop']), 'FLOP')} ({s['hooda_s_note']})",
+                str(s["sources"]["c_train_flop"]),
+            ),  # type: ignore[index]
+            (
+                "T_train at peak",
+                f"{fmt_seconds(float(s['t_train_s']))} ({s['t_train_note']})",
+                str(s["sources"]["t_train_s"]),
+            ),  # type: ignore[index]
         ),
         memory=best.memory if best else (result.candidates[0].memory if result.candidates else None),
         memory_device=f"{best.device.name} × {best.count}" if best else result.candidates[0].device.name,

@@ -163,7 +163,8 @@ def sizing_to_text(rec: Recommendation) -> str:
         f"Workload: {w.name}" + (f" (preset {w.model_ref})" if w.model_ref else ""),
         f"  model: {m.parameters:,} parameters, input {list(m.input_shape)} → output {list(m.output_shape)}",
         f"  data: {d.samples:,} samples × {d.features:,} features, {fmt_bytes(r.dataset_bytes)}"
-        + _fit_text(r.dataset_fit),
+        # this machine's RAM says nothing about other hardware
+        + (_fit_text(r.dataset_fit) if any(c.device.is_this_machine for c in r.candidates) else ""),
         f"  training: batch {t.batch_size}, {t.epochs} epochs, {t.optimizer}, {t.precision}"
         + (", activation checkpointing" if t.checkpointing else "")
         + (f", {t.sharding}" if t.sharding != "none" else ""),
@@ -179,8 +180,8 @@ def sizing_to_text(rec: Recommendation) -> str:
         f"  T1 = {fmt_count(float(s['t1_ops']), 'op')}, T2 = {fmt_count(float(s['t2_ops']), 'op')} per sample "
         "(Jamgharyan eq. 2, 3)",
         f"  R = {fmt_count(float(s['peak_flops']), 'FLOP/s')} on {s['device']} (Hooda eq. 1; {s['peak_flops_note']})",
-        f"  C_train = {fmt_count(float(s['c_train_flop']), 'FLOP')} (Hooda eq. 3), "
-        f"T_train = {fmt_seconds(float(s['t_train_s']))} at peak (Hooda eq. 4)",
+        f"  C_train = {fmt_count(float(s['c_train_flop']), 'FLOP')} (Hooda eq. 3; {s['hooda_s_note']}), "
+        f"T_train = {fmt_seconds(float(s['t_train_s']))} at peak (Hooda eq. 4; {s['t_train_note']})",
         "",
         "Candidates"
         + (
@@ -223,6 +224,8 @@ def sizing_to_text(rec: Recommendation) -> str:
             lines.append(f"  [{f.severity}] {f.message}")
             if f.today:
                 lines.append(f"      today: {f.today}")
+            if f.applies:
+                lines.append(f"      applies to: {f.applies}")
             lines.append(f"      source: {f.source}")
     if rec.decision is not None:
         lines += ["", "Buy or rent", f"  {rec.decision.text}"]

@@ -47,7 +47,10 @@ def test_first_time_user_walks_to_results_for_the_seed_mlp(qtbot, main_window, c
     assert gui["NVIDIA GeForce RTX 4090"].memory.total == cli_4090["memory_per_device"]["total"]
     assert gui["NVIDIA GeForce RTX 4090"].train_time_s == cli_4090["training_time_s"]
     assert "K1 = 0.09383" in wiz.results.seed.text() and "K1 &lt; 1" in wiz.results.seed.text()
-    assert {f.rule for f in wiz.findings} >= {"gpu-tensor-cores"}
+    # the seed MLP's step on the RTX 4090 is framework overhead: a larger batch shortens it, mixed
+    # precision (tensor cores) does not
+    rules = {f.rule for f in wiz.findings}
+    assert rules >= {"hp-gpu-load-idle", "gpu-batch-headroom"} and "gpu-tensor-cores" not in rules
     assert wiz.results.bom.topLevelItem(0).text(1) == "NVIDIA GeForce RTX 4090 × 1"
     assert "Recommended: <b>NVIDIA GeForce RTX 4090 × 1</b>" in wiz.results.verdict.text()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,9 @@ from core.spec.workload import parse_workload
 
 CATALOGUE = load_catalogue()
 CPU = device_from_entry({"name": "Test CPU", "kind": "cpu", "fp32_tflops": 1.0, "source": "test"})
+# this machine as a candidate: its CPU, or its GPU (an RTX 4090), as telemetry.machine makes them
+HERE_CPU = replace(CPU, name="this machine (Test CPU, 8 cores)", origin="this-machine")
+HERE_GPU = replace(find_device("4090", CATALOGUE), name="this machine (RTX 4090)", origin="this-machine")
 HOST = {  # a plain 8-core, 64 GB, single-socket host with what the rules read from an inventory
     "cpu": {
         "physical_cores": 8,
@@ -50,7 +54,8 @@ def fired(
     for key, value in (doc or {}).items():
         base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) and key != "model" else value
     w = parse_workload(base)
-    devs = [CPU if d == "cpu" else find_device(d, CATALOGUE) for d in devices]
+    named = {"cpu": CPU, "here": HERE_CPU, "here-gpu": HERE_GPU}
+    devs = [named[d] if d in named else find_device(d, CATALOGUE) for d in devices]
     inv = inventory if inventory is not None else HOST
     result = size_workload(w, devs, host_ram_bytes=inv["memory"]["total_bytes"])
     return {f.rule for f in evaluate_rules(result, inv)}
@@ -60,31 +65,55 @@ BIG_SAMPLES = {"data": {"samples": 100_000_000}}
 INPUT_BOUND = {"data": {"storage": "network", "bytes_per_sample_on_disk": 10_000_000}}
 BERT_512 = {"model": {"preset": "bert-base"}, "training": {"batch_size": 512}}
 LLAMA_8B = {"model": {"preset": "llama-8b"}, "training": {"batch_size": 8}}
+LLAMA_FSDP = {"model": {"preset": "llama-8b"}, "hardware": {"gpu_count": {"min": 1, "max": 8}}}
+BERT = {"model": {"preset": "bert-base"}}
+HDD_BOUND = {"data": {"storage": "hdd", "bytes_per_sample_on_disk": 100_000}}
 RESNET = {"model": {"preset": "resnet-50"}}
+# Each rule fires where it applies and stays quiet elsewhere (tests/unit/test_rules_fit.py checks
+# the places where a seed's rule does not apply). The host rules read this machine's inventory, so
+# they fire only with this machine among the candidates ("here": its CPU, "here-gpu": its GPU).
 CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("cpu-multicore-parallel", {"count": 2}, {}),
     ("cpu-tlb-single-network", {"devices": ("cpu",)}, {}),
-    ("cpu-cache-several-networks", {"doc": {"goal": {"concurrent_runs": 3}}}, {}),
+    (
+        "cpu-cache-several-networks",
+        {"doc": {"goal": {"concurrent_runs": 3}}, "devices": ("cpu",)},
+        {"doc": {"goal": {"concurrent_runs": 3}}},
+    ),
     (
         "cpu-avoid-multisocket",
-        {"doc": {"goal": {"concurrent_runs": 2}}, "inventory": host(cpu__sockets=2)},
-        {"doc": {"goal": {"concurrent_runs": 2}}},
+        {"doc": {"goal": {"concurrent_runs": 2}}, "devices": ("here",), "inventory": host(cpu__sockets=2)},
+        {"doc": {"goal": {"concurrent_runs": 2}}, "devices": ("here",)},
     ),
     (
         "cpu-blas-threads",
-        {"devices": ("cpu",), "inventory": host(software__blas=[{"threads": 1}])},
-        {"devices": ("cpu",)},
+        {"devices": ("here",), "inventory": host(software__blas=[{"threads": 1}])},
+        {"devices": ("here",)},
     ),
     ("cpu-clock-not-priority", {"doc": {**RESNET, "training": {"batch_size": 64}}}, {"devices": ("cpu",)}),
-    ("cpu-itanium-large-samples", {"doc": {"data": {"samples": 20_000_000}}}, {}),
+    (
+        "cpu-itanium-large-samples",
+        {"doc": {"data": {"samples": 20_000_000}}, "devices": ("cpu",)},
+        {"devices": ("cpu",)},
+    ),
     (
         "cpu-specialised-processors",
         {"doc": {"model": {"preset": "lenet-5"}}, "devices": ("cpu", "4090")},
         {"devices": ("cpu", "4090")},
     ),
-    ("threads-physical-cores", {"inventory": host(cpu__logical_cores=16)}, {}),
-    ("threads-loader-per-gpu", {"count": 2, "inventory": host(cpu__physical_cores=4)}, {"count": 2}),
+    (
+        "threads-physical-cores",
+        {"devices": ("here",), "inventory": host(cpu__logical_cores=16)},
+        {"devices": ("here",)},
+    ),
+    (
+        "threads-loader-per-gpu",
+        {"count": 2, "devices": ("here-gpu",), "inventory": host(cpu__physical_cores=4)},
+        {"count": 2, "devices": ("here-gpu",)},
+    ),
     ("gpu-memory-too-small", {"doc": LLAMA_8B}, {"doc": BERT_512}),
+    ("gpu-memory-too-few-devices", {"doc": LLAMA_FSDP, "devices": ("H100 SXM",)}, {"doc": LLAMA_8B}),
+    ("cpu-ram-too-small", {"doc": LLAMA_8B, "devices": ("cpu",)}, {"devices": ("cpu",)}),
     ("gpu-gradient-accumulation", {"doc": BERT_512}, {}),
     ("gpu-dataset-resident", {"doc": BIG_SAMPLES}, {}),
     ("gpu-k1-redundant", {"doc": {"data": {"samples": 100}}}, {}),
@@ -93,22 +122,26 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"doc": {"goal": {"purpose": "reverse_engineering"}}},
         {"doc": {"goal": {"purpose": "reverse_engineering"}, "training": {"reserve_percent": 30}}},
     ),
-    ("gpu-tensor-cores", {}, {"doc": {"training": {"precision": "bf16_mixed"}}}),
+    ("gpu-tensor-cores", {"doc": RESNET}, {"doc": {**RESNET, "training": {"precision": "bf16_mixed"}}}),
     ("gpu-no-tensor-cores", {"devices": ("Tesla P40",)}, {}),
     ("gpu-bandwidth-million-params", {"doc": RESNET, "devices": ("T4",)}, {"doc": RESNET}),
     ("gpu-batch-headroom", {}, {"doc": BERT_512}),
     ("accelerator-pays-off", {"doc": RESNET, "devices": ("cpu", "4090")}, {"devices": ("cpu", "4090")}),
-    ("nvlink-multi-gpu", {"count": 2}, {"count": 2, "devices": ("H100 SXM",)}),
-    ("storage-iterated-data", {"doc": {"data": {"storage": "hdd"}}}, {}),
+    ("nvlink-multi-gpu", {"doc": BERT, "count": 2}, {"doc": BERT, "count": 2, "devices": ("H100 SXM",)}),
+    ("storage-iterated-data", {"doc": HDD_BOUND}, {"doc": {"data": {"storage": "hdd"}}}),
     ("storage-ramdisk-ups", {"doc": {"data": {"storage": "ramdisk"}}}, {}),
     ("storage-ssd-wear", {}, {"doc": {"data": {"storage": "hdd"}}}),
     ("storage-raid-throughput", {"doc": INPUT_BOUND}, {}),
-    ("memory-four-channels", {"inventory": host(memory__channels=2)}, {"inventory": host(memory__channels=8)}),
+    (
+        "memory-four-channels",
+        {"devices": ("here-gpu",), "inventory": host(memory__channels=2)},
+        {"devices": ("here-gpu",), "inventory": host(memory__channels=8)},
+    ),
     ("memory-bandwidth-vs-gpus", {"count": 4}, {}),
     ("ramdisk-data-not-programs", {"doc": INPUT_BOUND}, {}),
     ("format-jpeg-vs-lossless", {"doc": {"data": {"format": "png"}}}, {"doc": {"data": {"format": "jpeg"}}}),
     ("hp-gpu-load-idle", {}, {"doc": {**RESNET, "training": {"batch_size": 256}}}),
-    ("hp-activations-dominate", {"doc": BERT_512, "devices": ("H100 SXM",)}, {"doc": {"training": {"batch_size": 8}}}),
+    ("hp-activations-dominate", {"doc": BERT_512}, {"doc": BERT_512, "devices": ("H100 SXM",)}),
     ("hp-batch-dominates-time", {"doc": {"training": {"batch_size": 32}}}, {}),
     ("hp-activation-optimizer-minor", {"doc": {"goal": {"purpose": "hpo"}}}, {}),
 ]
@@ -171,19 +204,25 @@ def test_a_batch_that_fits_in_micro_batches_is_a_note_not_a_memory_failure() -> 
     assert "the global batch stays 512" in note.message
 
 
-def test_the_memory_finding_names_the_count_that_does_not_fit() -> None:
-    # Llama-8B with FSDP on 1–8 H100s: one GPU cannot hold a sample, four can; the finding is about
-    # the single GPU, not the four the recommendation picks
+def test_the_memory_finding_names_the_counts_that_do_not_fit_and_those_that_do() -> None:
+    # Llama-8B with FSDP on 1–8 H100s: one or two GPUs cannot hold a sample, four and eight can. This
+    # was a critical "H100 SXM × 1 does not fit" finding beside a table where × 4 fits; the finding
+    # now names every count of the table that does not fit and those that do, and is a warning
     doc = {
         "model": {"preset": "llama-8b"},
         "training": {"batch_size": 64, "optimizer": "adamw", "precision": "bf16_mixed", "sharding": "fsdp"},
         "hardware": {"gpu_count": {"min": 1, "max": 8}},
     }
     result = size_workload(parse_workload(doc), [find_device("H100 SXM", CATALOGUE)])
-    (f,) = [f for f in evaluate_rules(result, HOST) if f.rule == "gpu-memory-too-small"]
-    smallest = min(c.count for c in result.candidates if not c.fits)
-    assert f.message.startswith(f"NVIDIA H100 SXM × {smallest}: memory 79.6 GiB < ")
-    assert next(c.count for c in result.candidates if c.fits) > smallest
+    findings = evaluate_rules(result, HOST)
+    assert not [f for f in findings if f.severity == "critical"]
+    (f,) = [f for f in findings if f.rule == "gpu-memory-too-few-devices"]
+    short = [c.count for c in result.candidates if not c.fits]
+    fit = [c.count for c in result.candidates if c.fits]
+    assert (short, fit) == ([1, 2], [4, 8])
+    assert f.severity == "warning"
+    assert f.message.startswith("NVIDIA H100 SXM × 1 and × 2 cannot hold the training step: memory 79.6 GiB < ")
+    assert "(× 1, FSDP); × 4 and × 8 can" in f.message
 
 
 def test_a_model_that_does_not_fit_one_sample_says_so() -> None:
@@ -198,6 +237,26 @@ def test_unknown_host_figures_never_fire_a_host_rule() -> None:
     empty = {"cpu": {}, "memory": {"total_bytes": None}, "software": {}}
     rules = fired(inventory=empty, count=2)
     assert not rules & {"threads-physical-cores", "threads-loader-per-gpu", "memory-four-channels"}
+
+
+def test_host_rules_are_silent_when_this_machine_is_not_a_candidate() -> None:
+    # the inventory that fires each host rule above, on catalogue devices: a report on other hardware
+    # says nothing about the machine it was made on
+    inv = host(cpu__sockets=2, cpu__logical_cores=16, cpu__physical_cores=4, memory__channels=2)
+    inv["software"]["blas"] = [{"threads": 1}]
+    host_rules = {
+        "cpu-avoid-multisocket",
+        "cpu-blas-threads",
+        "threads-physical-cores",
+        "threads-loader-per-gpu",
+        "memory-four-channels",
+    }
+    for devices, count in ((("cpu",), 1), (("4090",), 2)):
+        rules = fired({"goal": {"concurrent_runs": 2}}, devices=devices, count=count, inventory=inv)
+        assert not rules & host_rules
+    assert host_rules <= fired({"goal": {"concurrent_runs": 2}}, ("here",), 1, inv) | fired(
+        {"goal": {"concurrent_runs": 2}}, ("here-gpu",), 2, inv
+    )
 
 
 def test_a_bad_rule_condition_is_reported_not_evaluated() -> None:

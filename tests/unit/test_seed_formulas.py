@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.advice.recommendation import recommend
 from core.estimate import seed_formulas as seed
 from core.estimate.sizing import size_workload
 from core.hardware.catalogue import find_device, load_catalogue
@@ -41,7 +42,7 @@ def test_n_na_is_jamgharyans_equation_1() -> None:
 def test_sizing_reports_seed_figures_on_the_p40(seed_doc: dict) -> None:
     w = parse_workload(seed_doc)
     p40 = find_device("Tesla P40", load_catalogue())
-    s = size_workload(w, [p40]).seed
+    s = recommend(w, [p40]).result.seed
     assert s["peak_flops"] == pytest.approx(1.1758080e13)
     assert s["c_train_flop"] == 110_558_070_686_400.0
     assert s["t_train_s"] == pytest.approx(110_558_070_686_400.0 / 1.1758080e13)
@@ -55,3 +56,29 @@ def test_sizing_reports_seed_figures_on_the_p40(seed_doc: dict) -> None:
     assert s["t1_ops"] == t1
     assert s["t2_ops"] == 2 * (75 + 512 + 512 + 512) + 3
     assert s["sources"]["k1"].startswith("Jamgharyan")
+    assert (s["hooda_s"], s["hooda_s_unit"]) == (80_909, "samples")
+
+
+def test_hooda_counts_tokens_for_a_model_trained_on_token_sequences() -> None:
+    # GPT-2 small: 8,000,000 sequences of 1,024 tokens; 6·P FLOP per token (Hooda's O_f·O_b per
+    # sample of a network that takes one vector), so C_train counts 8.192e9 tokens, not 8e6 samples
+    w = parse_workload({"model": {"preset": "gpt2-small"}})
+    s = size_workload(w, [find_device("H100 SXM", load_catalogue())]).seed
+    assert (s["hooda_s"], s["hooda_s_unit"]) == (8_000_000 * 1024, "tokens")
+    assert s["c_train_flop"] == 6 * 124_439_808 * 8_192_000_000
+    assert s["hooda_s_note"] == "S = 8,000,000 sequences × 1,024 tokens = 8,192,000,000 tokens"
+    assert "t_train_s" not in s  # T_train needs a device: the recommendation's (below)
+
+
+def test_hooda_t_train_is_on_the_recommended_candidate_not_the_first() -> None:
+    # Llama-8B (FSDP) on an RTX 3060 (listed first: it fits at no count) and H100 SXM × 1–8: the
+    # recommendation is H100 SXM × 4, and R, T_train are Hooda's for those four GPUs
+    cat = load_catalogue()
+    w = parse_workload({"model": {"preset": "llama-8b"}, "hardware": {"gpu_count": {"min": 1, "max": 8}}})
+    rec = recommend(w, [find_device("RTX 3060", cat), find_device("H100 SXM", cat)])
+    assert rec.best is not None and (rec.best.device.name, rec.best.count) == ("NVIDIA H100 SXM", 4)
+    s = rec.result.seed
+    r = seed.peak_flops(16_896, 1.98e9)  # H100 SXM: 16,896 CUDA cores at 1,980 MHz boost
+    assert (s["device"], s["devices"], s["peak_flops"]) == ("NVIDIA H100 SXM", 4, pytest.approx(r))
+    assert s["t_train_s"] == pytest.approx(6 * 8_030_261_248 * 1_000_000 * 2048 / (4 * r))
+    assert s["t_train_note"] == "C_train / (4 × R) on 4 × NVIDIA H100 SXM"
