@@ -45,4 +45,6 @@ def fmt_count(n: float | None, unit: str = "") -> str:
 def fmt_money(x: float | None, currency: str) -> str:
     if x is None:
         return "unknown"
+    if 0 < abs(x) < 0.01:
+        return f"{x:.2g} {currency}"  # a run rented for a few minutes: 0.0033 USD, not 0.00
     return f"{x:,.2f} {currency}" if abs(x) < 100 else f"{x:,.0f} {currency}"

@@ -26,7 +26,7 @@ from core.estimate.input_pipeline import (
 )
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.estimate.timing import INTER_NODE_BPS, dataset_bytes_on_disk
+from core.estimate.timing import INTER_NODE_BPS, STORAGE_READ_BPS, dataset_bytes_on_disk, sample_bytes_on_disk
 from core.hardware.catalogue import DeviceSpec, load_catalogue
 from core.hardware.platforms import PlatformChoice, load_platforms, network_adapter
 from core.units import fmt_bytes, fmt_seconds
@@ -129,20 +129,33 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
     # RAM: twice the GPU memory for pinned staging; the dataset as stored (what the page cache
     # holds) cached when it is reasonable
     stored = dataset_bytes_on_disk(d)
-    cache = page_cache_ram_bytes(d) if stored <= 2 * 10**12 else 0.0
+    cache = page_cache_ram_bytes(d) if stored <= 2 * 10**12 and not storage_keeps_up(result, best) else 0.0
     want = max(32 * 10**9, 2 * gpu_mem, cache)
     ram_gb = next((s for s in RAM_SIZES_GB if s * 10**9 >= want), RAM_SIZES_GB[-1])
     channels = memory_channels(best)
     ram_reason = f"≥ 2 × the GPUs' memory ({fmt_bytes(gpu_mem)})" if gpu_mem else "room for the framework and data"
+    if not cache and stored <= 2 * 10**12:
+        ram_reason += (
+            f"; the {d.storage} drive reads the dataset at least twice as fast as training consumes it, so it need "
+            "not stay in the page cache"
+        )
     if cache:
         ram_reason += (
             f" and {cache / stored:g} × the dataset as stored ({fmt_bytes(stored)} of {d.format}) so the page cache "
             "keeps it after the first epoch"
         )
+    ram_spec = f"{ram_gb} GB in {channels} channels"
+    priced_ram = best.cost.platform.platform.ram_gb if best is not None and best.cost.platform is not None else None
+    if priced_ram is not None and priced_ram >= ram_gb:
+        ram_spec = f"{priced_ram:,} GB in {channels} channels, as the platform is priced (≥ {ram_gb} GB needed)"
+    elif priced_ram is not None:
+        ram_spec += (
+            f" — more than the {priced_ram:,} GB the platform is priced with: the difference is not in the capex"
+        )
     lines.append(
         BomLine(
             "Memory",
-            f"{ram_gb} GB in {channels} channels",
+            ram_spec,
             ram_reason
             + (
                 f"; {channels}-channel memory keeps host bandwidth above what the GPUs pull"
@@ -232,31 +245,35 @@ def circuit_for(watts: float) -> str:
 
 def power_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
     """Supplies, circuit and cooling of one machine at its load: accelerators at TDP plus the
-    platform's host, 25 % headroom; a vendor's system rating (DGX) when it is higher."""
+    platform's host with 25 % headroom; where the vendor rates the whole system (DGX), that rating,
+    which already has its margin."""
     p = choice.platform
     per_machine = math.ceil(best.count / max(1, choice.machines)) if best.device.kind != "cpu" else 1
     device_w = (best.device.tdp_w or 0) * per_machine
     load = device_w + p.host_power_w
-    supply = math.ceil(load * PSU_HEADROOM / 100) * 100
-    design = max(supply, p.rated_power_w or 0)
-    if p.id == "workstation" or p.id.startswith("cpu"):
-        n = math.ceil(supply / ATX_PSU_MAX_W)
-        units = f"{supply:,} W" if n == 1 else f"{n} power supplies of {ATX_PSU_MAX_W:,} W ({supply:,} W in all)"
+    supply = p.rated_power_w or math.ceil(load * PSU_HEADROOM / 100) * 100
+    if p.rated_power_w:
+        units = f"{p.psu}; the system is rated {p.rated_power_w:,.0f} W"
+        why = f"the vendor's rating ({p.rated_power_w:,.0f} W) for {what_for(best)} {device_w:,.0f} W and the host"
     else:
-        units = f"{p.psu}, {supply:,} W needed"
-    what = "GPUs" if best.device.kind != "cpu" else best.device.name
-    rating = (
-        f"; the vendor rates the system at {p.rated_power_w:,.0f} W, which the circuit is sized for"
-        if (p.rated_power_w and p.rated_power_w > supply)
-        else ""
-    )
+        units = f"{supply:,} W of supply"
+        if supply > ATX_PSU_MAX_W and (p.id in ("desktop", "workstation") or p.id.startswith("cpu")):
+            units += (
+                f" — more than one {ATX_PSU_MAX_W:,} W supply gives on a 120 V outlet: a 2,000 W supply on 200–240 V "
+                f"or two supplies ({p.psu})"
+            )
+        why = f"{what_for(best)} {device_w:,.0f} W + host {p.host_power_w:,.0f} W ({p.name}) with 25 % headroom"
     return BomLine(
         "Power supply",
-        f"{units}; {circuit_for(design)} per machine; {design * 3.412:,.0f} BTU/h of heat to remove",
-        f"{what} {device_w:,.0f} W + host {p.host_power_w:,.0f} W ({p.name}) with 25 % headroom{rating}",
-        "device TDPs from the catalogue (vendor data sheets); host power from platforms.json; 80 % continuous "
-        "load per circuit (US NEC 210.19/210.20); 25 % headroom is a TrainRig allowance",
+        f"{units}; {circuit_for(supply)} per machine; {supply * 3.412:,.0f} BTU/h of heat to remove",
+        why,
+        "device TDPs from the catalogue (vendor data sheets); host power and system ratings from platforms.json; "
+        "80 % continuous load per circuit (US NEC 210.19/210.20); 25 % headroom is a TrainRig allowance",
     )
+
+
+def what_for(best: CandidateResult) -> str:
+    return "GPUs" if best.device.kind != "cpu" else best.device.name
 
 
 def priced(lines: list[BomLine], best: CandidateResult | None) -> list[BomLine]:
@@ -313,6 +330,16 @@ def network_lines(best: CandidateResult) -> list[BomLine]:
             )
         )
     return lines
+
+
+def storage_keeps_up(result: SizingResult, best: CandidateResult | None) -> bool:
+    """The storage tier reads at least twice the bytes per second that ``best`` trains through
+    (its global batch of samples as stored, per step): caching the dataset in RAM gains nothing."""
+    if best is None or best.step.step_s <= 0:
+        return False
+    d = result.workload.data
+    wanted = result.workload.training.batch_size * sample_bytes_on_disk(d) / best.step.step_s
+    return 2 * wanted <= STORAGE_READ_BPS[d.storage]
 
 
 def memory_channels(best: CandidateResult | None) -> int:

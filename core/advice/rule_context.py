@@ -75,6 +75,7 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
     cpus = [c for c in cands if c.device.kind == "cpu"]
     gpu_counts = [c.count for c in gpus] or [1]
     best_gpus = 0 if lead.device.kind == "cpu" else lead.count * lead.nodes
+    node_gpus = 1 if lead.device.kind == "cpu" else max(1, lead.count)
     fastest = min(cands, key=lambda c: c.train_time_s)
     fastest_cpu = min(cpus, key=lambda c: c.train_time_s) if cpus else None
     layer_types = {r.type for r in m.rows}
@@ -134,8 +135,9 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "host_l3_text": f" (this machine: {host['host_l3_mb']} MB)" if here and host["host_l3_mb"] else "",
         "host_tlb_text": f" (this machine: {host['host_tlb']})" if here and host["host_tlb"] != "unknown" else "",
         "gpu_count_max": max(gpu_counts),
-        "cores_needed": host_cores(max(best_gpus, 1), loader_cores_per_gpu(result, max(best_gpus, 1))),
-        "loader_cores": loader_cores(max(best_gpus, 1), loader_cores_per_gpu(result, max(best_gpus, 1))),
+        # per node: each node's host feeds its own GPUs
+        "cores_needed": host_cores(node_gpus, loader_cores_per_gpu(result, node_gpus)),
+        "loader_cores": loader_cores(node_gpus, loader_cores_per_gpu(result, node_gpus)),
         "model_is_vision": vision,
         "model_is_language": language,
         "model_domain": "vision" if vision else "language" if language else "neural",

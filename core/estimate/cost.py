@@ -67,10 +67,9 @@ def device_cloud_price(device: DeviceSpec, cost: CostSpec) -> tuple[float | None
     if cost.cloud_per_gpu_hour is not None:
         return cost.cloud_per_gpu_hour, f"{cost.cloud_per_gpu_hour:g} {cost.currency} per device-hour (workload)"
     if device.cloud_usd_per_hour is not None:
-        src = ", ".join(x for x in (device.cloud_price_source, device.cloud_price_date) if x)
-        return cost.from_usd(device.cloud_usd_per_hour), (
-            f"{device.cloud_usd_per_hour:g} USD per device-hour on demand" + (f" ({src})" if src else "")
-        )
+        when = f", {device.cloud_price_date}" if device.cloud_price_date else ""
+        note = f"{device.cloud_usd_per_hour:g} USD per device-hour on demand{when}"
+        return cost.from_usd(device.cloud_usd_per_hour), note
     return None, "no public on-demand offer in the catalogue: renting not priced"
 
 

@@ -41,6 +41,7 @@ class Platform:
     cooling: str
     price_date: str
     source: str
+    passive_cards: bool = False  # its airflow cools passively cooled data-centre cards (T4, L40S, H100 PCIe)
 
     def devices_bought(self, count: int) -> int:
         """Accelerators paid for to get ``count``: a baseboard platform sells whole boards."""
@@ -147,7 +148,15 @@ def _platform(e: dict[str, Any]) -> Platform:
         cooling=_text(e, "cooling", where),
         price_date=_date(e, "price_date", where),
         source=_text(e, "source", where),
+        passive_cards=_flag(e, "passive_cards", where),
     )
+
+
+def _flag(e: dict[str, Any], key: str, where: str) -> bool:
+    value = e.get(key, False)
+    if not isinstance(value, bool):
+        raise CatalogueError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
 
 
 def _network(e: dict[str, Any]) -> NetworkItem:
@@ -188,12 +197,15 @@ def load_platforms(path: str | None = None) -> Platforms:
 def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = None) -> PlatformChoice | None:
     """The machines that hold ``count`` of ``device`` in one node; None for a device that is only
     rented (TPUs, Trainium: form factor "cloud"). The smallest platform that takes the device's
-    form factor and the count wins; beyond the largest, several machines of it."""
+    form factor and the count wins (a passively cooled card only in a platform whose airflow cools
+    it); beyond the largest, several machines of it."""
     ps = platforms or load_platforms()
     form = device.form_factor or ("socket" if device.kind == "cpu" else "pcie")
     if form == "cloud":
         return None
     fitting = [p for p in ps.platforms if form in p.form_factors]
+    if device.extra.get("cooling") == "passive":
+        fitting = [p for p in fitting if p.passive_cards]
     if not fitting:
         raise CatalogueError(f"no platform in platforms.json holds a {form} device ({device.name})")
     if form == "socket":

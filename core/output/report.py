@@ -324,5 +324,6 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
             price += f" = {c.from_usd(bought[0]):,.0f} {c.currency}"
         if bought is not None and bought[1] == "street" and dev.price_usd is not None:
             price += f" (launch {dev.price_usd:,.0f} USD, {dev.price_date})"
-        out.append((dev.name, f"{price}; rent: {cand.cost.cloud_note}; {dev.source}"))
+        rent = cand.cost.cloud_note + (f" ({dev.cloud_price_source})" if dev.cloud_price_source else "")
+        out.append((dev.name, f"{price}; rent: {rent}; {dev.source}"))
     return tuple(out)

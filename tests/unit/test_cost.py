@@ -25,11 +25,12 @@ def seed(cost: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_euro_workload_pays_the_catalogue_price_converted_at_its_rate() -> None:
-    # RTX 4090: 1,599 USD launch list price; the host is given in the user's currency (EUR)
+    # RTX 4090: its purchase price in USD (catalogue); the host is given in the user's currency (EUR)
     w = parse_workload(seed({**EUR, "host_cost": 2500}))
-    (c,) = size_workload(w, [find_device("4090", CATALOGUE)]).candidates
+    gpu = find_device("4090", CATALOGUE)
+    (c,) = size_workload(w, [gpu]).candidates
     assert c.cost.currency == "EUR"
-    assert c.cost.capex == pytest.approx(1599 * 0.92 + 2500)  # 3,971.08 EUR; was 4,099 "EUR" unconverted
+    assert c.cost.capex == pytest.approx(gpu.purchase_price()[0] * 0.92 + 2500)  # type: ignore[index]
 
 
 def test_a_currency_without_its_rate_is_refused_naming_the_key() -> None:
@@ -59,7 +60,7 @@ def test_the_report_shows_the_rate_its_date_and_converted_unit_prices() -> None:
     assumptions = dict(report.assumptions)
     assert "1 USD = 0.92 EUR on 2026-11-01" in assumptions["Exchange rate"]
     (gpu,) = [r for r in report.bom if r.item == "Accelerator"]
-    assert gpu.unit_price == pytest.approx(1599 * 0.92)
+    assert gpu.unit_price == pytest.approx(find_device("4090", CATALOGUE).purchase_price()[0] * 0.92)  # type: ignore[index]
     assert "0.92 EUR per USD (2026-11-01)" in " ".join(rec.result.candidates[0].assumptions)
 
 
