@@ -11,9 +11,19 @@ from core.output import glossary
 from core.output.sizing_report import step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 
-COL_DEVICE, COL_COUNT, COL_FITS, COL_MEMORY, COL_CAPACITY, COL_LARGEST, COL_STEP, COL_TIME, COL_CAPEX, COL_TCO = range(
-    10
-)
+(
+    COL_DEVICE,
+    COL_COUNT,
+    COL_FITS,
+    COL_MEMORY,
+    COL_CAPACITY,
+    COL_LARGEST,
+    COL_STEP,
+    COL_TIME,
+    COL_CAPEX,
+    COL_TCO,
+    COL_BUY_OR_RENT,
+) = range(11)
 COLUMN_TERMS = (
     glossary.DEVICE,
     glossary.COUNT,
@@ -25,6 +35,7 @@ COLUMN_TERMS = (
     glossary.TRAINING_TIME,
     glossary.CAPEX,
     glossary.TCO,
+    glossary.BUY_OR_RENT,
 )
 HEADERS = [term.label for term in COLUMN_TERMS]
 TOOLTIPS = [term.meaning[0].upper() + term.meaning[1:] for term in COLUMN_TERMS]
@@ -96,6 +107,7 @@ class CandidateTableModel(QAbstractTableModel):
             r.train_time_s,
             r.cost.capex or 0.0,
             r.cost.tco or 0.0,
+            r.cost.verdict or "",
         ]
 
     @staticmethod
@@ -112,4 +124,14 @@ class CandidateTableModel(QAbstractTableModel):
             fmt_seconds(r.train_time_s),
             fmt_money(r.cost.capex, cur),
             fmt_money(r.cost.tco, cur),
+            _buy_or_rent(r),
         ]
+
+
+def _buy_or_rent(r: CandidateResult) -> str:
+    """ "rent", or "buy (pays off after 12 runs)"; empty when either is not priced."""
+    if r.cost.verdict is None:
+        return ""
+    if r.cost.verdict == "buy" or r.cost.break_even_runs is None:
+        return r.cost.verdict
+    return f"rent (buy pays off after {r.cost.break_even_runs:,} runs)"

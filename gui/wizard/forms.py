@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit
 
 from core.spec.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, spin
 
+USE_KINDS = ("runs", "hours_per_year")
+USE_LABELS = {"runs": "Runs of this training", "hours_per_year": "Hours of training a year"}
 PURPOSE_LABELS = {
     "scratch": "Train from scratch",
     "finetune": "Fine-tune a trained model",
@@ -55,26 +57,60 @@ class GoalPage(WizardPage):
         self.rate_date = QLineEdit()
         self.rate_date.setPlaceholderText("YYYY-MM-DD")
         self.rate_date.setToolTip("The day the exchange rate was taken")
+        self.use_kind = combo(
+            USE_KINDS,
+            "What buying is weighed against renting for: a number of runs of this training, or hours of training "
+            "a year over the amortisation period",
+            USE_LABELS,
+        )
+        self.use_runs = spin(1, 1_000_000, "Runs of this training you expect (a study of N runs, repeats)")
+        self.use_hours = dspin(1, 8760, 0, "Hours of training a year the hardware will be busy", " h/year")
+        self.use_hours.setValue(1000)
+        self.use_cloud = QCheckBox("Own cloud price")
+        self.cloud = dspin(
+            0.001,
+            1e4,
+            3,
+            "Your price of one device-hour rented, for every candidate (in the currency below); unticked: each "
+            "device's dated on-demand price from the catalogue",
+        )
+        self.cloud.setValue(2.5)
+        self.cloud.setEnabled(False)
         self.error = error_label()
         form.addRow("Name", self.name)
         form.addRow("Purpose", self.purpose)
         form.addRow("Concurrent runs", self.runs)
         form.addRow(self.use_deadline, self.deadline)
         form.addRow(self.use_budget, self.budget)
+        use_row = QHBoxLayout()
+        use_row.addWidget(self.use_kind)
+        use_row.addWidget(self.use_runs)
+        use_row.addWidget(self.use_hours)
+        form.addRow("Expected use", use_row)
+        form.addRow(self.use_cloud, self.cloud)
         form.addRow("Currency", self.currency)
         form.addRow("Exchange rate (per USD)", self.rate)
         form.addRow("Rate dated", self.rate_date)
-        form.addRow(QLabel("Deadline and budget give each candidate a verdict on the results page."))
+        form.addRow(
+            QLabel(
+                "Deadline and budget give each candidate a verdict on the results page; the expected use decides "
+                "whether buying or renting costs less."
+            )
+        )
         form.addRow(self.error)
         for w in (self.name, self.currency, self.rate_date):
             w.textChanged.connect(self.changed)
         self.currency.textChanged.connect(self._rate_enabled)
-        for s in (self.runs, self.deadline, self.budget, self.rate):
+        for s in (self.runs, self.deadline, self.budget, self.rate, self.use_runs, self.use_hours, self.cloud):
             s.valueChanged.connect(self.changed)
+        self.use_kind.currentIndexChanged.connect(self._use_enabled)
+        self.use_kind.currentIndexChanged.connect(self.changed)
         self.purpose.currentIndexChanged.connect(self.changed)
-        for c, target in ((self.use_deadline, self.deadline), (self.use_budget, self.budget)):
+        boxes = ((self.use_deadline, self.deadline), (self.use_budget, self.budget), (self.use_cloud, self.cloud))
+        for c, target in boxes:
             c.toggled.connect(target.setEnabled)
             c.toggled.connect(self.changed)
+        self._use_enabled()
 
     def load(self, doc: dict[str, Any]) -> None:
         goal, cost = doc.get("goal", {}), doc.get("cost", {})
@@ -88,10 +124,22 @@ class GoalPage(WizardPage):
         self.budget.setEnabled("budget" in cost)
         self.budget.setValue(float(cost.get("budget", 10000)))
         self.currency.setText(cost.get("currency", "USD"))
+        set_combo(self.use_kind, "hours_per_year" if "hours_per_year" in cost else "runs")
+        self.use_runs.setValue(int(cost.get("runs", 1)))
+        self.use_hours.setValue(float(cost.get("hours_per_year", 1000)))
+        self._use_enabled()
+        self.use_cloud.setChecked("cloud_per_gpu_hour" in cost)
+        self.cloud.setEnabled("cloud_per_gpu_hour" in cost)
+        self.cloud.setValue(float(cost.get("cloud_per_gpu_hour", 2.5)))
         rate = cost.get("exchange_rate", {})
         self.rate.setValue(float(rate.get("per_usd", 1.0)))
         self.rate_date.setText(str(rate.get("date", "")))
         self._rate_enabled()
+
+    def _use_enabled(self) -> None:
+        hours = self.use_kind.currentData() == "hours_per_year"
+        self.use_runs.setVisible(not hours)
+        self.use_hours.setVisible(hours)
 
     def _non_usd(self) -> bool:
         return self.currency.text().strip().upper() not in ("", "USD")
@@ -109,9 +157,16 @@ class GoalPage(WizardPage):
             cost["exchange_rate"] = {"per_usd": self.rate.value(), "date": self.rate_date.text().strip()}
         else:
             cost.pop("exchange_rate", None)
+        cost.pop("runs", None)
+        cost.pop("hours_per_year", None)
+        if self.use_kind.currentData() == "hours_per_year":
+            cost["hours_per_year"] = self.use_hours.value()
+        elif self.use_runs.value() != 1:
+            cost["runs"] = self.use_runs.value()
         for key, box, spinbox in (
             ("deadline_hours", self.use_deadline, self.deadline),
             ("budget", self.use_budget, self.budget),
+            ("cloud_per_gpu_hour", self.use_cloud, self.cloud),
         ):
             if box.isChecked():
                 cost[key] = spinbox.value()

@@ -31,7 +31,7 @@ from core.advice.bom import BomLine
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.units import fmt_bytes, fmt_count, fmt_seconds
+from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
@@ -107,11 +107,24 @@ class ResultsPage(QWidget):
         self.bom.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.bom.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.bom.setHeaderLabels(["Item", "Recommendation", "Price", "Why"])
+        self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.bom.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.decision = QLabel()
+        self.decision.setWordWrap(True)
+        self.decision.setTextFormat(Qt.TextFormat.RichText)
+        self.decision.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.decision.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.decision.setToolTip(
+            "Buying (capex, maintenance, energy) against renting the same devices on demand at each device's "
+            "dated cloud price, for the expected use set on the Goal page (docs/advice.md)"
+        )
         tabs = QTabWidget()
         tabs.addTab(self.memory_bar, "Memory")
         tabs.addTab(self.scatter, "Time vs cost")
         tabs.addTab(self.findings, "Findings")
         tabs.addTab(self.bom, "Bill of materials")
+        tabs.addTab(self.decision, "Buy or rent")
         seed_box = QGroupBox("Seed formulas (as published)")
         QVBoxLayout(seed_box).addWidget(self.seed)
         self.tabs = tabs
@@ -158,7 +171,8 @@ class ResultsPage(QWidget):
         self._show_scatter(result)
         self._show_seed(result)
         self._show_findings(rec.findings)
-        self._show_bom(rec.bom)
+        self._show_bom(rec.bom, result.workload.cost.currency)
+        self._show_decision(rec)
         best = rec.best
         c = result.workload.cost
         if best is None:
@@ -169,8 +183,11 @@ class ResultsPage(QWidget):
                 extra.append(f"deadline {c.deadline_hours:g} h {'met' if best.meets_deadline else 'missed'}")
             if c.budget is not None and best.within_budget is not None:
                 extra.append("within budget" if best.within_budget else "over budget")
+            if rec.decision is not None and rec.decision.verdict is not None:
+                extra.append(f"{rec.decision.verdict} for the expected use")
+            listed = "" if best in result.candidates else " (from the catalogue, within budget)"
             self.verdict.setText(
-                f"Recommended: <b>{html.escape(best.device.name)} × {best.count}</b> — trains in "
+                f"Recommended: <b>{html.escape(best.device.name)} × {best.count}</b>{listed} — trains in "
                 f"{fmt_seconds(best.train_time_s)}" + (f" ({', '.join(extra)})" if extra else "")
             )
 
@@ -240,13 +257,32 @@ class ResultsPage(QWidget):
         self.findings.expandAll()
         self.tabs.setTabText(2, f"Findings ({len(findings)})")
 
-    def _show_bom(self, bom: Sequence[BomLine]) -> None:
+    def _show_bom(self, bom: Sequence[BomLine], currency: str) -> None:
         self.bom.clear()
         for b in bom:
-            item = QTreeWidgetItem([b.item, b.spec, b.reason])
-            item.setToolTip(2, f"{b.reason}\n\nSource: {b.source}")
+            price = "" if b.total is None else f"{b.quantity} × {fmt_money(b.unit_price, currency)}"
+            item = QTreeWidgetItem([b.item, b.spec, price, b.reason])
+            item.setToolTip(3, f"{b.reason}\n\nSource: {b.source}")
             item.setToolTip(1, b.spec)
+            item.setToolTip(2, "included in the platform's price" if b.total is None else f"{b.total:,.0f} {currency}")
             self.bom.addTopLevelItem(item)
+        if bom:
+            total = sum(b.total for b in bom if b.total is not None)
+            item = QTreeWidgetItem(["Total", "the capex", fmt_money(total, currency), ""])
+            font = item.font(0)
+            font.setBold(True)
+            for col in range(3):
+                item.setFont(col, font)
+            self.bom.addTopLevelItem(item)
+
+    def _show_decision(self, rec: Recommendation) -> None:
+        d = rec.decision
+        if d is None or d.verdict is None:
+            self.decision.setText("Nothing that fits can be bought or rented at a known price.")
+            self.tabs.setTabText(4, "Buy or rent")
+            return
+        self.decision.setText(f"<p><b>{d.verdict.capitalize()}.</b> {html.escape(d.text)}</p>")
+        self.tabs.setTabText(4, f"Buy or rent: {d.verdict}")
 
 
 def _rank(c: CandidateResult) -> tuple[Any, ...]:

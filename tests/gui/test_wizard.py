@@ -217,7 +217,8 @@ def test_a_currency_other_than_usd_asks_for_its_rate_and_converts_prices(qtbot, 
     wiz.go(5)
     (gpu,) = [c for c in wiz.result.candidates if "4090" in c.device.name]
     # the RTX 4090's purchase price and its workstation (platforms.json), all USD, at 0.92 EUR per USD
-    ws = load_platforms().by_id("workstation")
+    ws = load_platforms().by_id("desktop")  # one consumer card: a desktop
+    assert gpu.cost.platform is not None and gpu.cost.platform.platform == ws
     usd = gpu.device.purchase_price()[0] + ws.base_cost_usd + ws.cpu_cost_usd
     assert gpu.cost.currency == "EUR"
     assert gpu.cost.capex == pytest.approx(usd * 0.92)

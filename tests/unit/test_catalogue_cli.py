@@ -88,7 +88,7 @@ def test_user_device_is_added_listed_sized_and_removed(cli, write_json, seed_doc
     assert mine["name"] == "Lab GPU 16G" and mine["kind"] == "gpu"
     code, out, _ = cli("size", str(write_json(seed_doc)), "-c", "lab gpu", "--json", "--no-save")
     (cand,) = json.loads(out)["candidates"]
-    ws = load_platforms().by_id("workstation")  # a user's GPU is a PCIe card: one in a workstation
+    ws = load_platforms().by_id("desktop")  # a user's GPU is an actively cooled PCIe card: one in a desktop
     assert cand["device"] == "Lab GPU 16G" and cand["capex"] == 900 + ws.base_cost_usd + ws.cpu_cost_usd
     assert cand["capacity_bytes"] == 16 * 2**30  # memory_gb is GiB, as vendors mean it for device memory
     code, out, _ = cli("catalogue", "--remove", "Lab GPU 16G")

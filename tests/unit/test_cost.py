@@ -75,8 +75,8 @@ def test_the_power_supply_takes_the_cpus_tdp_and_the_platforms_host() -> None:
     # AMD EPYC 9654: 360 W default TDP (AMD product page), in the CPU platform's host
     cpu_host = platform_for(find_device("EPYC 9654", CATALOGUE), 1).platform  # type: ignore[union-attr]
     assert psu_line("EPYC 9654").startswith(f"AMD EPYC 9654 360 W + host {cpu_host.host_power_w:,.0f} W")
-    # one RTX 4090 (450 W board power) in a workstation whose host draws its platforms.json figure
-    ws = PLATFORMS.by_id("workstation")
+    # one RTX 4090 (450 W board power) in a desktop whose host draws its platforms.json figure
+    ws = PLATFORMS.by_id("desktop")
     assert psu_line("4090").startswith(f"GPUs 450 W + host {ws.host_power_w:,.0f} W ({ws.name})")
 
 

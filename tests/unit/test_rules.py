@@ -288,11 +288,11 @@ def test_bill_of_materials_picks_a_fitting_candidate_and_explains_each_line() ->
     assert lines["Accelerator"].spec == "NVIDIA GeForce RTX 4090 × 1"
     assert "micro-batch 425 × 2 accumulation steps" in lines["Accelerator"].reason
     assert all(line.reason and line.source for line in lines.values())
-    # one 450 W card (NVIDIA's RTX 4090 board power) + the workstation's host (platforms.json),
+    # one 450 W card (NVIDIA's RTX 4090 board power) + the desktop's host (platforms.json),
     # × 1.25 headroom, rounded up to the next 100 W, on one supply
-    ws = load_platforms().by_id("workstation")
+    ws = load_platforms().by_id("desktop")
     watts = math.ceil((450 + ws.host_power_w) * 1.25 / 100) * 100
-    assert lines["Power supply"].spec.startswith(f"{watts:,} W; ")
+    assert lines["Power supply"].spec.startswith(f"{watts:,} W of supply; ")
     assert lines["Power supply"].reason.startswith(f"GPUs 450 W + host {ws.host_power_w:,.0f} W")
 
 
@@ -308,7 +308,7 @@ def test_two_gpus_want_a_larger_power_supply() -> None:
     watts = math.ceil((900 + ws.host_power_w) * 1.25 / 100) * 100
     assert lines["Power supply"].reason.startswith(f"GPUs 900 W + host {ws.host_power_w:,.0f} W")
     if watts > 1600:
-        assert lines["Power supply"].spec.startswith(f"2 power supplies of 1,600 W ({watts:,} W in all)")
+        assert lines["Power supply"].spec.startswith(f"{watts:,} W of supply — more than one 1,600 W supply")
     assert ("120 V / 15 A" in lines["Power supply"].spec) == (watts <= 1440)
 
 
