@@ -144,7 +144,7 @@ def _capacity(report: Report) -> int | None:
 def _buy_or_rent(verdict: str | None, runs: int | None) -> str:
     if verdict is None:
         return "—"
-    return verdict + (f" (buy pays off: {runs:,} runs)" if runs else "")
+    return verdict + (f" · {runs:,} runs" if runs and verdict == "rent" else "")
 
 
 def _num(value: float | None) -> str:
@@ -240,11 +240,11 @@ def report_html(r: Report, width: float) -> str:
     ]
     parts += [
         "<h2>Candidates</h2>",
-        _table(headers, cand_rows, [17, 5, 9, 10, 10, 8, 10, 9, 9, 13], {2, 3, 4, 5, 6, 7, 8}),
+        _table(headers, cand_rows, [16, 5, 9, 9, 10, 8, 10, 8, 12, 13], {2, 3, 4, 5, 6, 7}),
         "<p class='note'>Capex: the devices, the machines that hold them and, across nodes, the network. TCO: "
         "capex plus energy and maintenance over the amortisation period. Cloud: one run on the same devices rented "
-        "on demand at each device's dated price. Buy or rent: which costs less for the expected use; the runs after "
-        "which buying pays off.</p>",
+        "on demand at each device's dated price. Buy or rent: which costs less for the expected use, and for "
+        "\u201crent\u201d the runs after which buying the same devices pays off.</p>",
         f"<p><img src='timecost.png' width='{_css_px(width * 0.75)}'></p>",
     ]
     bom_rows = [

@@ -202,10 +202,8 @@ def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
     """The machine around the accelerators: its CPUs, RAM, lanes, supplies and cooling (platforms.json)."""
     p = choice.platform
     machines = f"{choice.machines} × " if choice.machines > 1 else ""
-    spec = (
-        f"{machines}{p.name}: {p.cpu}, {p.ram_gb:,} GB RAM in {p.memory_channels} channels, "
-        f"{p.pcie_lanes} PCIe lanes, {p.psu}, {p.cooling}"
-    )
+    ram = f"{p.ram_gb:,} GB RAM in {p.memory_channels} channels"
+    spec = f"{machines}{p.name}: {p.cpu}, {ram}, {p.pcie_lanes} PCIe lanes"
     if best.device.kind == "cpu":
         why = f"a machine for the {best.device.name}"
     else:
@@ -219,7 +217,7 @@ def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
             )
         if best.count > 1 and best.device.p2p is False:
             why += "; these cards have no peer-to-peer: gradients travel through host memory"
-    return BomLine("Platform", spec, why, f"{p.source} ({p.price_date})")
+    return BomLine("Platform", spec, f"{why}; cooling: {p.cooling}", f"{p.source} ({p.price_date})")
 
 
 # Continuous load on a branch circuit at most 80 % of the breaker's rating (US National Electrical Code
@@ -253,20 +251,17 @@ def power_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
     load = device_w + p.host_power_w
     supply = p.rated_power_w or math.ceil(load * PSU_HEADROOM / 100) * 100
     if p.rated_power_w:
-        units = f"{p.psu}; the system is rated {p.rated_power_w:,.0f} W"
+        units = f"rated {p.rated_power_w:,.0f} W"
         why = f"the vendor's rating ({p.rated_power_w:,.0f} W) for {what_for(best)} {device_w:,.0f} W and the host"
     else:
         units = f"{supply:,} W of supply"
         if supply > ATX_PSU_MAX_W and (p.id in ("desktop", "workstation") or p.id.startswith("cpu")):
-            units += (
-                f" — more than one {ATX_PSU_MAX_W:,} W supply gives on a 120 V outlet: a 2,000 W supply on 200–240 V "
-                f"or two supplies ({p.psu})"
-            )
+            units += f" (above one {ATX_PSU_MAX_W:,} W supply on 120 V: a 2,000 W supply on 200–240 V, or two)"
         why = f"{what_for(best)} {device_w:,.0f} W + host {p.host_power_w:,.0f} W ({p.name}) with 25 % headroom"
     return BomLine(
         "Power supply",
         f"{units}; {circuit_for(supply)} per machine; {supply * 3.412:,.0f} BTU/h of heat to remove",
-        why,
+        f"{why}; supplies: {p.psu}",
         "device TDPs from the catalogue (vendor data sheets); host power and system ratings from platforms.json; "
         "80 % continuous load per circuit (US NEC 210.19/210.20); 25 % headroom is a TrainRig allowance",
     )
