@@ -23,6 +23,7 @@ class Option:
     candidate: CandidateResult
     mode: str  # "buy" or "rent"
     cost_for_use: float  # what the expected use costs this way (core.estimate.cost.CostEstimate)
+    per_run: float  # the same per run of this training: what buy and rent are compared on
     gives_up: tuple[str, ...] = ()  # what a within-budget alternative gives up against the request
 
     @property
@@ -37,7 +38,7 @@ class Decision:
     verdict: str | None  # "buy", "rent", or None when nothing fits or neither is priced
     buy: Option | None  # the purchase to make (the bill of materials is written for it)
     rent: Option | None  # the cheapest rental that fits
-    break_even_runs: int | None  # runs after which buying ``buy`` costs less than renting ``rent``
+    break_even_runs: int | None  # runs after which buying ``buy`` costs less than renting the same devices
     break_even_hours: float | None  # the same in hours of training
     searched: int  # configurations the budget search sized (0: the listed candidates sufficed)
     text: str  # the decision in one paragraph, for the wizard and the reports
@@ -47,14 +48,15 @@ def _rank_buy(c: CandidateResult) -> tuple[Any, ...]:
     return (
         c.meets_deadline is False,
         c.within_budget is False,
-        c.cost.buy_for_use if c.cost.buy_for_use is not None else math.inf,
+        c.cost.buy_per_run if c.cost.buy_per_run is not None else math.inf,
         c.train_time_s,
     )
 
 
 def best_purchase(candidates: Sequence[CandidateResult]) -> CandidateResult | None:
     """The candidate to buy: it fits and can be bought; then meets the deadline and budget; then
-    costs least for the expected use (capex, maintenance, energy); then trains fastest."""
+    costs least per run at the expected use (capex, maintenance, energy: a machine twice as fast
+    does twice the runs in the same hours); then trains fastest."""
     fitting = [c for c in candidates if c.fits and c.cost.capex is not None]
     if not fitting:
         fitting = [c for c in candidates if c.fits]
@@ -62,14 +64,14 @@ def best_purchase(candidates: Sequence[CandidateResult]) -> CandidateResult | No
 
 
 def best_rental(candidates: Sequence[CandidateResult], budget: float | None) -> CandidateResult | None:
-    """The cheapest rental that fits: meets the deadline, then within budget, then costs least."""
-    priced = [c for c in candidates if c.fits and c.cost.rent_for_use is not None]
+    """The cheapest rental that fits: meets the deadline, then within budget, then costs least per run."""
+    priced = [c for c in candidates if c.fits and c.cost.cloud_cost is not None]
     if not priced:
         return None
 
     def key(c: CandidateResult) -> tuple[Any, ...]:
         rent = c.cost.rent_for_use or 0.0
-        return (c.meets_deadline is False, budget is not None and rent > budget, rent, c.train_time_s)
+        return (c.meets_deadline is False, budget is not None and rent > budget, c.cost.cloud_cost, c.train_time_s)
 
     return min(priced, key=key)
 
@@ -94,16 +96,17 @@ def budget_search(
             continue
         lowest = w.cost.from_usd(device.purchase_price()[0])  # type: ignore[index]
         for count in SEARCH_COUNTS if device.kind != "cpu" else (1,):
-            if (device.name, count) in listed or lowest * count > budget:
+            if (device.name, count) in listed or lowest * count > budget:  # listed ones are in the pool already
                 continue
             c = size_candidate(w, device, count, host_ram_bytes, (calibrated or {}).get(device.name))
             sized += 1
             if c.fits and c.cost.capex is not None and c.cost.capex <= budget:
                 found.append(c)
+    found += [c for c in result.candidates if c.fits and c.cost.capex is not None and c.cost.capex <= budget]
     if not found:
         return None, sized
     if w.cost.budget is None:  # nothing listed fits: the cheapest that does (meeting the deadline if one can)
-        return min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_for_use, c.train_time_s)), sized
+        return min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_per_run, c.train_time_s)), sized
     return min(found, key=lambda c: (c.meets_deadline is False, c.train_time_s, c.cost.capex)), sized
 
 
@@ -146,17 +149,17 @@ def decide(
         if alt is not None:
             buy_c, lost = alt, gives_up(alt, wanted, c.deadline_hours)
     rent_c = best_rental(result.candidates, c.budget)
-    buy = Option(buy_c, "buy", buy_c.cost.buy_for_use, lost) if buy_c and buy_c.cost.buy_for_use is not None else None
-    rent = Option(rent_c, "rent", rent_c.cost.rent_for_use or 0.0) if rent_c else None
+    buy = None
+    if buy_c is not None and buy_c.cost.buy_for_use is not None and buy_c.cost.buy_per_run is not None:
+        buy = Option(buy_c, "buy", buy_c.cost.buy_for_use, buy_c.cost.buy_per_run, lost)
+    rent = None
+    if rent_c is not None and rent_c.cost.rent_for_use is not None and rent_c.cost.cloud_cost is not None:
+        rent = Option(rent_c, "rent", rent_c.cost.rent_for_use, rent_c.cost.cloud_cost)
     verdict = _verdict(buy, rent, c.budget)
     runs = hours = None
-    if buy is not None and rent is not None:
-        b, r = buy.candidate.cost, rent.candidate.cost
-        rent_per_run, own_per_run = r.cloud_cost or 0.0, b.energy_cost or 0.0
-        fixed = (b.capex or 0.0) + (b.maintenance or 0.0)  # what owning costs before any energy
-        if rent_per_run > own_per_run and fixed > 0:
-            runs = math.ceil(fixed / (rent_per_run - own_per_run))
-            hours = runs * rent.candidate.train_time_s / 3600
+    if buy is not None:  # against renting the same devices: a break-even between two machines means nothing
+        runs = buy.candidate.cost.break_even_runs
+        hours = buy.candidate.cost.break_even_hours
     return Decision(verdict, buy, rent, runs, hours, searched, _text(verdict, buy, rent, runs, result, searched))
 
 
@@ -170,9 +173,9 @@ def _verdict(buy: Option | None, rent: Option | None, budget: float | None) -> s
     b, r = buy.candidate, rent.candidate
     if (r.meets_deadline is not False) != (b.meets_deadline is not False):
         return "rent" if r.meets_deadline is not False else "buy"
-    if budget is not None and (buy.cost_for_use > budget) != (rent.cost_for_use > budget):
-        return "rent" if rent.cost_for_use <= budget else "buy"
-    return "rent" if rent.cost_for_use < buy.cost_for_use else "buy"
+    if budget is not None and (buy.candidate.cost.capex or 0) > budget and rent.cost_for_use <= budget:
+        return "rent"
+    return "rent" if rent.per_run < buy.per_run else "buy"
 
 
 def _use_text(result: SizingResult) -> str:
@@ -195,32 +198,32 @@ def _text(
         return "Nothing that fits can be bought or rented at a known price."
     use = _use_text(result)
     parts = []
-    if verdict == "rent" and rent is not None:
+    rent_text = buy_text = ""
+    if rent is not None:
         r = rent.candidate
-        parts.append(
-            f"Rent: {rent.label} for {fmt_seconds(r.train_time_s)} per run costs {fmt_money(r.cost.cloud_cost, cur)} "
-            f"a run, {fmt_money(rent.cost_for_use, cur)} for {use} ({r.cost.cloud_note})."
+        rent_text = (
+            f"renting {rent.label} costs {fmt_money(rent.per_run, cur)} a run of {fmt_seconds(r.train_time_s)} "
+            f"({r.cost.cloud_note})"
         )
-        if buy is not None:
-            parts.append(
-                f"Buying {buy.label} would cost {fmt_money(buy.cost_for_use, cur)} for the same use "
-                f"(capex {fmt_money(buy.candidate.cost.capex, cur)})"
-                + (f"; it pays off after {runs:,} runs." if runs is not None else "; it never pays off.")
-            )
-    elif buy is not None:
+    if buy is not None:
         b = buy.candidate
-        parts.append(
-            f"Buy: {buy.label} (capex {fmt_money(b.cost.capex, cur)}) costs {fmt_money(buy.cost_for_use, cur)} "
-            f"for {use} with energy and maintenance."
+        buy_text = (
+            f"buying {buy.label} (capex {fmt_money(b.cost.capex, cur)}, {b.cost.purchase_note}) costs "
+            f"{fmt_money(buy.cost_for_use, cur)} for {use} with maintenance and energy"
+            + (f", {fmt_money(buy.per_run, cur)} a run" if abs(b.cost.runs_in_use - 1) > 1e-9 else "")
         )
-        if rent is not None:
-            parts.append(
-                f"Renting {rent.label} would cost {fmt_money(rent.cost_for_use, cur)} "
-                f"({fmt_money(rent.candidate.cost.cloud_cost, cur)} a run)"
-                + (f"; buying pays off from {runs:,} runs on." if runs is not None else ".")
-            )
+        if b.cost.break_even_runs is not None:
+            buy_text += f"; against renting the same devices it pays off after {b.cost.break_even_runs:,} runs"
+        elif b.cost.cloud_per_hour is None:
+            buy_text += "; the same devices have no on-demand price to compare with"
         else:
-            parts.append("No listed candidate that fits has a public on-demand price to compare with.")
+            buy_text += "; renting the same devices always costs less"
+    first, second = (rent_text, buy_text) if verdict == "rent" else (buy_text, rent_text)
+    parts.append(f"{verdict.capitalize()}. {first[0].upper()}{first[1:]}.")
+    if second:
+        parts.append(f"For comparison, {second}.")
+    elif verdict == "buy":
+        parts.append("No listed candidate that fits has a public on-demand price to compare with.")
     if searched and buy is not None and buy.candidate not in result.candidates:
         budget = result.workload.cost.budget
         listed_fits = any(x.fits for x in result.candidates)
@@ -229,5 +232,11 @@ def _text(
             + (f" within the budget of {fmt_money(budget, cur)}" if budget is not None else "")
             + f"; {buy.label} is the best of {searched} catalogue configurations sized"
             + (" and gives up: " + "; ".join(buy.gives_up) + "." if buy.gives_up else ".")
+        )
+    elif buy is not None and buy.gives_up:
+        parts.append(
+            f"The best purchase within the budget of {fmt_money(result.workload.cost.budget, cur)} gives up: "
+            + "; ".join(buy.gives_up)
+            + "."
         )
     return " ".join(parts)

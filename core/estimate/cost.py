@@ -45,12 +45,18 @@ class CostEstimate:
     cloud_note: str  # the on-demand price used, its date and source, or why there is none
     gpu_hours: float  # hours of the run × every device of every node
     use_hours: float  # the expected use: runs × the run's hours, or hours per year × amortisation years
+    runs_in_use: float  # runs of this training the expected use amounts to on these devices
     buy_for_use: float | None  # capex + energy for the use + maintenance over the amortisation period
     rent_for_use: float | None  # the use's hours rented
     break_even_hours: float | None  # hours of training after which owning beats renting the same devices
     break_even_runs: int | None  # the same in runs of this workload
     purchase_note: str  # which price the devices are bought at (street / launch), with its date
     currency: str
+
+    @property
+    def buy_per_run(self) -> float | None:
+        """Owning, per run of this training at the expected use (capex, maintenance, energy)."""
+        return None if self.buy_for_use is None else self.buy_for_use / max(self.runs_in_use, 1e-12)
 
     @property
     def verdict(self) -> str | None:
@@ -68,8 +74,9 @@ def device_cloud_price(device: DeviceSpec, cost: CostSpec) -> tuple[float | None
         return cost.cloud_per_gpu_hour, f"{cost.cloud_per_gpu_hour:g} {cost.currency} per device-hour (workload)"
     if device.cloud_usd_per_hour is not None:
         when = f", {device.cloud_price_date}" if device.cloud_price_date else ""
-        note = f"{device.cloud_usd_per_hour:g} USD per device-hour on demand{when}"
-        return cost.from_usd(device.cloud_usd_per_hour), note
+        price = cost.from_usd(device.cloud_usd_per_hour)
+        converted = f" ({device.cloud_usd_per_hour:g} USD)" if cost.currency != "USD" else ""
+        return price, f"{price:.3g} {cost.currency}{converted} per device-hour on demand{when}"
     return None, "no public on-demand offer in the catalogue: renting not priced"
 
 
@@ -94,9 +101,10 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
             purchase_note = f"{kind} price {usd:,.0f} USD" + (f" ({date})" if date else "")
             bought = (choice.bought or count) * nodes if device.kind != "cpu" else nodes
             unit = cost.from_usd(usd)
-            lines.append(
-                CapexLine("device", device.name, bought, unit, unit * bought, f"{purchase_note}; {device.source}")
-            )
+            src = f"{purchase_note}; {device.source}"
+            if device.kind != "cpu" and p.sold_in and bought > devices:
+                src = f"sold on {p.sold_in[-1]}-GPU baseboards: {bought} bought for the {devices} used; {src}"
+            lines.append(CapexLine("device", device.name, bought, unit, unit * bought, src))
         if cost.host_cost is not None:
             host = cost.host_cost
             lines.append(CapexLine("platform", "Host", machines, host, host * machines, "workload cost settings"))
@@ -155,6 +163,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         cloud_note=cloud_note,
         gpu_hours=gpu_hours,
         use_hours=use_hours,
+        runs_in_use=use_hours / train_hours if train_hours > 0 else float(cost.runs),
         buy_for_use=buy_for_use,
         rent_for_use=cloud_per_hour * use_hours if cloud_per_hour is not None else None,
         break_even_hours=break_even,

@@ -29,7 +29,8 @@ from core.estimate.timing import (
     step_time,
     train_flops_per_sample,
 )
-from core.hardware.catalogue import DeviceSpec
+from core.hardware.catalogue import GIB, DeviceSpec
+from core.hardware.platforms import PlatformChoice, platform_for
 from core.spec.workload import Workload
 from core.units import fmt_bytes
 from core.vocabulary import ALGORITHM_VARIABLES, INPUT_DTYPES, PRECISION_BYTES
@@ -142,7 +143,16 @@ def size_candidate(
         )
 
     lines = lines_for(False)
-    capacity = device.memory_bytes if kind == "gpu" else host_ram_bytes
+    choice = None if device.is_this_machine else platform_for(device, count)
+    ram_note = ""
+    if kind == "gpu":
+        capacity = device.memory_bytes
+    elif choice is not None:  # a CPU to buy: the RAM of the machine it is bought in, not this one's
+        capacity = choice.platform.ram_gb * GIB
+        ram_note = f"RAM: the {choice.platform.ram_gb:,} GB its platform ({choice.platform.name}) is priced with"
+    else:
+        capacity = host_ram_bytes
+    max_loaders = loader_core_limit(choice, count) if kind == "gpu" else None
     per_device = -(-t.batch_size // devices)
     micro, micro_note = micro_batch_for(lines_for, per_device, t.micro_batch_size, capacity, runtime, reserve)
     steps_acc = accumulation_steps(per_device, micro)
@@ -167,6 +177,7 @@ def size_candidate(
         calibrated=calibrated,
         micro_batch=micro,
         data=d,
+        max_loader_cores=max_loaders,
     )
     steps = math.ceil(d.samples / t.batch_size)
     total = st.step_s * steps * t.epochs
@@ -186,7 +197,14 @@ def size_candidate(
         f"global batch {t.batch_size} split over {devices} device(s): {per_device} per device",
         read_note,
         *([st.input_note] if st.input_note else []),
+        *([ram_note] if ram_note else []),
     ]
+    if max_loaders is not None and st.loader_cores_needed > st.loader_cores and st.loader_cores == max_loaders:
+        assert choice is not None
+        assumptions.append(
+            f"the {choice.platform.name}'s {choice.platform.cores} cores leave {max_loaders} loader cores per GPU, "
+            f"fewer than the {st.loader_cores_needed:.1f} that keep up: decoding paces the step"
+        )
     if steps_acc > 1 or micro_note:
         last = per_device - (steps_acc - 1) * micro
         assumptions.append(
@@ -245,6 +263,15 @@ def size_candidate(
     return CandidateResult(
         device, count, nodes, fits, capacity, mem, largest, st, steps, total, cost, deadline, budget, tuple(assumptions)
     )
+
+
+def loader_core_limit(choice: PlatformChoice | None, count: int) -> int | None:
+    """The loader cores the machine around ``count`` devices has for each: its cores less one per
+    training process and one for the system, shared by the devices in it; None when not known."""
+    if choice is None or not choice.platform.cores:
+        return None
+    per_machine = math.ceil(count / max(1, choice.machines))
+    return max(1, (choice.platform.cores - per_machine - 1) // per_machine)
 
 
 def micro_batch_for(

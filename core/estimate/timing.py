@@ -207,6 +207,7 @@ def step_time(
     calibrated: Mapping[str, Any] | None = None,
     micro_batch: int | None = None,
     data: DataSpec | None = None,
+    max_loader_cores: int | None = None,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
@@ -217,7 +218,8 @@ def step_time(
     A micro-step's input is the slower of reading its samples (``disk_bytes_per_sample`` at
     ``read_bps``) and decoding and augmenting them (``data``'s decode cost, core/estimate/
     input_pipeline.py) on the loader cores the device gets: as many as keep up with the device's
-    own pace, at least a few, at most what a host gives a GPU. ``data`` None: nothing to decode."""
+    own pace, at least a few, at most what a host gives a GPU and at most ``max_loader_cores`` (the
+    cores the machine that holds the device has for it). ``data`` None: nothing to decode."""
     cal = calibrated or {}
     eff = efficiency_for(device, precision, cal)
     peak = device.peak_flops(precision)
@@ -261,6 +263,8 @@ def step_time(
     pace = max((b - (k - 1) * m) / max(busy, 1e-12), m / max(a_busy, 1e-12) if k > 1 else 0.0)
     needed = loader_cores_needed(pace, cost) if cost is not None else 0.0
     cores = loader_cores(needed, kind)
+    if max_loader_cores is not None:
+        cores = max(1, min(cores, max_loader_cores))
 
     def read(n: int) -> float:
         return n * disk_bytes_per_sample / read_bps

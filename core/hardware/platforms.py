@@ -198,7 +198,8 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
     """The machines that hold ``count`` of ``device`` in one node; None for a device that is only
     rented (TPUs, Trainium: form factor "cloud"). The smallest platform that takes the device's
     form factor and the count wins (a passively cooled card only in a platform whose airflow cools
-    it); beyond the largest, several machines of it."""
+    it; one priced with RAM for the GPUs' memory when there is one); beyond the largest,
+    several machines of it."""
     ps = platforms or load_platforms()
     form = device.form_factor or ("socket" if device.kind == "cpu" else "pcie")
     if form == "cloud":
@@ -212,7 +213,12 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
         p = _socket_platform(device, fitting)
         return PlatformChoice(p, 1, 0, f"{p.name} with the {device.name}")
     fitting.sort(key=lambda p: p.max_devices)
-    for p in fitting:
+    # host RAM at least the GPUs' memory (core.advice.bom's Memory line asks for twice, to stage
+    # pinned copies; a platform short of that is told so there): two 96 GB cards go in a
+    # workstation, not a 64 GB desktop
+    ram_needed = (device.memory_bytes or 0) * count
+    roomy = [p for p in fitting if p.ram_gb * 10**9 >= ram_needed]
+    for p in roomy + fitting:
         if count <= p.max_devices:
             bought = p.devices_bought(count)
             note = f"{p.name}"
