@@ -19,6 +19,7 @@ from core.estimate.memory import checkpoint_bytes
 from core.estimate.seed_formulas import token_sequence_length
 from core.estimate.sizing import CandidateResult, SizingResult, fits_in_half_of_ram
 from core.estimate.timing import FORMAT_SIZE_FACTOR, StepTime, dataset_bytes_on_disk
+from core.hardware.catalogue import DeviceSpec
 from core.units import fmt_bytes, fmt_count, fmt_seconds
 
 # The names that say where a rule applies (docs/rules.md): every rule's condition uses one.
@@ -255,8 +256,6 @@ def candidate_context(
     """The names candidate-scope rules add, for one device × count; ``siblings`` are the table's
     rows of the same device (every count), ``lead`` the recommended candidate."""
     dev, mem, st = c.device, c.memory, c.step
-    tensor_cores = dev.extra.get("tensor_cores")
-    has_tensor = bool(tensor_cores) or (dev.kind in ("tpu", "accelerator") and dev.half_flops is not None)
     bandwidth = dev.bandwidth / 1e9 if dev.bandwidth else None
     link = dev.interconnect or "PCIe"
     short = [x.count for x in siblings if x.fits is False] or [c.count]
@@ -285,14 +284,17 @@ def candidate_context(
         "is_gpu": dev.kind != "cpu",
         "is_best": c is lead,
         "is_this_machine": dev.is_this_machine,
-        "has_tensor_cores": has_tensor,
+        "has_tensor_cores": has_tensor_peak(dev),
+        # what mixed precision does to the peak the sizing uses (1 on a TPU: FP32 already runs as BF16)
+        "half_peak_ratio": dev.half_flops / dev.fp32_flops if dev.half_flops and dev.fp32_flops else 1.0,
         "fp32_peak": fmt_count(dev.fp32_flops, "FLOP/s"),
         "half_peak": fmt_count(dev.half_flops, "FLOP/s") if dev.half_flops else "unknown",
         "tf32_peak": fmt_count(dev.tf32_flops, "FLOP/s") if dev.tf32_flops else "n/a",
         "bandwidth_gbs": bandwidth,
         "largest_batch": c.largest_batch,
         "largest_batch_text": "unknown" if c.largest_batch is None else f"{c.largest_batch:,}",
-        "has_nvlink": "nvlink" in link.lower(),
+        # NVLink, Infinity Fabric, RoCE, ICI or NeuronLink between the devices, not only PCIe
+        "has_nvlink": dev.nvlink,
         "interconnect": link,
         "comm_text": fmt_seconds(st.comm_s),
         "step_text": fmt_seconds(st.step_s),
@@ -312,6 +314,19 @@ def candidate_context(
         "activation_share": mem.activations / mem.tensor_peak if mem.tensor_peak else 0.0,
         "activation_pct": f"{mem.activations / mem.tensor_peak:.0%}" if mem.tensor_peak else "unknown",
     }
+
+
+def has_tensor_peak(dev: DeviceSpec) -> bool:
+    """Whether the device has tensor (matrix) units that half precision runs on: its dense
+    FP16/BF16 peak is above its FP32 peak (NVIDIA tensor cores, AMD matrix cores, Gaudi's MMEs,
+    Trainium's tensor engine), or it publishes a half-precision peak and no FP32 rate at all (TPUs:
+    XLA runs FP32 matmuls as BF16 passes on the MXUs). A core count in the catalogue is not needed:
+    the B200's is not published."""
+    if dev.half_flops is None:
+        return bool(dev.extra.get("tensor_cores"))  # a user's device that gives a count but no peak
+    if not dev.extra.get("fp32_tflops"):
+        return True
+    return dev.half_flops > dev.fp32_flops
 
 
 def _need_on_text(count: int | None, sharding: str) -> str:
