@@ -23,7 +23,7 @@ from core.errors import OutputError
 from core.output import glossary
 from core.output.report import Report
 from core.storage.files import write_atomically
-from core.units import fmt_bytes, fmt_money, fmt_seconds
+from core.units import fmt_amount, fmt_bytes, fmt_money, fmt_seconds, fmt_sig
 from reports.charts import memory_chart, time_cost_chart
 
 DPI = 300
@@ -147,10 +147,6 @@ def _buy_or_rent(verdict: str | None, runs: int | None) -> str:
     return verdict + (f" · {runs:,} runs" if runs and verdict == "rent" else "")
 
 
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
-
-
 def _css_px(device_px: float) -> int:
     """QTextDocument reads <img width> in 96-dpi pixels and scales them to the printer's 300 dpi."""
     return int(device_px * 96 / DPI)
@@ -216,10 +212,10 @@ def report_html(r: Report, width: float) -> str:
             {True: "yes", False: "<b>no</b>", None: "?"}[c.fits],
             _e(fmt_bytes(c.memory_bytes)),
             _e(fmt_seconds(c.train_time_s)),
-            _num(c.capex),
-            _e("—" if c.energy_kwh is None else f"{c.energy_kwh:,.1f}"),
-            _num(c.tco),
-            _num(c.cloud),
+            _e(fmt_amount(c.capex)),
+            _e("—" if c.energy_kwh is None else fmt_sig(c.energy_kwh)),
+            _e(fmt_amount(c.tco)),
+            _e(fmt_amount(c.cloud)),
             _e(_buy_or_rent(c.buy_or_rent, c.break_even_runs)),
             _e((c.verdict or "").replace("deadline ", "").replace("within budget", "in budget")),
         ]

@@ -170,17 +170,18 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
     checkpoint = checkpoint_bytes(m.parameters, t.optimizer)
     need = 2 * on_disk + CHECKPOINTS_KEPT * checkpoint + SYSTEM_DISK_BYTES
     size_tb = next((s for s in DISK_SIZES_TB if s * 10**12 >= need), DISK_SIZES_TB[-1])
-    input_bound = best is not None and best.step.bound == "input pipeline"
-    kind = "NVMe SSD" if input_bound or on_disk > 50 * 10**9 or d.storage == "nvme" else "SATA SSD"
-    raid = ", 2 drives in RAID 0 (or 4 in RAID 10 for redundancy)" if input_bound else ""
+    kind, storage_reason = storage_choice(result, best)
     lines.append(
         BomLine(
             "Storage",
-            f"{size_tb:g} TB {kind}{raid}",
+            f"{size_tb:g} TB {kind}",
             f"dataset {fmt_bytes(on_disk)} on disk ({d.format}) twice, {CHECKPOINTS_KEPT} checkpoints of "
             f"{fmt_bytes(checkpoint)}, {SYSTEM_DISK_BYTES / 1e9:.0f} GB for the system (TrainRig allowances)"
-            + ("; steps wait for data, so reads are striped" if input_bound else ""),
-            "Jamgharyan 2024 (RAID 0 / RAID 10); Panaite & Leba 2024 (storage tiers and formats)",
+            + storage_reason,
+            "Jamgharyan 2024 (RAID 0 / RAID 10); Panaite & Leba 2024 (storage tiers and formats)"
+            if reads_bound(best)
+            else "Panaite & Leba 2024 (storage tiers and formats); drive read rates: typical data sheets "
+            "(core/estimate/timing.py, STORAGE_READ_BPS)",
         )
     )
     choice = best.cost.platform if best is not None else None
@@ -325,6 +326,64 @@ def network_lines(best: CandidateResult) -> list[BomLine]:
             )
         )
     return lines
+
+
+# Above this much data on disk the bill asks for NVMe whatever the workload's tier: a TrainRig
+# allowance, not from a source (the training times still assume the workload's own tier).
+NVME_ABOVE_BYTES = 50 * 10**9
+RAID_SPEC = ", 2 drives in RAID 0 (or 4 in RAID 10 for redundancy)"
+TIER_NAMES = {
+    "hdd": "7,200 rpm hard disk",
+    "hdd_10k": "10,000 rpm hard disk",
+    "sata_ssd": "SATA SSD",
+    "nvme": "NVMe SSD",
+    "ramdisk": "RAM disk",
+    "network": "network share",
+}
+
+
+def reads_bound(best: CandidateResult | None) -> bool:
+    """The step waits for its samples to be read from storage: input-bound, and reading is the
+    slower half of the input pipeline (StepTime.read_s ≥ decode_s), not decoding on the CPU."""
+    return best is not None and best.step.bound == "input pipeline" and best.step.read_s >= best.step.decode_s
+
+
+def storage_choice(result: SizingResult, best: CandidateResult | None) -> tuple[str, str]:
+    """The drives to buy and why (appended to the Storage line's reason): NVMe striped in RAID 0
+    only when reading the samples is what the step waits for (reads_bound) — when it waits for
+    decoding on the CPU, faster drives do not shorten it, and the reason says so; else NVMe for the
+    workload's own NVMe or for more than NVME_ABOVE_BYTES of data, SATA otherwise. When the bill
+    names another tier than the workload's, the reason says why and what the times assume."""
+    d = result.workload.data
+    on_disk = dataset_bytes_on_disk(d)
+    own = TIER_NAMES.get(d.storage, d.storage)
+    rate = f"{STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s"
+    nvme = f"{STORAGE_READ_BPS['nvme'] / 1e9:g} GB/s"
+    reason = ""
+    if best is not None and reads_bound(best):
+        st = best.step
+        return "NVMe SSD" + RAID_SPEC, (
+            f"; steps wait for reads from the workload's {own} ({fmt_seconds(st.read_s)} of each "
+            f"{fmt_seconds(st.step_s)} step at {rate}): NVMe reads about {nvme} a drive, and reads are striped "
+            "over two"
+        )
+    if best is not None and best.step.bound == "input pipeline":
+        st = best.step
+        reason = (
+            f"; steps wait for decoding on the CPU ({fmt_seconds(st.decode_s)} a step), not for reads "
+            f"({fmt_seconds(st.read_s)}): faster or striped drives would not shorten them (see the CPU line)"
+        )
+    if d.storage == "nvme":
+        return "NVMe SSD", reason
+    if on_disk <= NVME_ABOVE_BYTES:
+        return "SATA SSD", reason
+    if d.storage == "ramdisk":
+        return "NVMe SSD", reason + "; NVMe holds the dataset the RAM disk is filled from"
+    return "NVMe SSD", reason + (
+        f"; NVMe rather than the workload's {own}: TrainRig's choice above {NVME_ABOVE_BYTES / 1e9:.0f} GB of "
+        f"data ({fmt_bytes(on_disk)} here; about {nvme} a drive against {rate}); the training times assume the "
+        f"{own}, whose reads do not hold up these steps"
+    )
 
 
 def storage_keeps_up(result: SizingResult, best: CandidateResult | None) -> bool:

@@ -13,12 +13,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.advice.bom import choose_candidate
+from core.advice.bom import TIER_NAMES, choose_candidate
 from core.advice.host import host_cores, l3_cache_mb, loader_cores, loader_cores_per_gpu, page_cache_ram_bytes
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.seed_formulas import token_sequence_length
 from core.estimate.sizing import CandidateResult, SizingResult, fits_in_half_of_ram
 from core.estimate.timing import FORMAT_SIZE_FACTOR, StepTime, dataset_bytes_on_disk
+from core.hardware.catalogue import DeviceSpec
 from core.units import fmt_bytes, fmt_count, fmt_seconds
 
 # The names that say where a rule applies (docs/rules.md): every rule's condition uses one.
@@ -34,7 +35,10 @@ APPLICABILITY_NAMES = frozenset(
         "best_bound",
         "best_overhead_share",
         "best_input_share",
+        "best_input_wait",
+        "best_read_share",
         "bound",
+        "input_wait",
         "overhead_share",
         "memory_share",
         "comm_share",
@@ -85,12 +89,14 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
     # this machine's inventory speaks about the advice only when this machine is a candidate
     here = inventory is not None and any(c.device.is_this_machine for c in cands)
     ram = host["host_ram_bytes"] if here else None
+    # a RAM disk holds the files as stored (JPEGs, not decoded tensors)
+    on_disk = dataset_bytes_on_disk(d)
     ramdisk_fit = (
         ""
         if ram is None
         else (
             " — it fits in this machine's RAM"
-            if fits_in_half_of_ram(result.dataset_bytes, ram)
+            if fits_in_half_of_ram(on_disk, ram)
             else " — it does not fit in this machine's RAM"
         )
     )
@@ -108,6 +114,7 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "samples_text": f"{d.samples:,}",
         "dataset_bytes": result.dataset_bytes,
         "dataset_text": fmt_bytes(result.dataset_bytes),
+        "dataset_on_disk_text": f"{fmt_bytes(on_disk)} of {d.format}",
         "ram_for_dataset": fmt_bytes(page_cache_ram_bytes(d)),
         "ramdisk_fit_text": ramdisk_fit,
         "k1": k1,
@@ -124,6 +131,7 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "nodes": t.nodes,
         "reserve_percent": t.reserve_percent,
         "storage": d.storage,
+        "storage_text": TIER_NAMES.get(d.storage, d.storage),
         "data_format": d.format,
         "data_format_upper": d.format.upper(),
         "jpeg_ratio": f"{FORMAT_SIZE_FACTOR[d.format] / FORMAT_SIZE_FACTOR['jpeg']:.2g}",
@@ -155,9 +163,15 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "best_overhead_share": _share(step.overhead_s, step),
         "best_overhead_pct": f"{_share(step.overhead_s, step):.0%}",
         "best_input_share": _share(step.input_s, step),
+        "best_input_wait": input_wait(step),
+        "best_read_share": _share(step.read_s, step),
+        "best_decode_share": _share(step.decode_s, step),
         "best_largest_batch": lead.largest_batch,
         "best_step": fmt_seconds(step.step_s),
         "best_input": fmt_seconds(step.input_s),
+        "best_read": fmt_seconds(step.read_s),
+        "best_decode": fmt_seconds(step.decode_s),
+        "best_loader_cores": step.loader_cores,
         "best_time": f"{fmt_seconds(lead.train_time_s)} ({lead.device.name} × {lead.count})",
         "fastest_text": f"{fmt_seconds(fastest.train_time_s)} ({fastest.device.name} × {fastest.count})",
         "cpu_device": fastest_cpu.device.name if fastest_cpu else None,
@@ -208,6 +222,16 @@ _TRACE_WORDS = {
 _TRACE_KINDS = {"conv2d": "conv", "linear": "linear", "embedding": "embedding"}
 
 
+def input_wait(step: StepTime) -> str:
+    """What the step waits for when its input pipeline bounds it: "read" (the storage tier cannot
+    deliver the samples in time), "decode" (the loader cores cannot decode and augment them in
+    time), or "none" (the input arrives in time, or something else bounds the step). The slower of
+    the two is the wait (core/estimate/timing.py: input = max(read, decode) per micro-step)."""
+    if step.bound != "input pipeline":
+        return "none"
+    return "decode" if step.decode_s > step.read_s else "read"
+
+
 def _share(part: float, step: StepTime) -> float:
     return part / step.step_s if step.step_s else 0.0
 
@@ -232,8 +256,6 @@ def candidate_context(
     """The names candidate-scope rules add, for one device × count; ``siblings`` are the table's
     rows of the same device (every count), ``lead`` the recommended candidate."""
     dev, mem, st = c.device, c.memory, c.step
-    tensor_cores = dev.extra.get("tensor_cores")
-    has_tensor = bool(tensor_cores) or (dev.kind in ("tpu", "accelerator") and dev.half_flops is not None)
     bandwidth = dev.bandwidth / 1e9 if dev.bandwidth else None
     link = dev.interconnect or "PCIe"
     short = [x.count for x in siblings if x.fits is False] or [c.count]
@@ -262,14 +284,17 @@ def candidate_context(
         "is_gpu": dev.kind != "cpu",
         "is_best": c is lead,
         "is_this_machine": dev.is_this_machine,
-        "has_tensor_cores": has_tensor,
+        "has_tensor_cores": has_tensor_peak(dev),
+        # what mixed precision does to the peak the sizing uses (1 on a TPU: FP32 already runs as BF16)
+        "half_peak_ratio": dev.half_flops / dev.fp32_flops if dev.half_flops and dev.fp32_flops else 1.0,
         "fp32_peak": fmt_count(dev.fp32_flops, "FLOP/s"),
         "half_peak": fmt_count(dev.half_flops, "FLOP/s") if dev.half_flops else "unknown",
         "tf32_peak": fmt_count(dev.tf32_flops, "FLOP/s") if dev.tf32_flops else "n/a",
         "bandwidth_gbs": bandwidth,
         "largest_batch": c.largest_batch,
         "largest_batch_text": "unknown" if c.largest_batch is None else f"{c.largest_batch:,}",
-        "has_nvlink": "nvlink" in link.lower(),
+        # NVLink, Infinity Fabric, RoCE, ICI or NeuronLink between the devices, not only PCIe
+        "has_nvlink": dev.nvlink,
         "interconnect": link,
         "comm_text": fmt_seconds(st.comm_s),
         "step_text": fmt_seconds(st.step_s),
@@ -279,6 +304,7 @@ def candidate_context(
         else f"{c.count * dev.host_link_bw / 1e9:,.0f} GB/s",
         "host_link": dev.host_link or "a host link the catalogue does not give",
         "bound": st.bound,
+        "input_wait": input_wait(st),
         "overhead_share": _share(st.overhead_s, st),
         "overhead_pct": f"{st.overhead_s / st.step_s:.0%}" if st.step_s else "unknown",
         "memory_share": _share(st.memory_s, st),
@@ -288,6 +314,19 @@ def candidate_context(
         "activation_share": mem.activations / mem.tensor_peak if mem.tensor_peak else 0.0,
         "activation_pct": f"{mem.activations / mem.tensor_peak:.0%}" if mem.tensor_peak else "unknown",
     }
+
+
+def has_tensor_peak(dev: DeviceSpec) -> bool:
+    """Whether the device has tensor (matrix) units that half precision runs on: its dense
+    FP16/BF16 peak is above its FP32 peak (NVIDIA tensor cores, AMD matrix cores, Gaudi's MMEs,
+    Trainium's tensor engine), or it publishes a half-precision peak and no FP32 rate at all (TPUs:
+    XLA runs FP32 matmuls as BF16 passes on the MXUs). A core count in the catalogue is not needed:
+    the B200's is not published."""
+    if dev.half_flops is None:
+        return bool(dev.extra.get("tensor_cores"))  # a user's device that gives a count but no peak
+    if not dev.extra.get("fp32_tflops"):
+        return True
+    return dev.half_flops > dev.fp32_flops
 
 
 def _need_on_text(count: int | None, sharding: str) -> str:

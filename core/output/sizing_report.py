@@ -9,7 +9,7 @@ from core.advice.recommendation import Recommendation
 from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
 from core.estimate.timing import train_flops_per_sample
 from core.output.glossary import verdict_text
-from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
+from core.units import fmt_bytes, fmt_count, fmt_energy, fmt_money, fmt_seconds
 
 FLOP_CONVENTION = (
     "a multiply-add counts 2 FLOP in linear, convolution, recurrent and attention matmuls "
@@ -210,7 +210,7 @@ def sizing_to_text(rec: Recommendation) -> str:
             f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound: {step_breakdown(c)}), "
             f"training time {fmt_seconds(c.train_time_s)}",
             f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
-            + (f"{c.cost.energy_kwh:.3g} kWh" if c.cost.energy_kwh is not None else "unknown")
+            + fmt_energy(c.cost.energy_kwh)
             + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}"
             + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}"
             + (f"; {c.cost.verdict} for the expected use" if c.cost.verdict else "")

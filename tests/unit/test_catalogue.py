@@ -120,3 +120,15 @@ def test_every_accelerator_states_where_its_memory_figure_comes_from() -> None:
         else:
             assert isinstance(e["memory_bytes"], int) and e["memory_bytes"] > 0, e["name"]
             assert e["memory_source"], e["name"]
+
+
+def test_every_gpu_with_a_tensor_peak_names_its_tensor_cores() -> None:
+    # the B200 had "tensor_cores": null and nothing else, which a rule read as "no tensor cores";
+    # NVIDIA's data sheet names the generation (fifth) but no count per GPU
+    for e in catalogue_entries():
+        if e["kind"] != "gpu" or not e.get("fp16_tflops") or e["fp16_tflops"] <= e["fp32_tflops"]:
+            continue
+        assert e.get("tensor_cores") or e.get("tensor_core_generation"), e["name"]
+    b200 = next(e for e in catalogue_entries() if e["name"] == "NVIDIA B200 (HGX)")
+    assert (b200["tensor_cores"], b200["tensor_core_generation"]) == (None, "5th")
+    assert "fifth-generation Tensor Cores" in b200["source"]

@@ -63,6 +63,13 @@ def fired(
 
 BIG_SAMPLES = {"data": {"samples": 100_000_000}}
 INPUT_BOUND = {"data": {"storage": "network", "bytes_per_sample_on_disk": 10_000_000}}
+# ResNet-50 on 12-megapixel camera JPEGs on an NVMe drive: 168 ms of one core a sample to decode
+# and augment, 2.6 ms to read — the steps wait for the decoding, not for the drive
+DECODE_BOUND = {
+    "model": {"preset": "resnet-50"},
+    "data": {"storage": "nvme", "stored_resolution": [3024, 4032]},
+    "training": {"precision": "bf16_mixed"},
+}
 BERT_512 = {"model": {"preset": "bert-base"}, "training": {"batch_size": 512}}
 LLAMA_8B = {"model": {"preset": "llama-8b"}, "training": {"batch_size": 8}}
 LLAMA_FSDP = {"model": {"preset": "llama-8b"}, "hardware": {"gpu_count": {"min": 1, "max": 8}}}
@@ -131,14 +138,15 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("storage-iterated-data", {"doc": HDD_BOUND}, {"doc": {"data": {"storage": "hdd"}}}),
     ("storage-ramdisk-ups", {"doc": {"data": {"storage": "ramdisk"}}}, {}),
     ("storage-ssd-wear", {}, {"doc": {"data": {"storage": "hdd"}}}),
-    ("storage-raid-throughput", {"doc": INPUT_BOUND}, {}),
+    ("storage-raid-throughput", {"doc": INPUT_BOUND}, {"doc": DECODE_BOUND}),
     (
         "memory-four-channels",
         {"devices": ("here-gpu",), "inventory": host(memory__channels=2)},
         {"devices": ("here-gpu",), "inventory": host(memory__channels=8)},
     ),
     ("memory-bandwidth-vs-gpus", {"count": 4}, {}),
-    ("ramdisk-data-not-programs", {"doc": INPUT_BOUND}, {}),
+    ("ramdisk-data-not-programs", {"doc": INPUT_BOUND}, {"doc": DECODE_BOUND}),
+    ("input-decode-bound", {"doc": DECODE_BOUND}, {"doc": INPUT_BOUND}),
     ("format-jpeg-vs-lossless", {"doc": {"data": {"format": "png"}}}, {"doc": {"data": {"format": "jpeg"}}}),
     ("hp-gpu-load-idle", {}, {"doc": {**RESNET, "training": {"batch_size": 256}}}),
     ("hp-activations-dominate", {"doc": BERT_512}, {"doc": BERT_512, "devices": ("H100 SXM",)}),
