@@ -110,7 +110,7 @@ def test_report_without_a_display_runs_as_a_script(tmp_path: Path) -> None:
         "Recommended: 1 × NVIDIA GeForce RTX 4090. It trains the workload in " + fmt_seconds(c["training_time_s"])
         in flat
     )
-    assert f"Hardware cost {c['capex']:,.0f} USD as 1 × Desktop (1 PCIe GPU)" in flat  # the card in its machine
+    assert f"Hardware cost {c['capex']:,.0f} USD as 1 × Desktop (1–2 PCIe GPUs)" in flat  # the card in its machine
     assert doc["decision"]["text"].split(".")[0] in flat  # buy or rent, as `size` decides it
     assert f"total cost of ownership over 3 years {c['tco']:,.0f} USD" in flat
     assert f"needing {fmt_bytes(c['memory_per_device']['total'])} per device" in flat
