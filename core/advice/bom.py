@@ -130,10 +130,14 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
     # holds) cached when it is reasonable
     stored = dataset_bytes_on_disk(d)
     cache = page_cache_ram_bytes(d) if stored <= 2 * 10**12 and not storage_keeps_up(result, best) else 0.0
-    want = max(32 * 10**9, 2 * gpu_mem, cache)
+    want = max(32 * 10**9, gpu_mem, cache)
     ram_gb = next((s for s in RAM_SIZES_GB if s * 10**9 >= want), RAM_SIZES_GB[-1])
     channels = memory_channels(best)
-    ram_reason = f"≥ 2 × the GPUs' memory ({fmt_bytes(gpu_mem)})" if gpu_mem else "room for the framework and data"
+    ram_reason = (
+        f"≥ the GPUs' memory ({fmt_bytes(gpu_mem)}), so a checkpoint or a staged batch of each GPU fits in RAM"
+        if gpu_mem
+        else "room for the framework and data"
+    )
     if not cache and stored <= 2 * 10**12:
         ram_reason += (
             f"; the {d.storage} drive reads the dataset at least twice as fast as training consumes it, so it need "
@@ -162,7 +166,8 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
                 if best is not None and best.device.kind != "cpu"
                 else f"; all {channels} channels populated: the CPU's memory bandwidth bounds its training"
             ),
-            "Jamgharyan 2024 (four-channel RAM, memory bandwidth ≥ GPU consumption)",
+            "Jamgharyan 2024 (four-channel RAM, memory bandwidth ≥ GPU consumption); Dettmers, 'A Full Hardware "
+            "Guide to Deep Learning' (RAM at least as large as the GPU memory)",
         )
     )
     # storage: dataset twice (raw + working copy), checkpoints, system
@@ -208,7 +213,8 @@ def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
     if best.device.kind == "cpu":
         why = f"a machine for the {best.device.name}"
     else:
-        why = f"holds {best.count} {best.device.form_factor or 'PCIe'} accelerator(s) per node"
+        form = {"pcie": "PCIe", "sxm": "SXM", "oam": "OAM"}.get(best.device.form_factor or "pcie", "")
+        why = f"holds {best.count} {form} accelerator(s) per node".replace("  ", " ")
         if choice.bought > best.count * max(1, choice.machines) or (
             choice.platform.sold_in and choice.bought > best.count
         ):

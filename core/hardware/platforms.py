@@ -213,8 +213,7 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
         p = _socket_platform(device, fitting)
         return PlatformChoice(p, 1, 0, f"{p.name} with the {device.name}")
     fitting.sort(key=lambda p: p.max_devices)
-    # host RAM at least the GPUs' memory (core.advice.bom's Memory line asks for twice, to stage
-    # pinned copies; a platform short of that is told so there): two 96 GB cards go in a
+    # host RAM at least the GPUs' memory (core.advice.bom's Memory line): two 96 GB cards go in a
     # workstation, not a 64 GB desktop
     ram_needed = (device.memory_bytes or 0) * count
     roomy = [p for p in fitting if p.ram_gb * 10**9 >= ram_needed]

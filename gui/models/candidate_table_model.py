@@ -85,6 +85,8 @@ class CandidateTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == COL_STEP:
                 return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}"
+            if col == COL_BUY_OR_RENT:
+                return _buy_or_rent_tip(r)
             return "\n".join([r.device.source, *r.assumptions])
         if role == Qt.ItemDataRole.TextAlignmentRole and col != COL_DEVICE:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -134,4 +136,18 @@ def _buy_or_rent(r: CandidateResult) -> str:
         return ""
     if r.cost.verdict == "buy" or r.cost.break_even_runs is None:
         return r.cost.verdict
-    return f"rent (buy pays off after {r.cost.break_even_runs:,} runs)"
+    return f"rent · {r.cost.break_even_runs:,} runs"
+
+
+def _buy_or_rent_tip(r: CandidateResult) -> str:
+    c = r.cost
+    if c.verdict is None:
+        return f"Renting or buying is not priced for these devices: {c.cloud_note}; {c.purchase_note}"
+    tip = (
+        f"{c.verdict.capitalize()} costs less per run at the expected use: renting "
+        f"{fmt_money(c.cloud_cost, c.currency)} a run ({c.cloud_note}), buying "
+        f"{fmt_money(c.buy_per_run, c.currency)} a run (capex, maintenance and energy; {c.purchase_note})"
+    )
+    if c.break_even_runs is not None:
+        tip += f"; owning these devices pays off after {c.break_even_runs:,} runs"
+    return tip

@@ -281,7 +281,8 @@ class ResultsPage(QWidget):
             self.decision.setText("Nothing that fits can be bought or rented at a known price.")
             self.tabs.setTabText(4, "Buy or rent")
             return
-        self.decision.setText(f"<p><b>{d.verdict.capitalize()}.</b> {html.escape(d.text)}</p>")
+        head, _, rest = d.text.partition(". ")  # "Rent. Renting … ": the verdict in bold
+        self.decision.setText(f"<p><b>{html.escape(head)}.</b> {html.escape(rest)}</p>")
         self.tabs.setTabText(4, f"Buy or rent: {d.verdict}")
 
 
