@@ -148,7 +148,7 @@ def decide(
         alt, searched = budget_search(result, catalogue, host_ram_bytes, calibrated)
         if alt is not None:
             buy_c, lost = alt, gives_up(alt, wanted, c.deadline_hours)
-    rent_c = best_rental(result.candidates, c.budget)
+    rent_c = best_rental(result.candidates, c.budget) if c.rent_allowed else None
     buy = None
     if buy_c is not None and buy_c.cost.buy_for_use is not None and buy_c.cost.buy_per_run is not None:
         buy = Option(buy_c, "buy", buy_c.cost.buy_for_use, buy_c.cost.buy_per_run, lost)
@@ -222,6 +222,8 @@ def _text(
     parts.append(f"{verdict.capitalize()}. {first[0].upper()}{first[1:]}.")
     if second:
         parts.append(f"For comparison, {second}.")
+    elif verdict == "buy" and not result.workload.cost.rent_allowed:
+        parts.append("Renting is ruled out in the workload (cost.rent_allowed: false): the data stays on site.")
     elif verdict == "buy":
         parts.append("No listed candidate that fits has a public on-demand price to compare with.")
     if searched and buy is not None and buy.candidate not in result.candidates:

@@ -109,6 +109,7 @@ class CostSpec:
     # or, when set, ``hours_per_year`` hours of training a year over the amortisation period
     runs: int = 1
     hours_per_year: float | None = None
+    rent_allowed: bool = True  # false: the data must stay on site, renting is not an option
 
     def from_usd(self, usd: float) -> float:
         return usd * self.per_usd
@@ -337,6 +338,7 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         "exchange_rate",
         "runs",
         "hours_per_year",
+        "rent_allowed",
     }
     reject_unknown(c, allowed, "cost")
     d = CostSpec()
@@ -362,6 +364,7 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
         host_cost=get_float(c, "host_cost", "cost", maximum=1e9) if "host_cost" in c else None,
         host_power_w=get_float(c, "host_power_w", "cost", maximum=1e6) if "host_power_w" in c else None,
         runs=get_int(c, "runs", "cost", default=1, minimum=1, maximum=10**6),
+        rent_allowed=get_bool(c, "rent_allowed", "cost", default=True),
         hours_per_year=(
             get_float(c, "hours_per_year", "cost", minimum=0, exclusive_min=True, maximum=HOURS_PER_YEAR)
             if "hours_per_year" in c

@@ -66,6 +66,12 @@ class GoalPage(WizardPage):
         self.use_runs = spin(1, 1_000_000, "Runs of this training you expect (a study of N runs, repeats)")
         self.use_hours = dspin(1, 8760, 0, "Hours of training a year the hardware will be busy", " h/year")
         self.use_hours.setValue(1000)
+        self.rent_allowed = QCheckBox("Renting allowed")
+        self.rent_allowed.setChecked(True)
+        self.rent_allowed.setToolTip(
+            "Untick when the data must stay on site: the decision is then to buy, and each candidate's rental "
+            "price is shown for comparison only"
+        )
         self.use_cloud = QCheckBox("Own cloud price")
         self.cloud = dspin(
             0.001,
@@ -88,6 +94,7 @@ class GoalPage(WizardPage):
         use_row.addWidget(self.use_hours)
         form.addRow("Expected use", use_row)
         form.addRow(self.use_cloud, self.cloud)
+        form.addRow("", self.rent_allowed)
         form.addRow("Currency", self.currency)
         form.addRow("Exchange rate (per USD)", self.rate)
         form.addRow("Rate dated", self.rate_date)
@@ -103,6 +110,7 @@ class GoalPage(WizardPage):
         self.currency.textChanged.connect(self._rate_enabled)
         for s in (self.runs, self.deadline, self.budget, self.rate, self.use_runs, self.use_hours, self.cloud):
             s.valueChanged.connect(self.changed)
+        self.rent_allowed.toggled.connect(self.changed)
         self.use_kind.currentIndexChanged.connect(self._use_enabled)
         self.use_kind.currentIndexChanged.connect(self.changed)
         self.purpose.currentIndexChanged.connect(self.changed)
@@ -128,6 +136,7 @@ class GoalPage(WizardPage):
         self.use_runs.setValue(int(cost.get("runs", 1)))
         self.use_hours.setValue(float(cost.get("hours_per_year", 1000)))
         self._use_enabled()
+        self.rent_allowed.setChecked(bool(cost.get("rent_allowed", True)))
         self.use_cloud.setChecked("cloud_per_gpu_hour" in cost)
         self.cloud.setEnabled("cloud_per_gpu_hour" in cost)
         self.cloud.setValue(float(cost.get("cloud_per_gpu_hour", 2.5)))
@@ -159,6 +168,10 @@ class GoalPage(WizardPage):
             cost.pop("exchange_rate", None)
         cost.pop("runs", None)
         cost.pop("hours_per_year", None)
+        if self.rent_allowed.isChecked():
+            cost.pop("rent_allowed", None)
+        else:
+            cost["rent_allowed"] = False
         if self.use_kind.currentData() == "hours_per_year":
             cost["hours_per_year"] = self.use_hours.value()
         elif self.use_runs.value() != 1:

@@ -216,10 +216,37 @@ def test_a_currency_other_than_usd_asks_for_its_rate_and_converts_prices(qtbot, 
     assert goal.problem() is None
     wiz.go(5)
     (gpu,) = [c for c in wiz.result.candidates if "4090" in c.device.name]
-    # the RTX 4090's purchase price and its workstation (platforms.json), all USD, at 0.92 EUR per USD
+    # the RTX 4090's purchase price and its desktop (platforms.json), all USD, at 0.92 EUR per USD
     ws = load_platforms().by_id("desktop")  # one consumer card: a desktop
     assert gpu.cost.platform is not None and gpu.cost.platform.platform == ws
     usd = gpu.device.purchase_price()[0] + ws.base_cost_usd + ws.cpu_cost_usd
     assert gpu.cost.currency == "EUR"
     assert gpu.cost.capex == pytest.approx(usd * 0.92)
     assert wiz.result.workload.cost.rate_date == "2026-11-01"
+
+
+def test_the_goal_page_sets_the_expected_use_and_the_results_say_buy_or_rent(qtbot, main_window) -> None:
+    w = main_window()
+    wiz = w.sizing_tab
+    goal = wiz.goal
+    goal.use_kind.setCurrentIndex(goal.use_kind.findData("hours_per_year"))
+    assert goal.use_hours.isVisibleTo(goal) and not goal.use_runs.isVisibleTo(goal)
+    goal.use_hours.setValue(2000)
+    wiz.go(5)
+    cost = wiz.result.workload.cost
+    assert cost.hours_per_year == 2000 and cost.runs == 1 and cost.rent_allowed
+    page = wiz.results
+    text = page.decision.text()
+    assert "2,000 h of training a year for 3 years" in text
+    assert page.tabs.tabText(4).startswith("Buy or rent: ")
+    # the data must stay on site: the decision is to buy, and says why
+    wiz.go(0)
+    goal.rent_allowed.setChecked(False)
+    wiz.go(5)
+    assert wiz.result.workload.cost.rent_allowed is False
+    assert page.tabs.tabText(4) == "Buy or rent: buy"
+    assert "Renting is ruled out in the workload" in page.decision.text()
+    # the bill of materials ends with its total, the capex of the recommended purchase
+    bom = page.bom
+    total = bom.topLevelItem(bom.topLevelItemCount() - 1)
+    assert total.text(0) == "Total" and total.text(2).endswith("USD")

@@ -168,3 +168,11 @@ def test_an_llm_gets_no_seed_heuristic_meant_for_small_networks() -> None:
     fired = {f.rule for f in advise(scenario("lab-llama-8b")).findings}
     assert not fired & {"hp-batch-dominates-time", "cpu-itanium-large-samples", "cpu-tlb-single-network"}
     assert "gpu-k1-redundant" not in fired
+
+
+def test_data_that_must_stay_on_site_is_bought_not_rented() -> None:
+    free = advise(scenario("hospital-resnet50")).decision
+    on_site = advise(scenario("hospital-resnet50", rent_allowed=False)).decision
+    assert free is not None and free.verdict == "rent"
+    assert on_site is not None and on_site.verdict == "buy" and on_site.rent is None
+    assert "Renting is ruled out in the workload" in on_site.text
