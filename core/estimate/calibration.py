@@ -4,6 +4,7 @@ timing model takes for this machine's CPU, and the efficiency of this machine's 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -135,26 +136,24 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
         return out
     prof = cal.get("cpu_profile") or {}
     lin, conv = cal.get("cpu_linear_train_flops"), cal.get("cpu_conv_train_flops")
-    if prof.get("linear_train"):
-        out["linear_train"] = [[float(f), float(r)] for f, r in prof["linear_train"]]
-    elif lin:
+    if _curve(prof.get("linear_train")):
+        out["linear_train"] = _curve(prof["linear_train"])
+    elif _curve([[1.0, lin]] if lin else None):
         out["linear_train"] = [[1.0, float(lin)]]
-    if prof.get("conv_train"):
-        out["conv_train"] = [[float(f), float(r)] for f, r in prof["conv_train"]]
-    elif conv:
+    if _curve(prof.get("conv_train")):
+        out["conv_train"] = _curve(prof["conv_train"])
+    elif _curve([[1.0, conv]] if conv else None):
         out["conv_train"] = [[1.0, float(conv)]]
-    if prof.get("conv_first_train"):
-        out["conv_first_train"] = [[float(f), float(r)] for f, r in prof["conv_first_train"]]
+    if _curve(prof.get("conv_first_train")):
+        out["conv_first_train"] = _curve(prof["conv_first_train"])
     if prof.get("conv_call_s") is not None:
         out["conv_call_s"] = float(prof["conv_call_s"])
     for key in ("elementwise_s", "optimizer_tensor_s"):
         if prof.get(key):
             out[key] = {k: float(v) for k, v in prof[key].items()}
     if prof.get("optimizer_s"):  # by tensor size; a calibration from an older version has one figure
-        out["optimizer_s"] = {
-            k: [[float(n), float(t)] for n, t in v] if isinstance(v, list) else [[1.0, float(v)]]
-            for k, v in prof["optimizer_s"].items()
-        }
+        curves = {k: _curve(v if isinstance(v, list) else [[1.0, v]]) for k, v in prof["optimizer_s"].items()}
+        out["optimizer_s"] = {k: v for k, v in curves.items() if v}
     half, fp32 = cal.get("cpu_bf16_matmul_flops"), cal.get("cpu_fp32_matmul_flops")
     if half and fp32:
         out["half_speedup"] = float(half) / float(fp32)
@@ -162,6 +161,21 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
     if "per_op_s" in overhead:
         out["per_op_s"] = float(overhead["per_op_s"])
         out["per_step_s"] = float(overhead["per_step_s"])
+    return out
+
+
+def _curve(points: Any) -> list[list[float]]:
+    """Measured (size, value) points that can be interpolated in log-log: both finite and above
+    zero. A timer that read 0 s for a tiny tensor on a busy machine, or a rate of 0, is dropped
+    (it would make the interpolation's logarithm undefined), not used."""
+    out = []
+    for point in points or ():
+        try:
+            size, value = float(point[0]), float(point[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if math.isfinite(size) and math.isfinite(value) and size > 0 and value > 0:
+            out.append([size, value])
     return out
 
 

@@ -536,11 +536,13 @@ def interpolate_rate(curve: Sequence[Sequence[float]], size: float) -> float:
     """FLOP/s at ``size`` from measured (size, FLOP/s) points — size is a linear layer's FLOPs per
     call or a convolution's weights: piecewise linear in log-log, held at the end points outside
     the measured range."""
-    points = sorted((float(f), float(r)) for f, r in curve)
+    points = sorted((float(f), float(r)) for f, r in curve if float(f) > 0 and float(r) > 0)
+    if not points:
+        raise ValueError("no measured point above zero to interpolate (core.estimate.calibration drops them)")
     if size <= points[0][0]:
         return points[0][1]
     for (f0, r0), (f1, r1) in itertools.pairwise(points):
-        if size <= f1:
+        if size <= f1 and f1 > f0:
             t = math.log(size / f0) / math.log(f1 / f0)
             return math.exp(math.log(r0) + t * math.log(r1 / r0))
     return points[-1][1]

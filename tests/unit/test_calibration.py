@@ -209,6 +209,26 @@ def test_a_measured_optimizer_pays_its_fixed_cost_per_parameter_tensor() -> None
     assert elementwise == pytest.approx((36 + 4 + 10) * 4e-9 + 640 * adam_at_640)
 
 
+def test_a_measurement_of_zero_is_dropped_not_a_math_error() -> None:
+    # on a busy machine the timer read 0 s for Adam on a tiny tensor: before, every later sizing of
+    # this machine stopped with "math domain error" (the log-log interpolation of 0)
+    busy = {
+        **PROFILE,
+        "cpu_profile": {
+            **PROFILE["cpu_profile"],
+            "optimizer_s": {"adam": [[100, 0.0], [1_000, 4e-9], [10_000, 1e-9]], "sgd": [[100, 0.0]]},
+            "linear_train": [[1e6, 0.0], [1e9, 1e11]],
+        },
+    }
+    rates = efficiency_from_calibration(busy, "cpu")
+    assert rates["optimizer_s"] == {"adam": [[1_000.0, 4e-9], [10_000.0, 1e-9]]}  # sgd: nothing usable
+    assert rates["linear_train"] == [[1e9, 1e11]]
+    training = {"batch_size": 32, "epochs": 1, "optimizer": "adam"}
+    doc = {"model": SMALL_CNN, "data": {"samples": 10_000}, "training": training}
+    step = size_candidate(parse_workload(doc), CPU, 1, calibrated=rates).step
+    assert step.step_s > 0 and math.isfinite(step.step_s)
+
+
 def test_an_accelerator_overlaps_the_framework_with_its_kernels_and_moves_elementwise_data_at_its_bandwidth() -> None:
     gpu = device_from_entry(
         {
