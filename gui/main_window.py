@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 
@@ -42,12 +42,22 @@ class MainWindow(QMainWindow):
 
     def _menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        open_action = QAction("&Open workload…", self, shortcut=QKeySequence.StandardKey.Open)
-        open_action.triggered.connect(self.sizing_tab.open_dialog)
-        file_menu.addAction(open_action)
-        quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        file_menu.addAction(quit_action)
+        wiz = self.sizing_tab
+        self.file_actions: dict[str, QAction] = {}
+        for key, label, shortcut, slot in (
+            ("open", "&Open workload…", QKeySequence(QKeySequence.StandardKey.Open), wiz.open_dialog),
+            ("save_as", "Save workload &as…", QKeySequence("Ctrl+Shift+S"), wiz.save_dialog),
+            ("save_sizing", "&Save sizing", QKeySequence(QKeySequence.StandardKey.Save), wiz.save_sizing),
+            ("export", "&Export report…", QKeySequence("Ctrl+E"), wiz.export_dialog),
+            ("quit", "&Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close),
+        ):
+            if key == "quit":
+                file_menu.addSeparator()
+            action = QAction(label, self, shortcut=shortcut)
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(slot)
+            file_menu.addAction(action)
+            self.file_actions[key] = action
         help_menu = self.menuBar().addMenu("&Help")
         about = QAction("&About TrainRig", self)
         about.triggered.connect(self._about)

@@ -5,26 +5,47 @@ frozen executable to prove it starts without a Python installation."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 
 def run_self_test(screenshots: Path | None) -> int:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
 
-    from core import __version__
-    from core.storage.store import Store
     from gui.app import configure_app
 
     t0 = time.perf_counter()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     configure_app(app)
+    # the user's settings (window geometry, chosen Python) are not the self-test's to change: it
+    # reads and writes a scratch copy, removed at the end (its database is in memory)
+    from PySide6.QtCore import QSettings
+
+    scratch = tempfile.mkdtemp(prefix="trainrig-self-test-")
+    previous_format = QSettings.defaultFormat()
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, scratch)
+    try:
+        return _run(app, screenshots, t0)
+    finally:
+        QSettings.setDefaultFormat(previous_format)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run(app: Any, screenshots: Path | None, t0: float) -> int:
+    from PySide6.QtCore import QThreadPool
+
+    from core import __version__
+    from core.storage.store import Store
+
     if screenshots:
         screenshots.mkdir(parents=True, exist_ok=True)
     shots = 0

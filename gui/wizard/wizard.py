@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -135,11 +135,9 @@ class SizingWizard(QWidget):
         self.record_button.clicked.connect(self.save_sizing)
         self.from_store_button.clicked.connect(self.from_store_dialog)
         self.export_button.clicked.connect(self.export_dialog)
-        QShortcut(QKeySequence("Ctrl+E"), self, self.export_dialog)
         self.from_store_button.setEnabled(store is not None)
-        QShortcut(QKeySequence.StandardKey.Open, self, self.open_dialog)
-        QShortcut(QKeySequence("Ctrl+Shift+S"), self, self.save_dialog)
-        QShortcut(QKeySequence.StandardKey.Save, self, self.save_sizing)
+        # the shortcuts (Ctrl+O, Ctrl+Shift+S, Ctrl+S, Ctrl+E) belong to the main window's File menu:
+        # one owner each, so that none is ambiguous (gui/main_window.py FILE_ACTIONS)
         self.load_document(self.doc)
         self.go(0)
 

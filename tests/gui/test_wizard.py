@@ -250,3 +250,31 @@ def test_the_goal_page_sets_the_expected_use_and_the_results_say_buy_or_rent(qtb
     bom = page.bom
     total = bom.topLevelItem(bom.topLevelItemCount() - 1)
     assert total.text(0) == "Total" and total.text(2).endswith("USD")
+
+
+def test_every_shortcut_has_one_owner_and_the_file_menu_lists_them(qtbot, main_window, monkeypatch) -> None:
+    # Ctrl+O did nothing on the wizard tab: "Ambiguous shortcut overload", bound by the window and the wizard
+    from PySide6.QtGui import QAction, QKeySequence, QShortcut
+
+    w = main_window()
+    owners: dict[str, int] = {}
+    for action in w.findChildren(QAction):
+        for seq in action.shortcuts():
+            owners[seq.toString()] = owners.get(seq.toString(), 0) + 1
+    for shortcut in w.findChildren(QShortcut):
+        owners[shortcut.key().toString()] = owners.get(shortcut.key().toString(), 0) + 1
+    assert {k: n for k, n in owners.items() if n > 1} == {}
+    menu = next(a for a in w.menuBar().actions() if a.text() == "&File").menu()
+    listed = {a.text().replace("&", ""): a.shortcut().toString() for a in menu.actions() if not a.isSeparator()}
+    assert listed == {
+        "Open workload…": QKeySequence(QKeySequence.StandardKey.Open).toString(),
+        "Save workload as…": "Ctrl+Shift+S",
+        "Save sizing": QKeySequence(QKeySequence.StandardKey.Save).toString(),
+        "Export report…": "Ctrl+E",
+        "Quit": QKeySequence(QKeySequence.StandardKey.Quit).toString(),
+    }
+    # the Open action reaches the wizard's dialog
+    seen: list[object] = []
+    monkeypatch.setattr("gui.wizard.wizard.QFileDialog.getOpenFileName", lambda *a, **k: seen.append(a) or ("", ""))
+    w.file_actions["open"].trigger()
+    assert len(seen) == 1
