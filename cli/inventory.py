@@ -21,4 +21,6 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if args.save and store is not None:
         inv["snapshot_id"] = store.save_inventory(inv)
     print(json.dumps(inv, indent=2, default=str) if args.json else inventory_to_text(inv))
+    if args.save and store is not None and not args.json:
+        print(f"saved: inventory snapshot #{inv['snapshot_id']} in {store.path or 'the database'}")
     return 0

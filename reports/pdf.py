@@ -78,6 +78,8 @@ def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
     writer.setPageMargins(QMarginsF(16, 14, 16, 14), QPageLayout.Unit.Millimeter)
     writer.setTitle(report.title)
     writer.setCreator("TrainRig")
+    if report.author:
+        writer.setAuthor(report.author)  # the PDF's Author field, not only the header line
     body = writer.pageLayout().paintRectPixels(DPI)
     width, height = body.width(), body.height() - HEADER_H - FOOTER_H
     doc = QTextDocument()

@@ -201,7 +201,7 @@ def sizing_to_text(rec: Recommendation) -> str:
             f"{fmt_bytes(c.capacity_bytes)}; weights {fmt_bytes(mem.weights)}, gradients "
             f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
             f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, overhead {fmt_bytes(mem.overhead)}",
-            f"    largest batch held at once: {c.largest_batch if c.largest_batch is not None else 'unknown'}"
+            f"    largest batch held at once: {f'{c.largest_batch:,}' if c.largest_batch is not None else 'unknown'}"
             + (
                 f"; trains in micro-batches of {c.micro_batch} × {c.accumulation_steps} accumulation steps"
                 if c.accumulation_steps > 1

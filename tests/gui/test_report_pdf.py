@@ -26,6 +26,7 @@ def test_cli_report_pdf_and_csv_match_the_sizing(tmp_path: Path, cli) -> None:
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     pages = int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
     assert 3 <= pages <= 8 and "(A4)" in info
+    assert any(line.split(":", 1)[1].strip() == "A. Buyer" for line in info.splitlines() if line.startswith("Author:"))
     fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True).stdout.splitlines()[2:]
     assert fonts and all(line.split()[-5] == "yes" for line in fonts)  # every font embedded
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout

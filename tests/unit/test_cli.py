@@ -172,3 +172,12 @@ def test_commands_that_paint_with_qt_say_so_when_pyside6_is_missing(cli, write_j
     assert code == 2 and err.strip() == "trainrig: the window needs PySide6: pip install -r requirements.txt"
     code, out, err = cli("report", workload, "-c", "4090", "--csv", str(tmp_path / "r.csv"))
     assert code == 0 and out.strip() == f"wrote {tmp_path / 'r.csv'}"
+
+
+def test_inventory_save_says_what_it_saved(cli) -> None:
+    # `inventory --save` printed the inventory and nothing about the snapshot it recorded
+    code, out, err = cli("inventory", "--save")
+    assert code == 0, err
+    assert "saved: inventory snapshot #1 in " in out
+    code, out, _ = cli("inventory")
+    assert code == 0 and "saved:" not in out
