@@ -375,9 +375,9 @@ def _pass(
 
     ``shards``: the devices the optimizer states are partitioned over (ZeRO-1/2/3, FSDP full shard;
     Rajbhandari et al. 2020): each updates 1/shards of the parameters, so the optimizer's
-    memory-bound work is divided by it. Its framework calls are not: each device still steps a
-    shard of every parameter tensor (FSDP2's per-parameter sharding) or a flat partition, whose
-    count of calls does not fall as 1/shards."""
+    memory-bound work is divided by it. Its framework calls are kept: FSDP2 steps a dim-0 shard of
+    every parameter, as many calls as unsharded; DeepSpeed's ZeRO steps one flat partition per
+    parameter group, fewer — kept as an upper bound rather than divided."""
     flops = train_flops_per_sample(model, checkpointing) * b
     pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
