@@ -17,5 +17,10 @@ OPTIMIZER_STATES = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2, "adagrad
 # Jamgharyan/Subbotin N_v: algorithm variables per weight (the gradient plus optimizer state).
 ALGORITHM_VARIABLES = {k: 1 + v for k, v in OPTIMIZER_STATES.items()}
 SHARDINGS = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp")
+# What each sharding divides among the data-parallel devices (Rajbhandari et al. 2020, ZeRO stages
+# 1–3; FSDP full shard as ZeRO-3): optimizer states, then gradients, then parameters too.
+SHARDS_OPTIMIZER_STATES = ("zero1", "zero2", "zero3", "fsdp")
+SHARDS_GRADIENTS = ("zero2", "zero3", "fsdp")
+SHARDS_PARAMETERS = ("zero3", "fsdp")
 # Bytes per element of the input data by element type.
 INPUT_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "uint8": 1}

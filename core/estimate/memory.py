@@ -22,7 +22,13 @@ import numpy as np
 
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
-from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
+from core.vocabulary import (
+    OPTIMIZER_STATES,
+    PRECISION_BYTES,
+    SHARDS_GRADIENTS,
+    SHARDS_OPTIMIZER_STATES,
+    SHARDS_PARAMETERS,
+)
 
 # CUDA context, loaded kernels and library handles outside PyTorch's pool: 779 MiB measured on an
 # H100 (driver 580, CUDA 13, PyTorch 2.11) after training runs (docs/accuracy.md); older stacks use
@@ -247,9 +253,9 @@ def phase_lines(
     pb, gb, ab, ob = PRECISION_BYTES[precision]
     n = max(1, devices)
     p = model.parameters
-    shard_o = n if sharding in ("zero1", "zero2", "zero3", "fsdp") else 1
-    shard_g = n if sharding in ("zero2", "zero3", "fsdp") else 1
-    shard_w = n if sharding in ("zero3", "fsdp") else 1
+    shard_o = n if sharding in SHARDS_OPTIMIZER_STATES else 1
+    shard_g = n if sharding in SHARDS_GRADIENTS else 1
+    shard_w = n if sharding in SHARDS_PARAMETERS else 1
     weights = p * pb // shard_w + model.buffers * 4
     if shard_w > 1:
         weights += _largest_segment(model) * pb  # the unit FSDP/ZeRO-3 gathers at a time

@@ -39,7 +39,7 @@ from core.hardware.platforms import network_adapter
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
 from core.spec.workload import DataSpec
-from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
+from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
 
 # Fraction of the datasheet peak a training step's matrix products reach, by device class and
 # precision: TrainRig defaults, not fitted to a source — checked against the recorded H100 steps
@@ -147,7 +147,9 @@ class StepTime:
     micro_batch: int = 0  # samples per device in one forward/backward pass
     accumulation_steps: int = 1  # micro-steps per optimizer step
     micro_step_s: float = 0.0  # one micro-step before the last: no optimizer step, no all-reduce
-    optimizer_s: float = 0.0  # the optimizer step's memory-bound work and framework calls, once per step
+    # the optimizer step's memory-bound work (on this device's shard of the states when they are
+    # sharded) and framework calls, once per step
+    optimizer_s: float = 0.0
     run_scale: float = 1.0  # measured/predicted step of this machine's local runs, applied to the device's work
     # the input pipeline: reading the step's samples from storage and decoding and augmenting them
     # on ``loader_cores`` CPU cores per device (input_s is the slower of the two, per micro-step)
@@ -229,9 +231,13 @@ def step_time(
     kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
     ops, n_ops = forward_work(model)
     sizes = parameter_tensor_sizes(model) if ops else ()
+    # ZeRO-1 and up, FSDP: each device steps only its partition of the optimizer states
+    shards = max(1, devices) if sharding in SHARDS_OPTIMIZER_STATES else 1
 
     def run(n: int) -> _Pass:
-        return _pass(model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal)
+        return _pass(
+            model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal, shards
+        )
 
     last = run(b - (k - 1) * m)
     comm = 0.0
@@ -362,9 +368,16 @@ def _pass(
     checkpointing: bool,
     peak_rate: float,
     cal: Mapping[str, Any],
+    shards: int = 1,
 ) -> _Pass:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
-    memory-bound work and framework calls kept apart (they run once per optimizer step)."""
+    memory-bound work and framework calls kept apart (they run once per optimizer step).
+
+    ``shards``: the devices the optimizer states are partitioned over (ZeRO-1/2/3, FSDP full shard;
+    Rajbhandari et al. 2020): each updates 1/shards of the parameters, so the optimizer's
+    memory-bound work is divided by it. Its framework calls are kept: FSDP2 steps a dim-0 shard of
+    every parameter, as many calls as unsharded; DeepSpeed's ZeRO steps one flat partition per
+    parameter group, fewer — kept as an upper bound rather than divided."""
     flops = train_flops_per_sample(model, checkpointing) * b
     pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
@@ -374,14 +387,18 @@ def _pass(
         traffic = p * (3 * pb + 2 * gb + states + pb)
         traffic += 2 * model.activation_bytes_per_sample * b
         memory = traffic / device.bandwidth if device.bandwidth else 0.0
-        # the optimizer reads and writes its state and writes the weights
+        # the optimizer reads and writes its state and writes the weights (of its shard)
         opt = p * (states + pb) / device.bandwidth if device.bandwidth else 0.0
+        if shards > 1:
+            memory -= opt - opt / shards
+            opt /= shards
         work, work_no_opt = max(compute, memory), max(compute, memory - opt)
         n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
     else:
         compute, memory_no_opt, opt = _op_times(
             model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal
         )
+        opt /= shards
         memory = memory_no_opt + opt
         work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
