@@ -35,6 +35,8 @@ MATMUL_OPS = {
             "_scaled_dot_product_flash_attention",
             "_scaled_dot_product_efficient_attention",
             "_scaled_dot_product_cudnn_attention",
+            "_scaled_dot_product_fused_attention_overrideable",
+            "_scaled_dot_product_attention_math_for_mps",
         ),
         "linear",
     ),
@@ -58,11 +60,58 @@ ELEMENTWISE_OPS = {
 }
 POOLING = {"maxpool", "avgpool"}
 
+# SDPA kernels that FlopCounterMode has no formula for in some PyTorch versions (2.13: the CPU
+# flash kernel every CPU trace without dropout runs, the overrideable fused kernel, the MPS math
+# kernel): without one their attention products count 0 FLOPs. A formula PyTorch registers wins.
+SDPA_FORWARD = (
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_attention_math_for_mps",
+)
+SDPA_BACKWARD = (
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_fused_attention_overrideable_backward",
+)
 
-def op_recorder(torch):
+
+def sdpa_forward_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    """QK^T and PV, 2 FLOPs per multiply-add, over the full s_q × s_k score matrix.
+
+    A causal mask is not halved: FlopCounterMode's own SDPA formula ignores is_causal, and the
+    layer-list engine (core/network/layers_seq.py) counts the full matrix the same way.
+    """
+    b, h, s_q, d_qk = query_shape  # query heads: grouped key/value heads are broadcast
+    s_k, d_v = key_shape[-2], value_shape[-1]
+    return 2 * b * h * s_q * s_k * (d_qk + d_v)
+
+
+def sdpa_backward_flops(grad_out_shape, query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    """As FlopCounterMode's fused SDPA backward: the scores recomputed (1 product) and the
+    gradients of both products (4): 2.5× the forward for equal head sizes."""
+    b, h, s_q, d_qk = query_shape
+    s_k, d_v = key_shape[-2], value_shape[-1]
+    return 2 * b * h * s_q * s_k * (3 * d_qk + 2 * d_v)
+
+
+def sdpa_flop_formulas(torch) -> dict:
+    """FlopCounterMode ``custom_mapping`` entries for the SDPA kernels this PyTorch has no formula for."""
+    from torch.utils.flop_counter import flop_registry
+
+    mapping = {}
+    for names, formula in ((SDPA_FORWARD, sdpa_forward_flops), (SDPA_BACKWARD, sdpa_backward_flops)):
+        for name in names:
+            packet = getattr(torch.ops.aten, name, None)
+            if packet is not None and packet not in flop_registry:
+                mapping[packet] = formula
+    return mapping
+
+
+def op_recorder(torch, custom_formulas: dict):
     """A dispatch mode that lists the forward pass's kernels as the timing model's kinds."""
     from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils.flop_counter import flop_registry
+    from torch.utils.flop_counter import flop_registry, shape_wrapper
+
+    formulas = {**flop_registry, **{k: shape_wrapper(v) for k, v in custom_formulas.items()}}
 
     class OpRecorder(TorchDispatchMode):
         def __init__(self) -> None:
@@ -82,8 +131,8 @@ def op_recorder(torch):
             if view or not tensors:
                 return out  # views and metadata: no kernel
             self.calls += 1
-            if name in MATMUL_OPS and packet in flop_registry:
-                flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
+            if name in MATMUL_OPS and packet in formulas:
+                flops = int(formulas[packet](*args, **kwargs, out_val=out))
                 conv = name == "convolution"
                 first = any(t is self.model_input or t._base is self.model_input for t in tensors)
                 self.ops.append(
@@ -153,6 +202,7 @@ def main() -> int:
         tracker = MemTracker()
         tracker.track_external(model, opt)
         flops = 0
+        sdpa_formulas = sdpa_flop_formulas(torch)
         try:
             with tracker:
                 for step in range(2):
@@ -160,9 +210,9 @@ def main() -> int:
                         x = torch.zeros([batch, *shape], dtype=torch.long, device=device)
                     else:
                         x = torch.randn([batch, *shape], device=device)
-                    recorder = op_recorder(torch)
+                    recorder = op_recorder(torch, sdpa_formulas)
                     recorder.model_input = x
-                    with FlopCounterMode(display=False) as counter, recorder:
+                    with FlopCounterMode(display=False, custom_mapping=sdpa_formulas) as counter, recorder:
                         out = model(x)
                     flops = counter.get_total_flops()
                     logits = out.reshape(-1, out.shape[-1])

@@ -196,3 +196,27 @@ def test_peak_memory_within_5_percent_of_memtracker(name: str, batch: int, optim
     ).tensor_peak
     # SPEC 9: within 5 % of what PyTorch measures (10 % is the worst any network may be)
     assert abs(predicted - measured) / measured <= 0.05, (predicted, measured)
+
+
+@pytest.mark.parametrize(("kind", "cls"), [("layernorm", "LayerNorm"), ("rmsnorm", "RMSNorm")])
+def test_norms_save_what_pytorch_saves_for_backward(kind: str, cls: str) -> None:
+    # PyTorch 2.13 runs nn.RMSNorm on the CPU decomposed (pow, mean, rsqrt, two muls): it saves
+    # its input, the reciprocal RMS per row and the normalised tensor before the weight multiply
+    # (16,640 bytes here), not the input and reciprocal RMS alone (8,448) as a fused kernel would
+    batch, length, dim = 4, 16, 32
+    graph = analyze_model({"input_shape": [length, dim], "layers": [{"type": kind}]}).graph
+    assert graph is not None
+    op = next(o for o in graph.ops if o.name == kind)
+    engine = sum(graph.tensors[t].elems for t in op.saved) * batch * 4  # fp32
+    module = getattr(torch.nn, cls)(dim)
+    x = torch.randn(batch, length, dim, requires_grad=True)
+    saved: dict[int, int] = {}  # one entry per storage: a tensor saved by two kernels is kept once
+
+    def pack(t: Any) -> Any:
+        if not isinstance(t, torch.nn.Parameter):
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        module(x)
+    assert engine == sum(saved.values()) == {"layernorm": 8_704, "rmsnorm": 16_640}[kind]

@@ -76,6 +76,63 @@ def test_traced_model_agrees_with_the_layer_list_engine(tmp_path: Path) -> None:
     assert traced_step.step_s == pytest.approx(layer_step.step_s)
 
 
+CAUSAL_BLOCK = """
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, dim=16, heads=2, ffn=32):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
+        self.up, self.down = nn.Linear(dim, ffn), nn.Linear(ffn, dim)
+
+    def forward(self, x):
+        b, s, dim = x.shape
+        h = self.norm1(x)
+        q, k, v = (p(h).view(b, s, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, dim))
+        return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+
+def make():
+    return Block()
+"""
+
+
+def test_attention_written_with_sdpa_counts_its_flops(tmp_path: Path) -> None:
+    # PyTorch 2.13's FlopCounterMode has no formula for the CPU flash kernel that
+    # F.scaled_dot_product_attention runs without dropout: the trace counted 262,144 FLOPs per
+    # sample, half of this block's (the attention products are half its work at 64 tokens of 16)
+    write(tmp_path, CAUSAL_BLOCK)
+    training = {**TRAINING, "batch_size": 4}
+    summary = trace_torch_model({"torch": "model.py:make", "input_shape": [64, 16]}, training, tmp_path)
+    block = {
+        "input_shape": [64, 16],
+        "layers": [
+            {
+                "type": "transformer_block",
+                "nhead": 2,
+                "dim_feedforward": 32,
+                "dropout": 0.0,
+                "activation": "gelu",
+                "norm_first": True,
+                "causal": True,
+            }
+        ],
+    }
+    s, d, ffn = 64, 16, 32
+    scores = 4 * s * s * d  # QK^T and PV over the full score matrix: the causal mask is not halved
+    by_hand = 2 * s * 4 * d * d + scores + 2 * s * 2 * d * ffn
+    assert by_hand == analyze_model(block).forward_flops == 524_288
+    assert summary["summary"]["forward_flops_per_sample"] == pytest.approx(by_hand, rel=0.01)
+    # the timing model sees the attention kernel as a matrix product of those FLOPs
+    assert scores in [op["flops"] for op in summary["trace"]["ops"] if op["kind"] == "linear"]
+
+
 @pytest.mark.parametrize(
     ("code", "words"),
     [
