@@ -18,6 +18,8 @@ PARTS = [
     ("activations", "#e15759"),
     ("data", "#76b7b2"),
     ("temporaries", "#edc948"),
+    ("weight_copies", "#b07aa1"),
+    ("workspace", "#ff9da7"),
     ("overhead", "#9c755f"),
     ("reserve", "#bab0ac"),
 ]

@@ -64,20 +64,23 @@ class MemoryProfile:
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes on one device for one steady-state training step."""
+    """Bytes on one device at the highest instant of a steady-state training step: the tensor
+    parts (weights … workspace) add up to ``tensor_peak`` exactly; overhead and reserve come on top."""
 
     weights: int
-    gradients: int
+    gradients: int  # alive at the peak instant (in backward, those computed so far)
     optimizer_states: int
-    activations: int
+    activations: int  # saved for backward and alive at the peak instant
     data: int
-    temporaries: int  # at the peak instant
+    temporaries: int  # at the peak instant (an op's scratch, the optimizer's in its step)
     overhead: int
     reserve: int
     tensor_peak: int  # what torch.cuda.max_memory_allocated / MemTracker measure
     total: int  # tensor_peak + overhead + reserve
     peak_phase: str
     batch_per_device: int
+    weight_copies: int = 0  # autocast's half-precision copies of the matmul weights, forward to backward
+    workspace: int = 0  # cuBLAS workspace (CUDA)
 
     def as_dict(self) -> dict[str, int | str]:
         return dict(self.__dict__)
@@ -230,6 +233,12 @@ class PhaseLines:
     optimizer_states: int
     activations_per_sample: float
     data_per_sample: int
+    # the parts of ``fixed`` and ``per_sample`` that vary by instant, so that the breakdown at the peak
+    # adds up to it: gradients alive, autocast weight copies, the optimizer's scratch; cuBLAS workspace
+    grad_line: np.ndarray | None = None
+    copies_line: np.ndarray | None = None
+    opt_temp_line: np.ndarray | None = None
+    workspace: int = 0
 
 
 def phase_lines(
@@ -299,6 +308,10 @@ def phase_lines(
         optimizer_states=opt_states,
         activations_per_sample=float(acts_ps),
         data_per_sample=data_ps,
+        grad_line=grad_fixed + opt_mask * grads,
+        copies_line=step_mask * copies,
+        opt_temp_line=opt_mask * opt_temp,
+        workspace=workspace_bytes,
     )
 
 
@@ -351,19 +364,28 @@ def breakdown_at(lines: PhaseLines, b: int, device_kind: str, reserve_fraction: 
         phase = "forward" if k < lines.n_forward else "backward"
     overhead = _overhead(device_kind, tensor_peak)
     reserve = int(reserve_fraction * (tensor_peak + overhead))
+    assert lines.grad_line is not None and lines.copies_line is not None and lines.opt_temp_line is not None
+    gradients = int(lines.grad_line[k])
+    copies = int(lines.copies_line[k])
+    data = lines.data_per_sample * b
+    # alive at the peak: what the instant holds per sample, less its data and scratch
+    activations = int((lines.per_sample[k] - lines.data_per_sample - lines.temp_per_sample[k]) * b)
+    known = lines.weights + gradients + lines.optimizer_states + activations + data + copies + lines.workspace
     return MemoryBreakdown(
         weights=lines.weights,
-        gradients=lines.gradients,
+        gradients=gradients,
         optimizer_states=lines.optimizer_states,
-        activations=int(lines.activations_per_sample * b),
-        data=lines.data_per_sample * b,
-        temporaries=int(lines.temp_per_sample[k] * b + lines.temp_fixed[k]),
+        activations=activations,
+        data=data,
+        temporaries=tensor_peak - known,  # the scratch at the peak (and a byte or two of rounding)
         overhead=overhead,
         reserve=reserve,
         tensor_peak=tensor_peak,
         total=tensor_peak + overhead + reserve,
         peak_phase=phase,
         batch_per_device=b,
+        weight_copies=copies,
+        workspace=lines.workspace,
     )
 
 

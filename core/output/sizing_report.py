@@ -198,9 +198,13 @@ def sizing_to_text(rec: Recommendation) -> str:
             f"    memory per device: {fmt_bytes(mem.total)} (highest in {mem.peak_phase}"
             + (f", at micro-batch {c.micro_batch}" if c.accumulation_steps > 1 else "")
             + ") of "
-            f"{fmt_bytes(c.capacity_bytes)}; weights {fmt_bytes(mem.weights)}, gradients "
+            f"{fmt_bytes(c.capacity_bytes)}; at that instant weights {fmt_bytes(mem.weights)}, gradients "
             f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
-            f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, overhead {fmt_bytes(mem.overhead)}",
+            f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, temporaries {fmt_bytes(mem.temporaries)}"
+            + (f", half-precision weight copies {fmt_bytes(mem.weight_copies)}" if mem.weight_copies else "")
+            + (f", cuBLAS workspace {fmt_bytes(mem.workspace)}" if mem.workspace else "")
+            + f", overhead {fmt_bytes(mem.overhead)}"
+            + (f", reserve {fmt_bytes(mem.reserve)}" if mem.reserve else ""),
             f"    largest batch held at once: {f'{c.largest_batch:,}' if c.largest_batch is not None else 'unknown'}"
             + (
                 f"; trains in micro-batches of {c.micro_batch} × {c.accumulation_steps} accumulation steps"

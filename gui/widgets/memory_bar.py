@@ -39,10 +39,10 @@ class MemoryBar(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.plot)
         self.setToolTip(
-            "Memory of one device for a steady-state training step. The parts are shown side by side; "
-            "the memory per device (solid line, the step's highest point) differs from their sum: not all parts "
-            "are alive at the same instant, and library workspaces (cuBLAS) count at that point only. "
-            "Red dashed line: device capacity."
+            "Memory of one device at the highest instant of a steady-state training step: the parts alive "
+            "then (gradients computed so far, activations not yet freed, autocast's half-precision weight copies, "
+            "scratch, cuBLAS workspace), then the runtime overhead and any reserve, so the bar ends at the memory "
+            "per device (solid line). Red dashed line: device capacity."
         )
 
     def show_breakdown(self, mem: MemoryBreakdown, capacity: int | None, title: str) -> None:

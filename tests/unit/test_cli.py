@@ -26,7 +26,11 @@ def test_size_json_has_every_documented_field(cli, write_json, seed_doc) -> None
     mem = doc["memory"]
     for key in ("weights", "gradients", "optimizer_states", "activations", "data", "overhead", "total"):
         assert isinstance(mem[key], int) and mem[key] >= 0, key
-    assert mem["weights"] == 569_354 * 4 and mem["gradients"] == 569_354 * 4
+    assert mem["weights"] == 569_354 * 4
+    # at the peak, early in backward, only the output layer's gradients exist yet: 512 × 10 + 10 floats
+    assert mem["peak_phase"] == "backward" and mem["gradients"] == (512 * 10 + 10) * 4
+    parts = ("weights", "gradients", "optimizer_states", "activations", "data", "temporaries", "weight_copies")
+    assert sum(mem[k] for k in (*parts, "workspace")) == mem["tensor_peak"]
     assert mem["optimizer_states"] == 2 * 569_354 * 4  # Adam: two moments
     assert mem["overhead"] > 0  # CUDA context on the 4090
     assert mem["device"] == "NVIDIA GeForce RTX 4090"
