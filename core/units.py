@@ -77,3 +77,18 @@ def fmt_amount(x: float | None) -> str:
 
 def fmt_money(x: float | None, currency: str) -> str:
     return "unknown" if x is None else f"{fmt_amount(x)} {currency}"
+
+
+# Round durations a log-scale time axis marks, with their names (the wizard's chart, the report's)
+TIME_TICKS: tuple[tuple[float, str], ...] = (
+    (1, "1 s"),
+    (10, "10 s"),
+    (60, "1 min"),
+    (600, "10 min"),
+    (3600, "1 h"),
+    (6 * 3600, "6 h"),
+    (86400, "1 day"),
+    (7 * 86400, "1 week"),
+    (30 * 86400, "1 month"),
+    (365 * 86400, "1 year"),
+)

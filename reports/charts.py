@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 
 from core.estimate.memory import MemoryBreakdown
 from core.output.report import CandidateRow
-from core.units import fmt_bytes, fmt_seconds
+from core.units import TIME_TICKS, fmt_bytes, fmt_seconds
 
 PARTS = [
     ("weights", "#4e79a7"),
@@ -113,28 +113,52 @@ def time_cost_chart(rows: tuple[CandidateRow, ...], currency: str, width: int = 
     y1 = max(ys) * 1.2 or 1
     sx = (right - left) / (x1 - x0)
     sy = (bottom - top) / y1
-    for k in range(math.floor(x0) + 1, math.ceil(x1)):
+    named = [(math.log10(t), label) for t, label in TIME_TICKS if x0 < math.log10(t) < x1]
+    ticks = named or [(float(k), fmt_seconds(10.0**k)) for k in range(math.floor(x0) + 1, math.ceil(x1))]
+    for k, label in ticks:
         gx = left + (k - x0) * sx
         p.setPen(QColor("#cccccc"))
         p.drawLine(QPointF(gx, top), QPointF(gx, bottom))
         p.setPen(QColor("black"))
-        p.drawText(QRectF(gx - 110, bottom + 8, 220, 40), Qt.AlignmentFlag.AlignCenter, fmt_seconds(10.0**k))
-    for frac in (0.25, 0.5, 0.75, 1.0):
-        gy = bottom - frac * y1 / 1.2 * sy
+        p.drawText(QRectF(gx - 110, bottom + 8, 220, 40), Qt.AlignmentFlag.AlignCenter, label)
+    for value in round_ticks(y1):
+        gy = bottom - value * sy
         p.setPen(QColor("#cccccc"))
         p.drawLine(QPointF(left, gy), QPointF(right, gy))
         p.setPen(QColor("black"))
         p.drawText(
             QRectF(0, gy - 20, left - 15, 40),
             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-            f"{frac * y1 / 1.2:,.0f}",
+            f"{value:,.0f}",
         )
-    for r, x, y in pts:
+    placed: list[QRectF] = []
+    metrics = p.fontMetrics()
+    for r, x, y in sorted(pts, key=lambda t: (t[2], t[1])):
         cx, cy = left + (x - x0) * sx, bottom - y * sy
         p.setPen(QPen(QColor("#1f3b63"), 4))
         p.setBrush(QColor("#4e79a7") if r.fits else Qt.BrushStyle.NoBrush)
         p.drawEllipse(QPointF(cx, cy), 14, 14)
-        p.setPen(QColor("black"))
-        p.drawText(QPointF(cx + 22, cy - 12), f"{r.device.replace('NVIDIA ', '')} × {r.count}")
+        placed.append(QRectF(cx - 14, cy - 14, 28, 28))
+        label = f"{r.device.replace('NVIDIA ', '')} × {r.count}"
+        w, h = metrics.horizontalAdvance(label), metrics.height()
+        # beside the point where it overlaps no point or label drawn so far; none free: left out
+        for dx, dy in ((22, -h - 4), (22, 4), (-22 - w, -h - 4), (-22 - w, 4), (22, -2 * h - 8), (22, h + 8)):
+            rect = QRectF(cx + dx, cy + dy, w, h)
+            if rect.left() >= left and rect.right() <= width and not any(rect.intersects(o) for o in placed):
+                p.setPen(QColor("black"))
+                p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
+                placed.append(rect)
+                break
     p.end()
     return img
+
+
+def round_ticks(top: float) -> list[float]:
+    """Ticks at 1, 2 or 5 × a power of ten, three to six of them up to ``top``: 50,000 / 100,000 …
+    rather than 60,750 / 121,500 …"""
+    if top <= 0:
+        return []
+    raw = top / 6
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [step * k for k in range(1, int(top // step) + 1)]

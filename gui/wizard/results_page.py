@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
@@ -31,7 +31,7 @@ from core.advice.bom import BomLine
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
+from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
@@ -48,6 +48,20 @@ SEED_TIPS = {
     "(real throughput typically 15–25 % lower)",
 }
 SEVERITY_COLORS = {"critical": "#d9534f", "warning": "#f0ad4e", "advice": "#5bc0de", "info": "#999999"}
+
+
+class TimeAxis(pg.AxisItem):
+    """A log-scale time axis: the plot's x is log10 of seconds, the ticks read 1 min, 1 h, 1 day."""
+
+    TICKS: ClassVar[dict[float, str]] = dict(TIME_TICKS)
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:
+        ticks = [math.log10(t) for t in self.TICKS if minVal <= math.log10(t) <= maxVal]
+        return [(1.0, ticks)] if ticks else super().tickValues(minVal, maxVal, size)
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        named = {round(math.log10(t), 6): label for t, label in self.TICKS.items()}
+        return [named.get(round(v, 6), fmt_seconds(10.0**v)) for v in values]
 
 
 class ResultsPage(QWidget):
@@ -88,8 +102,8 @@ class ResultsPage(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().hide()
         self.memory_bar = MemoryBar()
-        self.scatter = pg.PlotWidget()
-        self.scatter.setLabel("bottom", "training time (log10 of seconds: 0 = 1 s, 3.6 = 1 h, 4.9 = 1 day)")
+        self.scatter = pg.PlotWidget(axisItems={"bottom": TimeAxis(orientation="bottom")})
+        self.scatter.setLabel("bottom", "training time (log scale)")
         self.scatter.setLabel("left", "capex")
         self.scatter.setMenuEnabled(False)
         self.scatter.setToolTip(
