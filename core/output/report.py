@@ -14,8 +14,9 @@ from core.advice.bom import BomLine
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.memory import MemoryBreakdown
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.estimate.timing import BANDWIDTH_EFFICIENCY, DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.estimate.timing import DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
 from core.output.glossary import MEMORY_PER_DEVICE, verdict_text
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 

@@ -14,8 +14,8 @@ import pytest
 from core.errors import WorkloadError
 from core.estimate import sizing, timing
 from core.estimate.memory import breakdown_at, gpu_workspace_bytes, phase_lines
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES
 from core.estimate.sizing import size_candidate
-from core.estimate.timing import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import Workload, parse_workload
 

@@ -12,8 +12,8 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate.calibration import efficiency_from_calibration
+from core.estimate.op_work import ELEMENT_ACCESSES, interpolate_rate
 from core.estimate.sizing import size_candidate
-from core.estimate.timing import ELEMENT_ACCESSES, interpolate_rate
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
 from core.network.model import ELEMENTWISE_KINDS
 from core.spec.workload import parse_workload

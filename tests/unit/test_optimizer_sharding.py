@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES
 from core.estimate.sizing import size_candidate
-from core.estimate.timing import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES, StepTime
+from core.estimate.timing import StepTime
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import parse_workload
 from core.vocabulary import SHARDS_OPTIMIZER_STATES

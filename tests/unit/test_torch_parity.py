@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is installed in CI (torch==2.13.0)")
 
 from core.estimate.memory import estimate_peak_memory  # noqa: E402
-from core.estimate.timing import parameter_tensor_sizes  # noqa: E402
+from core.estimate.op_work import parameter_tensor_sizes  # noqa: E402
 from core.network.model import analyze_model  # noqa: E402
 from core.network.presets import load_presets  # noqa: E402
 from core.paths import resource_path  # noqa: E402

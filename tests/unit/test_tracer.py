@@ -12,8 +12,8 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate.calibration import efficiency_from_calibration
+from core.estimate.op_work import parameter_tensor_sizes
 from core.estimate.sizing import size_candidate
-from core.estimate.timing import parameter_tensor_sizes
 from core.hardware.catalogue import device_from_entry
 from core.network.model import analyze_model
 from core.network.presets import load_presets

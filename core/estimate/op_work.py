@@ -1,0 +1,205 @@
+"""The work of a training step op by op, as the timing model prices it (core/estimate/timing.py):
+the forward pass's matrix products and elementwise kernels from the layer graph or a trace, each
+priced at its measured rate by size (`calibrate`) or the device's datasheet peak and bandwidth; the
+loss; and the optimizer's memory-bound work over the trainable tensors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from core.hardware.catalogue import DeviceSpec
+from core.network.graph import Graph
+from core.network.model import ModelAnalysis
+from core.vocabulary import PRECISION_BYTES
+
+# Fraction of the datasheet memory bandwidth elementwise kernels reach (TrainRig default).
+BANDWIDTH_EFFICIENCY = {"gpu": 0.8, "cpu": 0.6, "tpu": 0.8}
+# Elementwise layers: the kind of kernel each op runs (its cost is measured per kind by
+# `calibrate`) and whether its cost counts input elements (pooling) or output elements.
+ELEMENTWISE_KIND = {
+    "relu": ("relu",),
+    "leaky_relu": ("relu",),
+    "tanh": ("tanh",),
+    "sigmoid": ("tanh",),
+    "gelu": ("gelu",),
+    "silu": ("gelu",),
+    "silu_mul": ("gelu", "add"),
+    "softmax": ("softmax",),
+    "batchnorm1d": ("batchnorm",),
+    "batchnorm2d": ("batchnorm",),
+    "layernorm": ("layernorm",),
+    "rmsnorm": ("layernorm",),
+    "maxpool2d": ("maxpool",),
+    "avgpool2d": ("avgpool",),
+    "adaptive_avgpool2d": ("avgpool",),
+    "dropout": ("dropout",),
+    "add": ("add",),
+    "positional_embedding": ("add",),
+    "embedding": ("embedding",),
+}
+PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
+# Before calibration: tensor elements read or written per element by the forward and backward of
+# each kind (TrainRig estimates from the kernels' passes; e.g. ReLU reads x and writes y, then reads
+# the gradient and y and writes the input gradient: 5), moved at the device's bandwidth.
+ELEMENT_ACCESSES = {
+    "relu": 5,
+    "tanh": 5,
+    "gelu": 5,
+    "softmax": 5,
+    "batchnorm": 9,
+    "layernorm": 9,
+    "maxpool": 4,
+    "avgpool": 2.5,
+    "dropout": 4.5,
+    "add": 6,
+    "embedding": 4,
+}
+# fp32 words read or written per parameter by one optimizer step in PyTorch's default (foreach)
+# implementations: TrainRig estimates, in the ratios `calibrate` measured on a CPU.
+OPTIMIZER_ACCESSES = {"sgd": 3, "sgd_momentum": 7, "adam": 21, "adamw": 25, "rmsprop": 14, "adagrad": 13}
+
+
+@dataclass(frozen=True)
+class OpWork:
+    """One op of a forward pass as the timing model sees it, per sample."""
+
+    rate: str | None = None  # "linear" or "conv": a matrix product timed at that kind's rate
+    flops: float = 0.0  # forward matrix FLOPs per sample
+    weights: int = 0  # a convolution's weights (its rate is measured by them)
+    elementwise: tuple[tuple[str, float], ...] = ()  # (kind, elements per sample) of its elementwise kernels
+    cpu_scores: float = 0.0  # L×L score elements per sample PyTorch's math attention keeps (CPU, dropout)
+    first: bool = False  # reads the network's input: backward computes no input gradient
+    pointwise: bool = False  # a 1×1 convolution: a matrix product over pixels
+
+
+def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
+    """The forward pass's ops and the number of framework calls they take: from the layer graph,
+    or from the kernels a trace of the PyTorch model recorded; empty for a published summary."""
+    if model.graph is not None:
+        return _graph_work(model.graph)
+    trace = model.trace or {}
+    ops = tuple(
+        OpWork(
+            rate=o["kind"],
+            flops=float(o["flops"]),
+            weights=int(o.get("weights", 0)),
+            first=bool(o.get("first", False)),
+            pointwise=bool(o.get("pointwise", False)),
+        )
+        if o["kind"] in ("linear", "conv")
+        else OpWork(elementwise=((o["kind"], float(o["elements"])),))
+        for o in trace.get("ops", ())
+    )
+    return ops, int(trace.get("op_calls", len(ops)))
+
+
+@lru_cache(maxsize=256)
+def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
+    """A layer graph's ops as timing work, built once per graph (the what-if loop re-times it)."""
+    ops = tuple(
+        OpWork(
+            rate=("conv" if op.name == "conv2d" else "linear") if op.flops else None,
+            flops=float(op.flops),
+            weights=op.matmul_params if op.name == "conv2d" else 0,
+            elementwise=tuple(
+                (k, float(g.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems))
+                for k in ELEMENTWISE_KIND.get(op.name, ())
+            ),
+            cpu_scores=float(op.math_scores),
+            first=op.input_id == 0,
+            pointwise=op.kernel_area == 1,
+        )
+        for op in g.ops
+    )
+    return ops, len(g.ops)
+
+
+def parameter_tensor_sizes(model: ModelAnalysis) -> list[float]:
+    """Elements of each trainable tensor the optimizer steps (weights, biases, norms' scales and
+    shifts): the layer graph's, a traced model's own, or else the average of an estimated count."""
+    if model.graph is not None:
+        return [float(n) for op in model.graph.ops for n in op.tensor_sizes]
+    trace = model.trace or {}
+    if trace.get("param_sizes"):
+        return [float(n) for n in trace["param_sizes"] if n]
+    tensors = sum(2 for o in trace.get("ops", ()) if o.get("kind") in ("linear", "conv")) or 1
+    return [model.parameters / tensors] * tensors if model.parameters else []
+
+
+def matrix_time(
+    op: OpWork, b: int, checkpointing: bool, peak_rate: float, cal: Mapping[str, Any], speed: float = 1.0
+) -> float:
+    """Seconds of a matrix product's forward and backward at the per-device batch ``b``: 3 × its
+    forward FLOPs (2 × on the network's input: no input gradient; +1 × recomputed under
+    checkpointing) at the rate measured for its kind and size, else at ``peak_rate``; a convolution
+    also pays its measured fixed cost per call. ``speed``: the measured half/full-precision ratio."""
+    passes = (2 if op.first else 3) + (1 if checkpointing else 0)
+    flops = passes * op.flops * b
+    if op.rate == "conv" and not op.pointwise:  # measured by the convolution's weights
+        curve = cal.get("conv_first_train") if op.first else None
+        curve, size = curve or cal.get("conv_train"), float(op.weights)
+    else:  # linear layers and 1×1 convolutions: by the FLOPs of one call
+        curve, size = cal.get("linear_train"), op.flops * b
+    seconds = flops / (interpolate_rate(curve, size) * speed) if curve else flops / peak_rate
+    return seconds + (float(cal.get("conv_call_s", 0.0)) if op.rate == "conv" else 0.0)
+
+
+def op_times(
+    model: ModelAnalysis,
+    ops: Sequence[OpWork],
+    tensor_sizes: Sequence[float],
+    device: DeviceSpec,
+    kind: str,
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    peak_rate: float,
+    cal: Mapping[str, Any],
+) -> tuple[float, float, float]:
+    """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
+    optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements."""
+    act_bytes = PRECISION_BYTES[precision][2]
+    speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
+    bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
+    measured = cal.get("elementwise_s", {})
+
+    def per_element(k: str) -> float:
+        return float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
+
+    compute = memory = 0.0
+    for op in ops:
+        if op.rate:
+            compute += matrix_time(op, b, checkpointing, peak_rate, cal, speed)
+        for k, elems in op.elementwise:
+            memory += per_element(k) * elems * b
+        if op.cpu_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
+            memory += sum(per_element(k) for k in ("softmax", "dropout", "add")) * op.cpu_scores * b
+    memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
+    curve = cal.get("optimizer_s", {}).get(optimizer)
+    if curve:  # measured per element by tensor size: small tensors stay in cache
+        opt = sum(interpolate_rate(curve, size) * size for size in tensor_sizes)
+    else:
+        opt = OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
+    return compute, memory, opt
+
+
+def interpolate_rate(curve: Sequence[Sequence[float]], size: float) -> float:
+    """FLOP/s at ``size`` from measured (size, FLOP/s) points — size is a linear layer's FLOPs per
+    call or a convolution's weights: piecewise linear in log-log, held at the end points outside
+    the measured range."""
+    points = sorted((float(f), float(r)) for f, r in curve if float(f) > 0 and float(r) > 0)
+    if not points:
+        raise ValueError("no measured point above zero to interpolate (core.estimate.calibration drops them)")
+    if size <= points[0][0]:
+        return points[0][1]
+    for (f0, r0), (f1, r1) in itertools.pairwise(points):
+        if size <= f1 and f1 > f0:
+            t = math.log(size / f0) / math.log(f1 / f0)
+            return math.exp(math.log(r0) + t * math.log(r1 / r0))
+    return points[-1][1]
