@@ -33,10 +33,9 @@ from core.units import fmt_bytes, fmt_seconds
 
 RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 DISK_SIZES_TB = (0.5, 1, 2, 4, 8, 16, 32, 64)
-# Power supply: GPUs and CPU at their catalogue TDPs (vendor data sheets); the rest is TrainRig's
-# allowance for board, RAM, drives and fans (no published breakdown is used: edit for your build);
-# 25 % headroom is TrainRig's margin for transients.
-OTHER_W, PSU_HEADROOM = 150, 1.25
+# Power supply: the devices at their catalogue TDPs and the platform's host (platforms.json), with
+# 25 % headroom, TrainRig's margin for transients.
+PSU_HEADROOM = 1.25
 # Storage: TrainRig allowances, not from a source — a system disk with the OS, drivers, CUDA and
 # Python environments, and the checkpoints kept while training.
 SYSTEM_DISK_BYTES, CHECKPOINTS_KEPT = 200 * 10**9, 5
@@ -250,17 +249,20 @@ def circuit_for(watts: float) -> str:
 
 def power_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
     """Supplies, circuit and cooling of one machine at its load: accelerators at TDP plus the
-    platform's host with 25 % headroom; where the vendor rates the whole system (DGX), that rating,
-    which already has its margin."""
+    platform's host with 25 % headroom; where the vendor rates the whole system (DGX H100), that
+    rating, which has its margin — or the load, where these devices draw more than that system."""
     p = choice.platform
     per_machine = math.ceil(best.count / max(1, choice.machines)) if best.device.kind != "cpu" else 1
     device_w = (best.device.tdp_w or 0) * per_machine
     load = device_w + p.host_power_w
-    supply = p.rated_power_w or math.ceil(load * PSU_HEADROOM / 100) * 100
     if p.rated_power_w:
-        units = f"rated {p.rated_power_w:,.0f} W"
+        supply = math.ceil(max(p.rated_power_w, load) / 100) * 100
+        units = f"rated {p.rated_power_w:,.0f} W" if supply == p.rated_power_w else f"{supply:,} W at full load"
         why = f"the vendor's rating ({p.rated_power_w:,.0f} W) for {what_for(best)} {device_w:,.0f} W and the host"
+        if supply > p.rated_power_w:
+            why += f", which these devices exceed: {device_w:,.0f} W + host {p.host_power_w:,.0f} W"
     else:
+        supply = math.ceil(load * PSU_HEADROOM / 100) * 100
         units = f"{supply:,} W of supply"
         if supply > ATX_PSU_MAX_W and (p.id in ("desktop", "workstation") or p.id.startswith("cpu")):
             units += f" (above one {ATX_PSU_MAX_W:,} W supply on 120 V: a 2,000 W supply on 200–240 V, or two)"

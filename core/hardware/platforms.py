@@ -71,7 +71,6 @@ class PlatformChoice:
     platform: Platform
     machines: int
     bought: int
-    note: str
 
 
 @dataclass(frozen=True)
@@ -211,7 +210,7 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
         raise CatalogueError(f"no platform in platforms.json holds a {form} device ({device.name})")
     if form == "socket":
         p = _socket_platform(device, fitting)
-        return PlatformChoice(p, 1, 0, f"{p.name} with the {device.name}")
+        return PlatformChoice(p, 1, 0)
     fitting.sort(key=lambda p: p.max_devices)
     # host RAM at least the GPUs' memory (core.advice.bom's Memory line): two 96 GB cards go in a
     # workstation, not a 64 GB desktop
@@ -219,15 +218,11 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
     roomy = [p for p in fitting if p.ram_gb * 10**9 >= ram_needed]
     for p in roomy + fitting:
         if count <= p.max_devices:
-            bought = p.devices_bought(count)
-            note = f"{p.name}"
-            if bought > count:
-                note += f" (sold with {bought} GPUs on one baseboard: {bought - count} more than needed are paid for)"
-            return PlatformChoice(p, 1, bought, note)
+            return PlatformChoice(p, 1, p.devices_bought(count))
     p = fitting[-1]
     machines = math.ceil(count / p.max_devices)
     bought = p.devices_bought(p.max_devices) * machines if p.sold_in else count
-    return PlatformChoice(p, machines, bought, f"{machines} × {p.name} (one holds at most {p.max_devices})")
+    return PlatformChoice(p, machines, bought)
 
 
 def network_adapter(platforms: Platforms | None = None) -> NetworkItem:

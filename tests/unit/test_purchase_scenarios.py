@@ -176,3 +176,16 @@ def test_data_that_must_stay_on_site_is_bought_not_rented() -> None:
     assert free is not None and free.verdict == "rent"
     assert on_site is not None and on_site.verdict == "buy" and on_site.rent is None
     assert "Renting is ruled out in the workload" in on_site.text
+
+
+def test_an_eight_gpu_board_drawing_more_than_the_dgx_rating_is_sized_for_its_load() -> None:
+    # B200 × 8 (1,000 W each) in the HGX-class platform rated like a DGX H100 (10.2 kW): the supply
+    # and the circuit follow the 12.6 kW these devices and the host draw, not the H100 system's rating
+    rec = advise(scenario("multinode-gpt2"), ["B200"])
+    best = rec.best
+    assert best is not None and best.cost.platform is not None
+    hgx = best.cost.platform.platform
+    load = 8 * (best.device.tdp_w or 0) + hgx.host_power_w
+    assert hgx.rated_power_w is not None and load > hgx.rated_power_w
+    power = next(line for line in rec.bom if line.item == "Power supply")
+    assert power.spec.startswith(f"{load:,.0f} W at full load") and "which these devices exceed" in power.reason
