@@ -25,6 +25,7 @@ from core.output.report import Report
 from core.storage.files import write_atomically
 from core.units import fmt_amount, fmt_bytes, fmt_money, fmt_seconds, fmt_sig
 from reports.charts import memory_chart, time_cost_chart
+from reports.paginate import Blocks, Breaks, lay_out
 
 DPI = 300
 HEADER_H, FOOTER_H = 90, 90  # device pixels at 300 dpi
@@ -100,7 +101,7 @@ def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
         QUrl("timecost.png"),
         time_cost_chart(report.candidates, report.currency),
     )
-    doc.setHtml(report_html(report, width))
+    lay_out(doc, lambda breaks: report_blocks(report, width, breaks))
     pages = doc.pageCount()
     painter = QPainter()
     if not painter.begin(writer):  # Qt cannot open the file: stop before thousands of "not active" lines
@@ -158,27 +159,20 @@ def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def _table(
-    headers: list[str], rows: list[list[str]], widths: list[int] | None = None, right: set[int] | None = None
-) -> str:
-    right = right or set()
-    head = "".join(
-        f"<th align='{'right' if i in right else 'left'}'"
-        + (f" width='{widths[i]}%'" if widths else "")
-        + f">{_e(h)}</th>"
-        for i, h in enumerate(headers)
-    )
-    body = "".join(
-        "<tr>" + "".join(f"<td align='{'right' if i in right else 'left'}'>{c}</td>" for i, c in enumerate(r)) + "</tr>"
-        for r in rows
-    )
-    return (
-        f"<table width='100%' cellspacing='0' cellpadding='4' border='0.5' style='border-color:#999'>"
-        f"<thead><tr style='background-color:#e8ecf2'>{head}</tr></thead>{body}</table>"
-    )
+def _device_count(device: str, count: int) -> str:
+    """The device and its count ("H100 SXM × 8"), never wrapped between the two."""
+    return _e(device.replace("NVIDIA ", "")) + f"&nbsp;×&nbsp;{count}"
 
 
-def report_html(r: Report, width: float) -> str:
+def report_html(r: Report, width: float, breaks: Breaks | None = None) -> str:
+    """The report as the HTML QTextDocument lays out, with page breaks before the rows and headings
+    in ``breaks`` (reports.paginate)."""
+    return report_blocks(r, width, breaks or Breaks())[0]
+
+
+def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]:
+    b = Blocks(breaks)
+    _table, _h2 = b.table, b.heading
     cur = r.currency
     css = (
         "<style>h1{font-size:18pt;color:#1f3b63} h2{font-size:12pt;color:#1f3b63;margin-top:14px} "
@@ -191,11 +185,11 @@ def report_html(r: Report, width: float) -> str:
         + (f" by {_e(r.author)}" if r.author else "")
         + (f" on {_e(r.machine)}" if r.machine else "")
         + "</p>",
-        "<h2>Summary</h2>",
+        _h2("Summary"),
         f"<p>{_e(r.summary)}</p>",
     ]
     parts += [
-        "<h2>Requirements</h2>",
+        _h2("Requirements"),
         _table(
             ["", "Value", "How it was obtained"],
             [[_e(a), f"<b>{_e(b)}</b>", _e(c)] for a, b, c in r.requirements],
@@ -205,12 +199,12 @@ def report_html(r: Report, width: float) -> str:
     if r.memory is not None:
         parts.append(f"<p><img src='memory.png' width='{_css_px(width)}'></p>")
     parts += [
-        "<h2>Seed formulas (as published)</h2>",
+        _h2("Seed formulas (as published)"),
         _table(["Formula", "Value", "Source"], [[_e(a), _e(b), _e(c)] for a, b, c in r.seed], [30, 40, 30]),
     ]
     cand_rows = [
         [
-            _e(f"{c.device.replace('NVIDIA ', '')} × {c.count}"),
+            _device_count(c.device, c.count),
             {True: "yes", False: "<b>no</b>", None: "?"}[c.fits],
             _e(fmt_bytes(c.memory_bytes)),
             _e(fmt_seconds(c.train_time_s)),
@@ -237,7 +231,7 @@ def report_html(r: Report, width: float) -> str:
         g.VERDICT.label,
     ]
     parts += [
-        "<h2>Candidates</h2>",
+        _h2("Candidates"),
         _table(headers, cand_rows, [16, 5, 9, 9, 10, 8, 10, 8, 12, 13], {2, 3, 4, 5, 6, 7}),
         "<p class='note'>Capex: the devices, the machines that hold them and, across nodes, the network. TCO: "
         "capex plus energy and maintenance over the amortisation period. Cloud: one run on the same devices rented "
@@ -257,14 +251,21 @@ def report_html(r: Report, width: float) -> str:
         for b in r.bom
     ]
     total = sum(b.total_price for b in r.bom if b.total_price is not None)
-    bom_rows.append(["<b>Total (priced lines)</b>", "", "", "", f"<b>{_e(fmt_money(total, cur))}</b>", ""])
+    total_row = (
+        "<tr><td colspan='4'><b>Total (priced lines)</b></td>"
+        f"<td align='right'><b>{_e(fmt_money(total, cur))}</b></td><td></td></tr>"
+    )
     parts += [
-        "<h2>Bill of materials</h2>",
+        _h2("Bill of materials"),
         _table(
-            ["Item", "Specification", "Qty", "Unit price", "Total", "Why"], bom_rows, [12, 24, 5, 11, 11, 37], {2, 3, 4}
+            ["Item", "Specification", "Qty", "Unit price", "Total", "Why"],
+            bom_rows,
+            [12, 24, 5, 11, 11, 37],
+            {2, 3, 4},
+            [total_row],
         ),
     ]
-    parts.append("<h2>Findings</h2>")
+    parts.append(_h2("Findings"))
     if r.findings:
         parts.append(
             _table(
@@ -283,14 +284,14 @@ def report_html(r: Report, width: float) -> str:
     else:
         parts.append("<p>No rule fired.</p>")
     parts += [
-        "<h2>Assumptions</h2>",
+        _h2("Assumptions"),
         _table(["Assumption", "Value and source"], [[_e(a), _e(b)] for a, b in r.assumptions], [25, 75]),
     ]
     for note in r.notes:
         parts.append(f"<p class='note'>Note: {_e(note)}</p>")
     if r.inventory_text:
         parts += [
-            "<h2>Appendix: the machine this report was made on</h2>",
+            _h2("Appendix: the machine this report was made on"),
             f"<p style='font-family:DejaVu Sans Mono;font-size:7pt;white-space:pre-wrap'>{_e(r.inventory_text)}</p>",
         ]
-    return "".join(parts)
+    return "".join(parts), b

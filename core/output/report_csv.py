@@ -24,11 +24,14 @@ _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def neutralise(value: Any) -> Any:
-    """Numbers pass; text that a spreadsheet would run as a formula is made inert."""
+    """Numbers pass (whole numbers without a decimal point, whatever type computed them); text
+    that a spreadsheet would run as a formula is made inert."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)  # 3000, as 1599 is written, not 3000.0
     if isinstance(value, (int, float)):
         return value
     text = str(value)

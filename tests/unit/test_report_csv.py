@@ -46,6 +46,7 @@ def test_every_cell_round_trips_and_hostile_text_is_inert(tmp_path) -> None:
         assert f"'{name} × 1" in items  # neutralised with a leading apostrophe, content kept
     for row in rows[1:]:
         for cell in row:
+            assert not (_is_number(cell) and cell.endswith(".0")), cell
             assert not cell.startswith(("=", "+", "@", "\t", "\r")) and not (
                 cell.startswith("-") and not _is_number(cell)
             ), cell
@@ -53,6 +54,8 @@ def test_every_cell_round_trips_and_hostile_text_is_inert(tmp_path) -> None:
 
 def test_numbers_stay_numbers() -> None:
     assert neutralise(-5) == -5 and neutralise(3.25) == 3.25
+    # a whole amount reads as 1599 does, whatever computed it: not "3000.0" beside "1599"
+    assert str(neutralise(3000.0)) == "3000" and str(neutralise(1599)) == "1599"
     assert neutralise("-5") == "-5" and neutralise("+1.5e3") == "+1.5e3"  # plain numbers are not formulas
     assert neutralise("-5+A1") == "'-5+A1"
     assert neutralise(None) == "" and neutralise(True) == "yes"
