@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,17 @@ def parse_arguments(text: str) -> dict[str, Any]:
                 f"{key.strip()}: '{value.strip()}' is not a number, true/false, list or \"text\""
             ) from None
     return args
+
+
+def rows_as_shown(message: str) -> str:
+    """A message about ``model.layers[i]`` (the workload's path, counted from 0) as the table shows
+    the layer: its row, counted from 1 ("row 1, out_features: …")."""
+    text = re.sub(
+        r"model\.layers\[(\d+)\](?:\.([\w.\[\]]+))?",
+        lambda m: f"row {int(m[1]) + 1}" + (f", {m[2]}" if m[2] else ""),
+        message,
+    )
+    return text[:1].upper() + text[1:]
 
 
 def format_arguments(layer: dict[str, Any]) -> str:
@@ -366,6 +378,7 @@ class ModelPage(WizardPage):
         self.changed.emit()
 
     def _show_problem(self, message: str | None) -> None:
+        message = rows_as_shown(message) if message else message
         self._problem = message
         self.error.setText(message or "")
         self.error.setVisible(bool(message))

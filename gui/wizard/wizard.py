@@ -8,7 +8,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -191,10 +191,30 @@ class SizingWizard(QWidget):
     def _update_navigation(self) -> None:
         i = self.stack.currentIndex()
         problem = self.page_problem(i) if i < len(self.pages) - 1 else None
-        self.problem.setText(problem or "")
+        own = getattr(self.pages[i], "error", None)  # the page's own message: not said twice
+        shown = isinstance(own, QLabel) and not own.isHidden() and own.text() == problem
+        self.problem.setText("Correct the message above to go on." if problem and shown else problem or "")
         self.next_button.setEnabled(problem is None and i < len(self.pages) - 1)
         self.next_button.setToolTip(problem or "")
         self.back_button.setEnabled(i > 0)
+        self._update_steps()
+
+    def _update_steps(self) -> None:
+        """The sidebar's pages after the first page that is not valid cannot be reached: greyed out,
+        with the reason in their tooltip."""
+        blocked: str | None = None
+        for j in range(len(self.pages)):
+            item = self.steps.item(j)
+            flags = item.flags()
+            if blocked is None:
+                item.setFlags(flags | Qt.ItemFlag.ItemIsEnabled)
+                item.setToolTip("")
+            else:
+                item.setFlags(flags & ~Qt.ItemFlag.ItemIsEnabled)
+                item.setToolTip(blocked)
+            problem = self.page_problem(j) if j < len(self.pages) - 1 else None
+            if problem and blocked is None:
+                blocked = f"Fix {self.steps.item(j).text()} first: {problem}"
 
     def go(self, index: int) -> None:
         index = max(0, min(index, len(self.pages) - 1))

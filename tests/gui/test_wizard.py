@@ -86,14 +86,24 @@ def test_invalid_layer_blocks_next_with_the_reason(qtbot, main_window) -> None:
     assert wiz.next_button.isEnabled()
     page.table.item(0, 1).setText("out_features=-5")
     assert not wiz.next_button.isEnabled()
-    assert "model.layers[0].out_features: must be a positive integer, got -5" in wiz.problem.text()
-    assert "model.layers[0].out_features" in page.error.text()
+    # the table's row 1, counted as the table counts it, said once (on the page; the wizard's
+    # line points there and the Next button's tooltip keeps the reason)
+    assert page.error.text() == "Row 1, out_features: must be a positive integer, got -5"
+    assert "layers[0]" not in page.error.text() and wiz.problem.text() == "Correct the message above to go on."
+    assert wiz.next_button.toolTip() == page.error.text()
+    # the pages after the model page cannot be reached from the sidebar: greyed, with the reason
+    for j in range(2, 6):
+        item = wiz.steps.item(j)
+        assert not item.flags() & Qt.ItemFlag.ItemIsEnabled
+        assert item.toolTip() == "Fix 2 Model first: Row 1, out_features: must be a positive integer, got -5"
+    assert wiz.steps.item(1).flags() & Qt.ItemFlag.ItemIsEnabled
     page.table.item(0, 1).setText("out_features=256")
     # 75·256+256 + 256·512+512 + 512·512+512 + 512·10+10, shown as it is typed
     assert wiz.next_button.isEnabled() and "<b>418,826</b> parameters" in page.counts.text()
+    assert wiz.steps.item(5).flags() & Qt.ItemFlag.ItemIsEnabled and not wiz.steps.item(5).toolTip()
     page.input_shape.setText("3, 32, 32")  # a linear on an image: the shapes still chain (last dim 32)
     page.add_layer("conv2d", "out_channels=8, kernel_size=99")
-    assert "kernel_size: kernel 99×99 is larger than the padded input" in wiz.problem.text()
+    assert "kernel_size: kernel 99×99 is larger than the padded input" in page.error.text()
     # trying to jump ahead stops at the page that is not valid
     wiz.go(5)
     assert wiz.stack.currentIndex() == 1
