@@ -82,7 +82,7 @@ class MainWindow(QMainWindow):
         return env.python if env is not None and env.ok else (QSettings().value("pytorch/python") or None)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.telemetry_tab.confirm_close():
+        if not self.sizing_tab.confirm_close() or not self.telemetry_tab.confirm_close():
             event.ignore()
             return
         settings = QSettings()

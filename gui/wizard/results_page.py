@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFormLayout,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableView,
     QTabWidget,
+    QTextBrowser,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -47,7 +49,26 @@ SEED_TIPS = {
     "c": "Hooda 2023 eq. 3 and 4: C_train = O_f·O_b·P·S·E with O_f = 2, O_b = 3; T_train = C_train / R "
     "(real throughput typically 15–25 % lower)",
 }
-SEVERITY_COLORS = {"critical": "#d9534f", "warning": "#f0ad4e", "advice": "#5bc0de", "info": "#999999"}
+# Findings' severity badges: white bold text on a dark fill reads in light and dark themes alike
+# (contrast ≥ 4.5:1, WCAG AA, for each fill)
+SEVERITY_COLORS = {"critical": "#b52b27", "warning": "#975a00", "advice": "#1d5f91", "info": "#56606b"}
+
+
+def findings_html(findings: Sequence[Finding], muted: str) -> str:
+    """The findings as wrapped paragraphs: a severity badge, the message, what is true today and the
+    source in the theme's muted text colour ``muted``."""
+    if not findings:
+        return "<p>No rule fired.</p>"
+    parts = []
+    for f in findings:
+        badge = (
+            f"<span style='background-color:{SEVERITY_COLORS[f.severity]};color:#ffffff;font-weight:bold'>"
+            f"&nbsp;{html.escape(f.severity)}&nbsp;</span>"
+        )
+        today = f"<br><i>Today: {html.escape(f.today)}</i>" if f.today else ""
+        source = f"<br><span style='color:{muted}'>Source: {html.escape(f.source)}</span>" if f.source else ""
+        parts.append(f"<p style='margin-bottom:8px'>{badge} {html.escape(f.message)}{today}{source}</p>")
+    return "".join(parts)
 
 
 class TimeAxis(pg.AxisItem):
@@ -100,6 +121,8 @@ class ResultsPage(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # the device's name takes what is left of a wide window (no empty band right of the table)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().hide()
         self.memory_bar = MemoryBar()
         self.scatter = pg.PlotWidget(axisItems={"bottom": TimeAxis(orientation="bottom")})
@@ -112,15 +135,13 @@ class ResultsPage(QWidget):
         self.seed = QLabel()
         self.seed.setWordWrap(True)
         self.seed.setTextFormat(Qt.TextFormat.RichText)
-        self.findings = QTreeWidget()
-        self.findings.setHeaderLabels(["Finding", "Source"])
-        self.findings.setWordWrap(True)
-        self.findings.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        # findings wrap in full (a tree elided them with "…"), selectable, with their sources
+        self.findings = QTextBrowser()
+        self.findings.setOpenLinks(False)
+        self.findings.setToolTip("What the recommendation rules found, each with the paper or guide it comes from")
         self.bom = QTreeWidget()
-        self.bom.setHeaderLabels(["Item", "Recommendation", "Why"])
         self.bom.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.bom.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.bom.setHeaderLabels(["Item", "Recommendation", "Price", "Why"])
         self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.bom.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
@@ -259,16 +280,7 @@ class ResultsPage(QWidget):
         self.seed.setToolTip("\n".join(SEED_TIPS.values()))
 
     def _show_findings(self, findings: Sequence[Finding]) -> None:
-        self.findings.clear()
-        for f in findings:
-            item = QTreeWidgetItem([f"[{f.severity}] {f.message}", f.source])
-            item.setForeground(0, pg.mkColor(SEVERITY_COLORS[f.severity]))
-            item.setToolTip(0, f.message + (f"\n\nToday: {f.today}" if f.today else ""))
-            item.setToolTip(1, f.source)
-            if f.today:
-                item.addChild(QTreeWidgetItem([f"today: {f.today}", ""]))
-            self.findings.addTopLevelItem(item)
-        self.findings.expandAll()
+        self.findings.setHtml(findings_html(findings, self.palette().color(QPalette.ColorRole.PlaceholderText).name()))
         self.tabs.setTabText(2, f"Findings ({len(findings)})")
 
     def _show_bom(self, bom: Sequence[BomLine], currency: str) -> None:

@@ -34,6 +34,7 @@ from core.output.sizing_report import sizing_to_dict
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.files import check_target
 from core.storage.store import Store
+from gui.wizard import session
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
@@ -118,6 +119,9 @@ class SizingWizard(QWidget):
         body.addWidget(self.steps)
         body.addWidget(self.stack, 1)
         layout = QVBoxLayout(self)
+        self.restore_banner = session.RestoreBanner()
+        self.restore_banner.restore.connect(self.restore_remembered)
+        layout.addWidget(self.restore_banner)
         layout.addLayout(body, 1)
         layout.addLayout(nav)
 
@@ -140,6 +144,9 @@ class SizingWizard(QWidget):
         # one owner each, so that none is ambiguous (gui/main_window.py FILE_ACTIONS)
         self.load_document(self.doc)
         self.go(0)
+        last = session.remembered()
+        if last is not None and session.document_key(last) != session.document_key(self.doc):
+            self.restore_banner.offer(str(last.get("name") or "unnamed workload"))
 
     # --- document -----------------------------------------------------------------------------
     def load_document(self, doc: dict[str, Any]) -> None:
@@ -151,6 +158,41 @@ class SizingWizard(QWidget):
         self.results.set_controls(self.doc)
         self._loading = False
         self._changed()
+        self.mark_saved()
+
+    # --- unsaved changes and the workload remembered across sessions --------------------------
+    def mark_saved(self) -> None:
+        """The workload as it is now counts as saved (opened, written to a file, recorded)."""
+        self._collect()
+        self._saved_key = session.document_key(self.doc)
+
+    def has_unsaved_changes(self) -> bool:
+        self._collect()
+        return session.document_key(self.doc) != self._saved_key
+
+    def confirm_close(self) -> bool:
+        """Asked by the main window before it closes: with unsaved changes the user saves them to a
+        file, discards them or stays; True when the window may close. The workload is remembered
+        either way and offered back at the next start."""
+        if self.has_unsaved_changes():
+            answer = session.ask_save_changes(self, str(self.doc.get("name") or "unnamed"))
+            if answer == "cancel":
+                return False
+            if answer == "save":
+                self.save_dialog()
+                if self.has_unsaved_changes():  # the file dialog was cancelled or the write failed
+                    return False
+        session.remember(self.doc)
+        return True
+
+    def restore_remembered(self) -> None:
+        doc = session.remembered()
+        self.restore_banner.setVisible(False)
+        if doc is None:
+            self._say("The remembered workload can no longer be read.")
+            return
+        self.load_document({**starter_document(), **doc})
+        self._say(f"Restored {doc.get('name') or 'the workload'} from the last session.", error=False)
 
     def _collect(self) -> None:
         for p in self.pages[:-1]:
@@ -400,6 +442,7 @@ class SizingWizard(QWidget):
             path.write_text(json.dumps(self.doc, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             return self._say(f"{path.name} cannot be written: {exc}")
+        self.mark_saved()
         self._say(f"Saved {path.name}.", error=False)
         return True
 
@@ -415,6 +458,7 @@ class SizingWizard(QWidget):
         except TrainRigError as exc:
             self._say(f"The sizing was not saved: {exc}")
             return
+        self.mark_saved()
         self._say(f"Saved sizing #{sid}.", error=False)
 
     def _say(self, text: str, error: bool = True) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QSettings, QThreadPool
@@ -24,6 +25,23 @@ def _qt_settings(tmp_path, qapp):
     # widgets deadlocks against the GUI thread (seen: ~QObject waiting for the GIL in a pool
     # thread while the GUI thread built a QListWidget).
     gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def unsaved_changes_answer(monkeypatch):
+    """Closing a window whose workload has unsaved changes asks the user (a modal dialog that would
+    wait forever offscreen): tests answer "discard" unless they set another answer, and see the
+    questions asked in ``asked``."""
+    from gui.wizard import session
+
+    answer = SimpleNamespace(value="discard", asked=[])
+
+    def ask(parent, name: str) -> str:
+        answer.asked.append(name)
+        return answer.value
+
+    monkeypatch.setattr(session, "ask_save_changes", ask)
+    return answer
 
 
 @pytest.fixture
