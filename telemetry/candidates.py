@@ -10,7 +10,7 @@ from typing import Any
 
 from core.advice.recommendation import Recommendation, recommend
 from core.estimate import calibration
-from core.hardware.candidates import THIS_MACHINE, is_this_machine_name
+from core.hardware.candidates import THIS_MACHINE, is_this_machine_name, with_quoted_prices
 from core.hardware.candidates import resolve_candidates as resolve_names
 from core.hardware.catalogue import DeviceSpec, load_catalogue, merge_user_devices
 from core.spec.workload import Workload
@@ -37,7 +37,8 @@ def resolve_candidates(
     wanted = list(names) or list(workload.hardware.candidates) or [THIS_MACHINE]
     machine = machine or probe_machine()
     here = this_machine_device(machine, catalogue) if any(is_this_machine_name(n) for n in wanted) else None
-    return resolve_names(wanted, workload.hardware.custom, catalogue, here), machine
+    devices = resolve_names(wanted, workload.hardware.custom, catalogue, here)
+    return with_quoted_prices(devices, workload.hardware.prices, workload.cost.per_usd), machine
 
 
 def calibrated_rates(

@@ -98,7 +98,11 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         machines = choice.machines * nodes
         if purchase is not None:
             usd, kind, date = purchase
-            purchase_note = f"{kind} price {usd:,.0f} USD" + (f" ({date})" if date else "")
+            purchase_note = (
+                f"your price {cost.from_usd(usd):,.0f} {cost.currency} (set in the workload)"
+                if kind == "quoted"
+                else f"{kind} price {usd:,.0f} USD" + (f" ({date})" if date else "") + ", an estimate"
+            )
             bought = (choice.bought or count) * nodes if device.kind != "cpu" else nodes
             unit = cost.from_usd(usd)
             src = f"{purchase_note}; {device.source}"

@@ -4,6 +4,7 @@ to typed devices, each with its origin."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.errors import WorkloadError
@@ -37,3 +38,17 @@ def resolve_candidates(
         else:
             devices.append(find_device(name, custom + tuple(catalogue)))
     return devices
+
+
+def with_quoted_prices(
+    devices: Sequence[DeviceSpec], prices: Sequence[tuple[str, float]], per_usd: float
+) -> list[DeviceSpec]:
+    """``devices`` with the user's own prices (``hardware.prices``: device name, price in the
+    workload's currency at ``per_usd`` units per US dollar) in place of the catalogue's estimates.
+    A name matches a device's full name, case aside; prices of devices that are not candidates are
+    kept in the workload and not used."""
+    by_name = {name.lower(): price for name, price in prices}
+    return [
+        replace(d, quoted_price_usd=by_name[d.name.lower()] / per_usd) if d.name.lower() in by_name else d
+        for d in devices
+    ]

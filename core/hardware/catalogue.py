@@ -54,6 +54,9 @@ class DeviceSpec:
     cloud_usd_per_hour: float | None = None  # on-demand price of one device-hour in a public cloud
     cloud_price_date: str | None = None
     cloud_price_source: str | None = None
+    # the user's own price for one device (a vendor's quote), set in the workload (hardware.prices),
+    # converted to USD at the workload's exchange rate: it replaces the catalogue's estimates
+    quoted_price_usd: float | None = None
 
     @property
     def is_this_machine(self) -> bool:
@@ -66,8 +69,11 @@ class DeviceSpec:
         return any(k in text for k in ("nvlink", "infinity fabric", "roce", "ici", "neuronlink"))
 
     def purchase_price(self) -> tuple[float, str, str | None] | None:
-        """USD per device to buy it, its kind ("street" or "launch") and date: the street price when
-        the catalogue has one, else the launch list price; None when it cannot be bought."""
+        """USD per device to buy it, its kind ("quoted", "street" or "launch") and date: the user's
+        own price when the workload sets one, else the catalogue's street price when it has one, else
+        the launch list price — both estimates with their dates; None when it cannot be bought."""
+        if self.quoted_price_usd is not None:
+            return self.quoted_price_usd, "quoted", None
         if self.street_price_usd is not None:
             return self.street_price_usd, "street", self.street_price_date
         if self.price_usd is not None:

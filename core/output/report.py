@@ -17,7 +17,9 @@ from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.hardware.catalogue import DeviceSpec
 from core.output.glossary import MEMORY_PER_DEVICE, verdict_text
+from core.spec.workload import CostSpec
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
 
@@ -319,12 +321,26 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
         )
     for cand in {x.device.name: x for x in result.candidates}.values():
         dev = cand.device
-        bought = dev.purchase_price()
-        price = f"{bought[1]} price {bought[0]:,.0f} USD ({bought[2] or 'undated'})" if bought else "not sold"
-        if bought is not None and c.currency != "USD":
-            price += f" = {c.from_usd(bought[0]):,.0f} {c.currency}"
-        if bought is not None and bought[1] == "street" and dev.price_usd is not None:
-            price += f" (launch {dev.price_usd:,.0f} USD, {dev.price_date})"
-        rent = cand.cost.cloud_note + (f" ({dev.cloud_price_source})" if dev.cloud_price_source else "")
-        out.append((dev.name, f"{price}; rent: {rent}; {dev.source}"))
+        out.append((dev.name, f"{_price_text(dev, c)}; rent: {_rent_text(cand)}; {dev.source}"))
     return tuple(out)
+
+
+def _price_text(dev: DeviceSpec, c: CostSpec) -> str:
+    """What one device costs to buy and where the figure comes from: the user's price, or the
+    catalogue's street or launch price, which are estimates with their dates."""
+    bought = dev.purchase_price()
+    if bought is None:
+        return "not sold"
+    usd, kind, date = bought
+    if kind == "quoted":
+        return f"your price {c.from_usd(usd):,.0f} {c.currency} per device (set in the workload)"
+    text = f"{kind} price {usd:,.0f} USD ({date or 'undated'})"
+    if c.currency != "USD":
+        text += f" = {c.from_usd(usd):,.0f} {c.currency}"
+    if kind == "street" and dev.price_usd is not None:
+        text += f" (launch {dev.price_usd:,.0f} USD, {dev.price_date})"
+    return text + ", an estimate: set your own price in the workload (hardware.prices) or the wizard"
+
+
+def _rent_text(cand: CandidateResult) -> str:
+    return cand.cost.cloud_note + (f" ({cand.device.cloud_price_source})" if cand.device.cloud_price_source else "")

@@ -83,6 +83,8 @@ class HardwareSpec:
     candidates: tuple[str, ...]
     counts: tuple[int, ...]
     custom: tuple[Mapping[str, Any], ...] = ()
+    # the user's price for one device, by device name, in the workload's currency (a vendor's quote)
+    prices: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
 
 
 def _hardware(h: Mapping[str, Any]) -> HardwareSpec:
-    reject_unknown(h, {"candidates", "gpu_count", "custom"}, "hardware")
+    reject_unknown(h, {"candidates", "gpu_count", "custom", "prices"}, "hardware")
     cands = h.get("candidates", [])
     if not isinstance(cands, list) or not all(isinstance(c, str) and c.strip() for c in cands):
         raise WorkloadError("hardware.candidates", 'must be a list of device names (or "this-machine")')
@@ -319,7 +321,22 @@ def _hardware(h: Mapping[str, Any]) -> HardwareSpec:
     if not isinstance(custom, list):
         raise WorkloadError("hardware.custom", "must be a list of device objects")
     entries = tuple(normalise_device_entry(c, f"hardware.custom[{i}]") for i, c in enumerate(custom))
-    return HardwareSpec(tuple(c.strip() for c in cands), counts, entries)
+    return HardwareSpec(tuple(c.strip() for c in cands), counts, entries, _prices(h.get("prices", {})))
+
+
+def _prices(prices: Any) -> tuple[tuple[str, float], ...]:
+    """``hardware.prices``: {"NVIDIA GeForce RTX 4090": 1799, …}, one device's price in the
+    workload's currency by the device's name."""
+    if not isinstance(prices, Mapping):
+        raise WorkloadError("hardware.prices", 'must be an object of device name to price, e.g. {"RTX 4090": 1799}')
+    out = []
+    for name, value in prices.items():
+        if not str(name).strip():
+            raise WorkloadError("hardware.prices", "a price needs the device's name")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+            raise WorkloadError(f"hardware.prices.{name}", f"must be a price above 0, got {value!r}")
+        out.append((str(name).strip(), float(value)))
+    return tuple(out)
 
 
 def _cost(c: Mapping[str, Any]) -> CostSpec:

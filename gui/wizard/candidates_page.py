@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QInputDialog,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -31,7 +32,9 @@ class CandidatesPage(WizardPage):
         self.custom: list[dict[str, Any]] = []
         self.kind = combo(("all", "gpu", "tpu", "accelerator", "cpu"), "Show only this kind of device")
         self.min_memory = dspin(0, 1000, 0, "Hide devices with less memory than this", " GB")
-        self.max_price = dspin(0, 1e6, 0, "Hide devices priced above this (0: no limit)", " USD")
+        self.min_memory.setSpecialValueText("any")
+        self.max_price = dspin(0, 1e6, 0, "Hide devices whose purchase price is above this", " USD")
+        self.max_price.setSpecialValueText("no limit")
         vendors = sorted({str(d.extra.get("vendor", "")) for d in catalogue if d.extra.get("vendor")})
         self.vendor = combo(("all", *vendors), "Show only this vendor")
         self.list = QListWidget()
@@ -44,6 +47,12 @@ class CandidatesPage(WizardPage):
         self.custom_mem = dspin(0.1, 1e6, 1, "Memory of your device: the vendor's GB, read as GiB", " GiB")
         self.custom_price = dspin(0, 1e7, 0, "Price (0: unknown)", " USD")
         self.custom_add = QPushButton("Add device")
+        self.prices: dict[str, float] = {}  # the user's price per device, in the workload's currency
+        self.price_button = QPushButton("Your price…")
+        self.price_button.setToolTip(
+            "Set what one of the highlighted device costs you (a vendor's quote, in the workload's currency): it "
+            "replaces the catalogue's street or launch price, which are dated estimates"
+        )
         self.error = error_label()
 
         filters = QHBoxLayout()
@@ -66,7 +75,11 @@ class CandidatesPage(WizardPage):
         layout = QVBoxLayout(self)
         layout.addLayout(filters)
         layout.addWidget(self.list, 1)
-        layout.addLayout(counts)
+        under = QHBoxLayout()
+        under.addLayout(counts)
+        under.addStretch(1)
+        under.addWidget(self.price_button)
+        layout.addLayout(under)
         layout.addWidget(custom)
         layout.addWidget(self.error)
 
@@ -85,15 +98,64 @@ class CandidatesPage(WizardPage):
         self.min_gpus.valueChanged.connect(self.changed)
         self.max_gpus.valueChanged.connect(self.changed)
         self.custom_add.clicked.connect(self.add_custom)
+        self.price_button.clicked.connect(self._price_dialog)
+        self.list.currentItemChanged.connect(lambda *_: self._price_enabled())
+        self._price_enabled()
+
+    def _price_enabled(self) -> None:
+        item = self.list.currentItem()
+        self.price_button.setEnabled(item is not None and item.data(Qt.ItemDataRole.UserRole) != THIS_MACHINE)
+
+    def _price_dialog(self) -> None:
+        item = self.list.currentItem()
+        if item is None or item.data(Qt.ItemDataRole.UserRole) == THIS_MACHINE:
+            return
+        name = item.data(Qt.ItemDataRole.UserRole)
+        value, ok = QInputDialog.getDouble(
+            self,
+            "Your price",
+            f"What one {name} costs you, in the workload's currency (0: use the catalogue's estimate):",
+            self.prices.get(name, 0.0),
+            0,
+            1e9,
+            0,
+        )
+        if ok:
+            self.set_price(name, value or None)
+
+    def set_price(self, name: str, price: float | None) -> None:
+        """Your price for one ``name`` device (None: back to the catalogue's estimate)."""
+        if price:
+            self.prices[name] = float(price)
+        else:
+            self.prices.pop(name, None)
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) == name:
+                self._label(item)
+        self.changed.emit()
+
+    def _label(self, item: QListWidgetItem) -> None:
+        d: DeviceSpec = item.data(Qt.ItemDataRole.UserRole + 1)
+        price = self.prices.get(d.name)
+        bought = d.purchase_price()
+        if price:
+            shown = f"your price {price:,.0f}"
+        elif bought is not None:
+            shown = f"{bought[1]} {bought[0]:,.0f} USD" + (f", {bought[2]}" if bought[2] else "")
+        else:
+            shown = "not sold"
+        item.setText(d.name + (" (yours)" if d.origin in ("user", "workload") else "") + f" — {shown}")
+        estimate = "" if price else " (an estimate; set your own with Your price…)"
+        item.setToolTip(f"{d.source}\n\nPrice: {shown}{estimate}")
 
     def _add_item(self, d: DeviceSpec, checked: bool) -> QListWidgetItem:
-        mine = d.origin in ("user", "workload")
-        item = QListWidgetItem(d.name + (" (yours)" if mine else ""))
+        item = QListWidgetItem(d.name)
         item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
         item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
         item.setData(Qt.ItemDataRole.UserRole, d.name)
         item.setData(Qt.ItemDataRole.UserRole + 1, d)
-        item.setToolTip(d.source)
+        self._label(item)
         self.list.addItem(item)
         return item
 
@@ -110,7 +172,8 @@ class CandidatesPage(WizardPage):
             marketed_gb = d.extra.get("memory_gb") or (d.memory_bytes or 0) / GIB  # "24 GB" is 24 GiB
             if self.min_memory.value() and marketed_gb < self.min_memory.value():
                 hide = True
-            if self.max_price.value() and (d.price_usd or 0) > self.max_price.value():
+            bought = d.purchase_price()
+            if self.max_price.value() and (bought[0] if bought else 0) > self.max_price.value():
                 hide = True
             item.setHidden(hide and item.checkState() != Qt.CheckState.Checked)
 
@@ -163,6 +226,9 @@ class CandidatesPage(WizardPage):
             if not any(c["name"] == entry["name"] for c in self.custom):
                 self.custom.append(entry)
                 self._add_item(device_from_entry({"source": "custom", **entry}, origin="workload"), checked=False)
+        self.prices = {str(k): float(v) for k, v in (hw.get("prices") or {}).items()}
+        for i in range(1, self.list.count()):
+            self._label(self.list.item(i))
         wanted = hw.get("candidates")
         if wanted:
             for i in range(self.list.count()):
@@ -176,6 +242,10 @@ class CandidatesPage(WizardPage):
         hw["candidates"] = self.selected()
         hw["gpu_count"] = {"min": self.min_gpus.value(), "max": max(self.min_gpus.value(), self.max_gpus.value())}
         hw["custom"] = list(self.custom)
+        if self.prices:
+            hw["prices"] = dict(self.prices)
+        else:
+            hw.pop("prices", None)
 
     def problem(self) -> str | None:
         if not self.selected():
