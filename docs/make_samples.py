@@ -1,0 +1,96 @@
+"""Regenerate what the README and docs/ show from the code as it is, so that they cannot drift:
+
+    python3 docs/make_samples.py            # README's `size` sample, the sample report, screenshots
+    python3 docs/make_samples.py --check    # exit 1 when the README's sample differs from the code's
+
+The README's `size` sample is the lines `sample_lines` picks from `size` of the seed MLP on two
+catalogue GPUs (no "this machine": the figures are the same on every machine); tests/unit/
+test_readme_sample.py fails when the README and the code disagree. The screenshots come from
+`main.py --self-test --screenshots` and the sample report from `main.py report`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+COMMAND = ["size", "examples/seed-mlp.json", "--candidate", "4090", "--candidate", "Tesla P40", "--no-save"]
+START, END = "<!-- size-sample:start (docs/make_samples.py) -->", "<!-- size-sample:end -->"
+# the self-test's screenshots that the README and docs show, by the names they get in docs/
+SCREENSHOTS = {
+    "2-sizing-wizard-2.png": "screenshot-model.png",
+    "2-sizing-wizard-6.png": "screenshot-sizing.png",
+}
+
+
+def size_output() -> str:
+    """What `python main.py size` prints for the sample, on an empty database."""
+    sys.path.insert(0, str(ROOT))
+    import main
+
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(out):
+        code = main.main(["--db", str(Path(tmp) / "db"), *COMMAND])
+    if code != 0:
+        raise SystemExit(f"size exited with {code}")
+    return out.getvalue()
+
+
+def sample_lines(output: str) -> list[str]:
+    """The workload's header, the first two seed formulas and the first candidate, with "..." where
+    lines are left out."""
+    lines = output.splitlines()
+    seed = lines.index("Seed formulas (as published)")
+    cand = lines.index("Candidates")
+    first = [i for i in range(cand + 1, len(lines)) if lines[i].startswith("  ") and not lines[i].startswith("    ")]
+    end = first[1] if len(first) > 1 else cand + 6
+    return [*lines[:2], "  ...", *lines[seed : seed + 3], "  ...", *lines[cand:end], "  ..."]
+
+
+def sample_block(output: str) -> str:
+    shown = " ".join(a if " " not in a else f'"{a}"' for a in COMMAND)
+    return "\n".join([START, "```console", f"$ python main.py {shown}", *sample_lines(output), "```", END])
+
+
+def readme_block(text: str) -> str:
+    start, end = text.index(START), text.index(END) + len(END)
+    return text[start:end]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check the README's sample")
+    args = parser.parse_args()
+    text = README.read_text(encoding="utf-8")
+    block = sample_block(size_output())
+    if args.check:
+        same = readme_block(text) == block
+        print("README's size sample is current" if same else "README's size sample differs from the code's")
+        return 0 if same else 1
+    README.write_text(text.replace(readme_block(text), block), encoding="utf-8")
+    print("README: size sample rewritten")
+    run = [sys.executable, str(ROOT / "main.py")]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = [*run, "--db", f"{tmp}/db", "report", "examples/llama-8b-finetune.json"]
+        subprocess.run(
+            [*report, "--pdf", "docs/sample-report.pdf", "--csv", "docs/sample-report.csv"], cwd=ROOT, check=True
+        )
+        shots = Path(tmp) / "shots"
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+        subprocess.run([*run, "--self-test", "--screenshots", str(shots)], cwd=ROOT, check=True, env=env)
+        for source, target in SCREENSHOTS.items():
+            shutil.copyfile(shots / source, ROOT / "docs" / target)
+            print(f"docs/{target} from the self-test's {source}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
