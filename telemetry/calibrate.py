@@ -4,6 +4,7 @@ cache dropped for the test file (posix_fadvise, no root needed)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -40,6 +41,7 @@ def run_calibration(python: str | None = None, folder: Path | None = None, timeo
     result["storage"] = measure_read(folder or Path(tempfile.gettempdir()))
     result["python"] = py
     result["seconds"] = round(time.perf_counter() - t0, 2)
+    result["measured_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return result
 
 

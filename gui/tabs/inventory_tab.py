@@ -151,21 +151,28 @@ class InventoryTab(QWidget):
         self.calibration = result
         if self.store is not None:
             self.store.save_calibration(fingerprint, result)
-        prof = result.get("cpu_profile") or {}
-        small = ""
-        if prof:
-            lin, conv = prof["linear_train"], prof["conv_train"]
-            small = (
-                f" (small layers: {lin[0][1] / 1e9:,.0f} and {conv[0][1] / 1e9:,.0f}); elementwise layers "
-                f"{min(prof['elementwise_s'].values()) * 1e9:.1f}–{max(prof['elementwise_s'].values()) * 1e9:.1f} "
-                "ns per element"
-            )
-        self.torch_status.setText(
-            f"Calibrated in {result['seconds']} s: training steps reach {result['cpu_linear_train_flops'] / 1e9:,.0f} "
-            f"GFLOP/s on linear and {result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers{small}; "
-            f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. {what_calibration_applies(result)}"
-        )
+        self.torch_status.setText(f"Calibrated in {result['seconds']} s: {calibration_summary(result)}")
         self.calibrated.emit(result)
+
+    def show_stored_calibration(self, fingerprint: str) -> None:
+        """At start: the calibration this machine's sizings use, stored by an earlier session."""
+        if self.store is None or self.calibration is not None or self._cal_job is not None:
+            return
+        try:
+            stored = self.store.latest_calibration(fingerprint)
+        except TrainRigError:
+            return  # the database's own message is shown where it is opened
+        if stored is None:
+            return
+        when = str(stored.get("measured_at", ""))[:16].replace("T", " ")
+        try:
+            summary = calibration_summary(stored)
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+            summary = "its figures are from an older version of TrainRig; calibrate again to refresh them"
+        self.torch_status.setText(
+            f"Using the calibration of {when + ' UTC' if when else 'an earlier session'} (stored for this machine): "
+            f"{summary} Calibrate again to measure afresh."
+        )
 
     def _calibration_failed(self, message: str) -> None:
         self._cal_job = None
@@ -212,6 +219,7 @@ class InventoryTab(QWidget):
         self._gpus(inv, catalogue)
         self._software(inv)
         self.tree.expandAll()
+        self.show_stored_calibration(inv["fingerprint"])
         self.detected.emit(inv)
 
     # --- sections -----------------------------------------------------------------------------
@@ -432,3 +440,22 @@ def _bytes(v: Any) -> str | None:
 
 def _unit(v: Any, unit: str) -> str | None:
     return None if v is None else f"{v:,} {unit}"
+
+
+def calibration_summary(result: dict[str, Any]) -> str:
+    """What a calibration measured, in one paragraph: layer rates, elementwise costs, overhead per op
+    and what the sizings apply it to."""
+    prof = result.get("cpu_profile") or {}
+    small = ""
+    if prof:
+        lin, conv = prof["linear_train"], prof["conv_train"]
+        small = (
+            f" (small layers: {lin[0][1] / 1e9:,.0f} and {conv[0][1] / 1e9:,.0f}); elementwise layers "
+            f"{min(prof['elementwise_s'].values()) * 1e9:.1f}–{max(prof['elementwise_s'].values()) * 1e9:.1f} "
+            "ns per element"
+        )
+    return (
+        f"training steps reach {result['cpu_linear_train_flops'] / 1e9:,.0f} GFLOP/s on linear and "
+        f"{result['cpu_conv_train_flops'] / 1e9:,.0f} on convolutional layers{small}; "
+        f"{result['step_overhead']['per_op_s'] * 1e6:,.1f} µs per op. {what_calibration_applies(result)}"
+    )

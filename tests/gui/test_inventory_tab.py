@@ -154,3 +154,43 @@ def test_pytorch_environment_is_checked_without_importing_it(tmp_path) -> None:
         from importlib.metadata import version
 
         assert answer["status"].startswith(f"✓ {sys.executable}: PyTorch {version('torch')} on Python ")
+
+
+def test_a_stored_calibration_is_shown_at_start_with_its_date(qtbot, main_window) -> None:
+    """The sizings of this machine use the calibration stored for it: the tab says so at start, with
+    the date it was measured, instead of "Not checked yet"."""
+    from core.storage.store import Store
+    from telemetry.inventory import collect_inventory
+
+    store = Store.open(None)
+    fingerprint = collect_inventory()["fingerprint"]
+    store.save_calibration(
+        fingerprint,
+        {
+            "cpu_fp32_matmul_flops": 1.0e11,
+            "cpu_linear_train_flops": 8.0e10,
+            "cpu_conv_train_flops": 4.0e10,
+            "step_overhead": {"per_op_s": 5e-6, "per_step_s": 2e-4},
+            "seconds": 61.2,
+            "measured_at": "2026-11-20T09:15:00+00:00",
+        },
+    )
+    w = main_window(store)
+    qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
+    text = w.inventory_tab.torch_status.text()
+    assert text.startswith("Using the calibration of 2026-11-20 09:15 UTC (stored for this machine): ")
+    assert "training steps reach 80 GFLOP/s on linear and 40 on convolutional layers" in text
+    assert "5.0 µs per op" in text and "Not checked yet" not in text
+    assert w.sizing_tab.calibration is not None  # and the wizard's sizings of this machine use it
+
+
+def test_an_unreadable_stored_calibration_says_to_calibrate_again(qtbot, main_window) -> None:
+    from core.storage.store import Store
+    from telemetry.inventory import collect_inventory
+
+    store = Store.open(None)
+    store.save_calibration(collect_inventory()["fingerprint"], {"from": "an old version"})
+    w = main_window(store)
+    qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
+    text = w.inventory_tab.torch_status.text()
+    assert "Using the calibration of an earlier session" in text and "calibrate again to refresh them" in text
