@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QStackedWidget,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -38,6 +39,7 @@ from gui.wizard import session
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
+from gui.wizard.guides import GUIDES
 from gui.wizard.model_page import ModelPage
 from gui.wizard.results_page import ResultsPage
 from reports.pdf import write_pdf
@@ -115,9 +117,15 @@ class SizingWizard(QWidget):
         nav.addWidget(self.problem, 1)
         nav.addWidget(self.back_button)
         nav.addWidget(self.next_button)
+        # the form pages' guide: what each field decides and its source, beside the fields
+        self.guide = QTextBrowser()
+        self.guide.setOpenLinks(False)
+        self.guide.setMinimumWidth(260)
+        self.guide.setMaximumWidth(520)
         body = QHBoxLayout()
         body.addWidget(self.steps)
         body.addWidget(self.stack, 1)
+        body.addWidget(self.guide)
         layout = QVBoxLayout(self)
         self.restore_banner = session.RestoreBanner()
         self.restore_banner.restore.connect(self.restore_remembered)
@@ -266,6 +274,9 @@ class SizingWizard(QWidget):
                 index = j  # stop at the first page that is not valid yet
                 break
         self.stack.setCurrentIndex(index)
+        guide = GUIDES.get(getattr(self.pages[index], "title", ""))
+        self.guide.setVisible(guide is not None)
+        self.guide.setHtml(guide or "")
         self.steps.blockSignals(True)
         self.steps.setCurrentRow(index)
         self.steps.blockSignals(False)
