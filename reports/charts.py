@@ -8,6 +8,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 
 from core.estimate.memory import MemoryBreakdown
+from core.output.chart_labels import place_labels
 from core.output.report import CandidateRow
 from core.units import TIME_TICKS, fmt_bytes, fmt_seconds
 
@@ -131,24 +132,22 @@ def time_cost_chart(rows: tuple[CandidateRow, ...], currency: str, width: int = 
             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
             f"{value:,.0f}",
         )
-    placed: list[QRectF] = []
     metrics = p.fontMetrics()
-    for r, x, y in sorted(pts, key=lambda t: (t[2], t[1])):
-        cx, cy = left + (x - x0) * sx, bottom - y * sy
+    order = sorted(pts, key=lambda t: (t[2], t[1]))  # cheapest first: their labels are placed first
+    centres = [(left + (x - x0) * sx, bottom - y * sy) for _, x, y in order]
+    labels = [f"{r.device.replace('NVIDIA ', '')} × {r.count}" for r, _, _ in order]
+    for (r, _, _), (cx, cy) in zip(order, centres, strict=True):
         p.setPen(QPen(QColor("#1f3b63"), 4))
         p.setBrush(QColor("#4e79a7") if r.fits else Qt.BrushStyle.NoBrush)
         p.drawEllipse(QPointF(cx, cy), 14, 14)
-        placed.append(QRectF(cx - 14, cy - 14, 28, 28))
-        label = f"{r.device.replace('NVIDIA ', '')} × {r.count}"
-        w, h = metrics.horizontalAdvance(label), metrics.height()
-        # beside the point where it overlaps no point or label drawn so far; none free: left out
-        for dx, dy in ((22, -h - 4), (22, 4), (-22 - w, -h - 4), (-22 - w, 4), (22, -2 * h - 8), (22, h + 8)):
-            rect = QRectF(cx + dx, cy + dy, w, h)
-            if rect.left() >= left and rect.right() <= width and not any(rect.intersects(o) for o in placed):
-                p.setPen(QColor("black"))
-                p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
-                placed.append(rect)
-                break
+    sizes = [(float(metrics.horizontalAdvance(t)), float(metrics.height())) for t in labels]
+    # beside each point where it overlaps no point or label; none free: left out
+    spots = place_labels(centres, sizes, (left, 0, width - left, bottom), 14, 8)
+    p.setPen(QColor("black"))
+    for label, (w, h), spot in zip(labels, sizes, spots, strict=True):
+        if spot is not None:
+            align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+            p.drawText(QRectF(spot[0], spot[1], w, h), align, label)
     p.end()
     return img
 

@@ -33,6 +33,7 @@ from core.advice.bom import BomLine
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.sizing import CandidateResult, SizingResult
+from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
@@ -129,6 +130,9 @@ class ResultsPage(QWidget):
         self.scatter.setLabel("bottom", "training time (log scale)")
         self.scatter.setLabel("left", "capex")
         self.scatter.setMenuEnabled(False)
+        self._labels: list[tuple[pg.TextItem, float, float]] = []  # each label, at its point's x, y
+        self.scatter.getViewBox().sigResized.connect(self._place_labels)
+        self.scatter.getViewBox().sigRangeChanged.connect(self._place_labels)
         self.scatter.setToolTip(
             "Each point is a device × count: lower left is faster and cheaper; hollow = does not fit"
         )
@@ -236,33 +240,53 @@ class ResultsPage(QWidget):
         self.scatter.clear()
         fg = pg.getConfigOption("foreground")
         spots, skipped = [], []
-        for c in result.candidates:
+        self._labels = []
+        for c in sorted(result.candidates, key=lambda c: (c.cost.capex or 0, c.train_time_s)):
             if c.cost.capex is None:
                 skipped.append(c.device.name)
                 continue
             label = f"{c.device.name.replace('NVIDIA ', '')} × {c.count}"
+            x = math.log10(max(c.train_time_s, 1e-3))
             spots.append(
                 {
-                    "pos": (math.log10(max(c.train_time_s, 1e-3)), c.cost.capex),
+                    "pos": (x, c.cost.capex),
                     "size": 10,
                     "brush": pg.mkBrush("#4e79a7") if c.fits else pg.mkBrush(None),
                     "pen": pg.mkPen(fg),
                     "data": label,
                 }
             )
-            text = pg.TextItem(label, color=fg, anchor=(0, 1))
-            text.setPos(math.log10(max(c.train_time_s, 1e-3)), c.cost.capex)
+            text = pg.TextItem(label, color=fg, anchor=(0, 0))
             self.scatter.addItem(text)
-        self.scatter.addItem(pg.ScatterPlotItem(spots=spots))
+            self._labels.append((text, x, c.cost.capex))
+        # hovering a point names it, also where its label had no free place
+        self.scatter.addItem(pg.ScatterPlotItem(spots=spots, hoverable=True, tip=lambda x, y, data: data))
         if spots:  # explicit ranges: one point alone would give a degenerate axis
             xs = [sp["pos"][0] for sp in spots]
             ys = [sp["pos"][1] for sp in spots]
             self.scatter.setXRange(min(xs) - 0.5, max(xs) + 1.0, padding=0)
             self.scatter.setYRange(0, max(ys) * 1.25 or 1.0, padding=0)
+        self._place_labels()
         currency = result.workload.cost.currency
         self.scatter.setLabel("left", f"capex ({currency})")
         note = f" · not plotted (no price): {', '.join(skipped)}" if skipped else ""
         self.scatter.setTitle(f"training time vs capex; hollow: does not fit{note}", size="9pt")
+
+    def _place_labels(self) -> None:
+        """Each point's label beside it where it overlaps no point or label (core.output.chart_labels,
+        as in the report), in the view's pixels; a label with no free place is hidden."""
+        vb = self.scatter.getViewBox()
+        w, h = vb.width(), vb.height()
+        if not self._labels or w < 10 or h < 10:
+            return
+        (x0, x1), (y0, y1) = vb.viewRange()
+        sx, sy = w / (x1 - x0), h / (y1 - y0)
+        points = [((x - x0) * sx, (y1 - y) * sy) for _, x, y in self._labels]
+        sizes = [(t.boundingRect().width(), t.boundingRect().height()) for t, _, _ in self._labels]
+        for (text, _, _), spot in zip(self._labels, place_labels(points, sizes, (0, 0, w, h), 5, 2), strict=True):
+            text.setVisible(spot is not None)
+            if spot is not None:
+                text.setPos(x0 + spot[0] / sx, y1 - spot[1] / sy)
 
     def _show_seed(self, r: SizingResult) -> None:
         s = r.seed

@@ -20,3 +20,24 @@ def test_the_wizards_time_axis_names_its_ticks(qtbot) -> None:
     axis = TimeAxis(orientation="bottom")
     ((_, values),) = axis.tickValues(math.log10(1800), math.log10(10 * 86400), 800)
     assert axis.tickStrings(values, 1.0, 1.0) == ["1 h", "6 h", "1 day", "1 week"]
+
+
+def test_the_wizards_scatter_labels_overlap_nothing(qtbot, main_window) -> None:
+    """The Llama example's eight H100 and A100 candidates crowd the time-vs-capex chart: their labels
+    overlapped ("H100 SXM×A100 80GB SXM × 8")."""
+    from pathlib import Path
+
+    w = main_window()
+    w.resize(1366, 768)
+    wiz = w.sizing_tab
+    w.tabs.setCurrentWidget(wiz)
+    assert wiz.open_file(Path(__file__).resolve().parents[2] / "examples" / "llama-8b-finetune.json")
+    wiz.go(5)
+    page = wiz.results
+    page.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: page.scatter.getViewBox().width() > 100)
+    page._place_labels()
+    shown = [t.sceneBoundingRect() for t, _, _ in page._labels if t.isVisible()]
+    assert len(page._labels) == 8 and len(shown) >= 6
+    for i, a in enumerate(shown):
+        assert not any(a.intersects(b) for b in shown[i + 1 :])
