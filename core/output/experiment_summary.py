@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.units import fmt_seconds
+
 # sampled columns the table reports, by the name a user reads (GPU columns: the first GPU's)
 RESOURCES = {
     "CPU (% of the machine)": "cpu_percent",
@@ -99,32 +101,31 @@ def summarise(
 
 
 def summary_text(factor: str, rows: Sequence[ExperimentRow]) -> str:
-    """The table as text, the paper's columns first."""
-    head = f"{factor:>14}  {'time (s)':>14}  {'accuracy':>14}  {'macro F1':>14}  {'step ms meas/pred':>19}  runs"
-    lines = [head]
+    """The table as text, the paper's columns first, then each resource's mean and maximum."""
+    w = max(len(factor), *(len(str(r.value)) for r in rows), 5)
+    columns = f"{'time (s)':>14}  {'accuracy':>14}  {'macro F1':>14}  {'step measured / predicted':>27}  runs"
+    lines = [f"{factor:>{w}}  {columns}"]
     for r in rows:
         step = "—"
         if r.step_s is not None:
-            step = f"{r.step_s.mean * 1e3:.3g}" + (
-                f" / {r.predicted_step_s * 1e3:.3g}" if r.predicted_step_s is not None else " / —"
-            )
+            pred = fmt_seconds(r.predicted_step_s) if r.predicted_step_s is not None else "—"
+            step = f"{fmt_seconds(r.step_s.mean)} / {pred}"
         failed = f" ({r.failed} failed)" if r.failed else ""
         lines.append(
-            f"{r.value!s:>14}  {_cell(r.training_time_s, '{:.2f}'):>14}  {_cell(r.accuracy):>14}  "
-            f"{_cell(r.macro_f1):>14}  {step:>19}  {r.runs}{failed}"
+            f"{r.value!s:>{w}}  {_cell(r.training_time_s, '{:.2f}'):>14}  {_cell(r.accuracy):>14}  "
+            f"{_cell(r.macro_f1):>14}  {step:>27}  {r.runs}{failed}"
         )
     labels = [label for label in RESOURCES if any(label in r.resources for r in rows)]
     if labels:
-        lines.append("")
-        lines.append(f"{factor:>14}  " + "  ".join(f"{label} mean/max" for label in labels))
+        lines += ["", "Resources sampled during the runs, mean / max (bytes in MiB):"]
+        lines.append(f"{factor:>{w}}  " + "  ".join(labels))
         for r in rows:
             cells = []
             for label in labels:
                 mean, peak = r.resources.get(label, (math.nan, math.nan))
                 scale = 2**-20 if "bytes" in label else 1.0
-                cells.append(f"{mean * scale:,.0f}/{peak * scale:,.0f}".rjust(len(label) + 9))
-            lines.append(f"{r.value!s:>14}  " + "  ".join(cells))
-        lines.append("(bytes columns in MiB)")
+                cells.append(f"{mean * scale:,.0f} / {peak * scale:,.0f}".rjust(len(label)))
+            lines.append(f"{r.value!s:>{w}}  " + "  ".join(cells))
     return "\n".join(lines)
 
 

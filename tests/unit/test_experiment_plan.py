@@ -92,7 +92,7 @@ def test_summary_rows_per_value_with_mean_and_spread_of_repeats() -> None:
     assert b.resources["CPU (% of the machine)"] == (90.0, 90.0)  # the failed run's 100 % is left out
     assert b.training_time_s.text("{:.2f}") == "6.00"  # one repeat: no spread shown
     text = summary_text("batch", rows)
-    assert "11.00 ± 1.41" in text and "1 (1 failed)" in text and "60/70" in text
+    assert "11.00 ± 1.41" in text and "1 (1 failed)" in text and "60 / 70" in text
 
 
 def test_spread_of_nothing_is_none() -> None:

@@ -1,0 +1,114 @@
+"""``python main.py experiment WORKLOAD.json --vary FIELD=V1,V2,…``: a one-factor experiment on
+this machine (Finocchiaro, Tables 4.1–4.5): every value trained in turn, each a stored run with its
+telemetry, then the summary table with the sizing's predictions beside the measurements."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from cli.run import EXIT_CANCELLED, EXIT_FAILED, ProgressBar, check_rate, wait_with_cancel
+from core.errors import TrainRigError
+from core.output.experiment_summary import ExperimentRow, summary_text
+from core.spec.experiment import expand, parse_vary
+from core.spec.workload import read_workload_document
+from core.storage.store import Store
+from telemetry.experiments import ExperimentPlan, run_experiment
+from telemetry.pytorch_env import find_torch_environment
+from telemetry.sampler import DEFAULT_RATE_HZ
+
+MAX_RUNS = 200
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "experiment",
+        help="train a workload at several values of one field (a one-factor experiment) and tabulate the runs",
+    )
+    p.add_argument("workload", help="the base workload JSON file (a layer list or a preset)")
+    p.add_argument(
+        "--vary",
+        required=True,
+        metavar="FIELD=V1,V2,…",
+        help="the field and its values: a workload path (training.batch_size=64,128) or depth, width, activation, "
+        "batch_size, optimizer, learning_rate, epochs, precision",
+    )
+    p.add_argument("--repeats", type=int, default=1, help="runs per value, with seeds 0, 1, …: mean ± spread (1)")
+    p.add_argument("--epochs", type=int, help="epochs per run (default: the workload's)")
+    p.add_argument("--samples", type=int, help="training samples of the synthetic set (default: the workload's)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda:N")
+    p.add_argument("--rate", type=float, default=DEFAULT_RATE_HZ, help="telemetry samples per second (10)")
+    p.add_argument("--python", help="the Python with PyTorch (default: the one TrainRig finds)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=run, store_mode=lambda a: "write")
+
+
+def run(args: argparse.Namespace, store: Store | None) -> int:
+    check_rate(args.rate)
+    if not 1 <= args.repeats <= 20:
+        raise TrainRigError(f"--repeats must be 1–20, not {args.repeats}")
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        raise TrainRigError(f"--device must be cpu or cuda:N, not {args.device!r}")
+    document = read_workload_document(args.workload)
+    if not isinstance(document, dict):
+        raise TrainRigError(f"{args.workload}: a workload is a JSON object")
+    factor = parse_vary(args.vary)
+    variants = tuple(expand(document, factor))  # every value checked before anything runs
+    if len(variants) * args.repeats > MAX_RUNS:
+        raise TrainRigError(f"{len(variants)} values × {args.repeats} repeats is over {MAX_RUNS} runs")
+    env = find_torch_environment(args.python)
+    if not env.ok:
+        raise TrainRigError(env.message)
+    name = str(document.get("name") or "workload")
+    plan = ExperimentPlan(name, factor, variants, args.repeats, args.epochs, args.samples, args.device)
+    bar = ProgressBar(sys.stderr)
+    status = {"head": ""}
+
+    def started(i: int, n: int, variant: Any, repeat: int, r: Any) -> None:
+        bar.close()
+        status["head"] = f"run {i}/{n} ({variant.label}" + (f", repeat {repeat + 1}" if args.repeats > 1 else "") + ")"
+        print(status["head"], file=sys.stderr, flush=True)
+        r.on_message = lambda _run, msg: bar.show(msg)
+
+    print(f"Experiment on {name}: {factor.name} = {', '.join(map(str, factor.values))}, {args.repeats} run(s) each")
+    outcome = run_experiment(env.python, plan, store, rate_hz=args.rate, wait=wait_with_cancel, on_run=started)
+    bar.close()
+    rows = outcome.rows
+    if args.json:
+        print(json.dumps(summary_json(factor.name, rows, outcome.run_ids), indent=2))
+    else:
+        print(summary_text(factor.name, rows))
+        ids = [str(i) for i in outcome.run_ids if i is not None]
+        if ids:
+            print(f"Runs stored: {', '.join(ids)}")
+    if outcome.cancelled:
+        return EXIT_CANCELLED
+    return 0 if all(r.failed == 0 for r in rows) and all(r.runs for r in rows) else EXIT_FAILED
+
+
+def summary_json(factor: str, rows: list[ExperimentRow], run_ids: list[int | None]) -> dict[str, Any]:
+    def spread(s: Any) -> dict[str, float] | None:
+        return None if s is None else {"mean": s.mean, "sd": s.sd, "n": s.n}
+
+    return {
+        "factor": factor,
+        "run_ids": run_ids,
+        "rows": [
+            {
+                "value": r.value,
+                "runs": r.runs,
+                "failed": r.failed,
+                "training_time_s": spread(r.training_time_s),
+                "accuracy": spread(r.accuracy),
+                "macro_f1": spread(r.macro_f1),
+                "step_s": spread(r.step_s),
+                "predicted_step_s": r.predicted_step_s,
+                "training_memory_bytes": spread(r.peak_memory_bytes),
+                "predicted_memory_bytes": r.predicted_memory_bytes,
+                "resources_mean_max": r.resources,
+            }
+            for r in rows
+        ],
+    }

@@ -1,0 +1,93 @@
+"""Running a one-factor experiment: each value's workload sized on this machine and trained in turn
+by the trainer (each a stored run with its telemetry), repeat r of every value with seed r, so the
+values differ only in the factor; then the summary table (core.output.experiment_summary)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.output.experiment_summary import ExperimentRow, summarise
+from core.spec.experiment import Factor, Variant
+from core.storage.store import Store
+from telemetry.runs import Run
+from telemetry.training import size_here, trainer_spec, training_run
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    name: str
+    factor: Factor
+    variants: tuple[Variant, ...]
+    repeats: int = 1
+    epochs: int | None = None
+    samples: int | None = None
+    device: str = "cpu"
+
+
+@dataclass
+class ExperimentOutcome:
+    plan: ExperimentPlan
+    run_ids: list[int | None] = field(default_factory=list)
+    results: list[tuple[Any, dict[str, Any], dict[str, list[float]]]] = field(default_factory=list)
+    cancelled: bool = False
+
+    @property
+    def rows(self) -> list[ExperimentRow]:
+        return summarise(self.plan.factor.values, self.results)
+
+
+def run_record(r: Run) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """A finished run as the summary reads it (status, metrics, measured, prediction) and its
+    sampled columns."""
+    record = {"status": r.status, "metrics": r.metrics or {}, "measured": r.measured(), "prediction": r.prediction}
+    cols: dict[str, list[float]] = {}
+    if r.sampler is not None:
+        _t, v = r.sampler.buffer.snapshot()
+        for j, c in enumerate(r.sampler.columns):
+            cols[c] = [float(x) for x in v[:, j]] if len(v) else []
+    return record, cols
+
+
+def run_experiment(
+    python: str,
+    plan: ExperimentPlan,
+    store: Store | None,
+    *,
+    rate_hz: float,
+    wait: Callable[[Run], None],
+    on_run: Callable[[int, int, Variant, int, Run], None] = lambda *_: None,
+    run_kwargs: Mapping[str, Any] | None = None,
+) -> ExperimentOutcome:
+    """Train every value ``plan.repeats`` times, one run after another. ``wait(run)`` blocks until
+    the run ends (and may cancel it); a cancelled run stops the experiment. ``on_run(i, n, variant,
+    repeat, run)`` is called as each run starts."""
+    out = ExperimentOutcome(plan)
+    total = len(plan.variants) * plan.repeats
+    i = 0
+    for variant in plan.variants:
+        workload, prediction = size_here(variant.document, store)
+        for repeat in range(plan.repeats):
+            spec = trainer_spec(workload, epochs=plan.epochs, samples=plan.samples, device=plan.device, seed=repeat)
+            r = training_run(
+                python,
+                spec,
+                store=store,
+                name=f"{plan.name}: {variant.label}" + (f" #{repeat + 1}" if plan.repeats > 1 else ""),
+                workload_document=variant.document,
+                prediction=prediction,
+                rate_hz=rate_hz,
+                **dict(run_kwargs or {}),
+            )
+            i += 1
+            on_run(i, total, variant, repeat, r)
+            r.start()
+            wait(r)
+            record, cols = run_record(r)
+            out.run_ids.append(r.run_id)
+            out.results.append((variant.value, record, cols))
+            if r.status == "cancelled":
+                out.cancelled = True
+                return out
+    return out

@@ -1,0 +1,47 @@
+"""`experiment` from the command line: a 3-value batch-size sweep of a tiny MLP trained on this
+CPU, its runs stored, the summary one row per value with the measured time and accuracy."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from core.storage.store import Store
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals as on POSIX")
+
+TINY = {
+    "name": "tiny MLP",
+    "model": {
+        "input_shape": [8],
+        "layers": [{"type": "linear", "out_features": 16}, {"type": "relu"}, {"type": "linear", "out_features": 3}],
+    },
+    "data": {"samples": 300, "outputs": 3},
+    "training": {"batch_size": 32, "epochs": 1, "optimizer": "sgd", "precision": "fp32"},
+}
+
+
+def test_a_batch_size_sweep_trains_each_value_and_tabulates_them(cli, write_json, _isolated_db) -> None:
+    code, out, err = cli("experiment", str(write_json(TINY)), "--vary", "training.batch_size=16,32,64", "--json")
+    assert code == 0, out + err
+    summary = json.loads(out[out.index("{") :])
+    rows = summary["rows"]
+    assert [r["value"] for r in rows] == [16, 32, 64]
+    for r in rows:
+        assert r["runs"] == 1 and r["failed"] == 0
+        assert r["training_time_s"]["mean"] > 0 and 0 <= r["accuracy"]["mean"] <= 1
+        assert r["step_s"]["mean"] > 0 and r["predicted_step_s"] > 0
+    assert "run 3/3 (training.batch_size=64)" in err
+    store = Store.open(_isolated_db)
+    names = [store.run(i)["name"] for i in summary["run_ids"]]
+    assert names == [f"tiny MLP: training.batch_size={b}" for b in (16, 32, 64)]
+    batches = [store.run(i)["workload"]["trainer"]["batch_size"] for i in summary["run_ids"]]
+    assert batches == [16, 32, 64]
+
+
+def test_a_bad_value_is_refused_before_anything_runs(cli, write_json, _isolated_db) -> None:
+    code, _out, err = cli("experiment", str(write_json(TINY)), "--vary", "training.batch_size=16,0")
+    assert code == 2 and "training.batch_size=0" in err
+    assert Store.open(_isolated_db).runs() == []  # nothing was trained
