@@ -12,12 +12,14 @@ from typing import Any
 from cli.run import EXIT_CANCELLED, EXIT_FAILED, ProgressBar, check_rate, wait_with_cancel
 from core.errors import TrainRigError
 from core.output.experiment_summary import ExperimentRow, summary_text
+from core.output.thread_scaling import SOURCE, ThreadPoint, verdict
 from core.spec.experiment import expand, parse_vary
-from core.spec.workload import read_workload_document
+from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
 from telemetry.experiments import ExperimentPlan, run_experiment
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.sampler import DEFAULT_RATE_HZ
+from telemetry.thread_scaling import physical_and_logical, run_thread_scaling
 
 MAX_RUNS = 200
 
@@ -28,12 +30,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="train a workload at several values of one field (a one-factor experiment) and tabulate the runs",
     )
     p.add_argument("workload", help="the base workload JSON file (a layer list or a preset)")
-    p.add_argument(
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument(
         "--vary",
-        required=True,
         metavar="FIELD=V1,V2,…",
         help="the field and its values: a workload path (training.batch_size=64,128) or depth, width, activation, "
         "batch_size, optimizer, learning_rate, epochs, precision",
+    )
+    what.add_argument(
+        "--threads",
+        nargs="?",
+        const="auto",
+        metavar="N1,N2,…",
+        help="thread scaling (Wünsche 2016, Fig. 1): one mini-batch-64 step at 1, 2, 4, … threads up to twice the "
+        "physical cores (or the counts given), with the rule 'no more threads than physical cores' checked",
     )
     p.add_argument("--repeats", type=int, default=1, help="runs per value, with seeds 0, 1, …: mean ± spread (1)")
     p.add_argument("--epochs", type=int, help="epochs per run (default: the workload's)")
@@ -46,6 +56,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:
+    if args.threads is not None:
+        return run_threads(args)
     check_rate(args.rate)
     if not 1 <= args.repeats <= 20:
         raise TrainRigError(f"--repeats must be 1–20, not {args.repeats}")
@@ -112,3 +124,33 @@ def summary_json(factor: str, rows: list[ExperimentRow], run_ids: list[int | Non
             for r in rows
         ],
     }
+
+
+def run_threads(args: argparse.Namespace) -> int:
+    counts = None
+    if args.threads != "auto":
+        try:
+            counts = sorted({int(v) for v in str(args.threads).split(",") if v.strip()})
+        except ValueError:
+            raise TrainRigError(f"--threads takes thread counts such as 1,2,4; got {args.threads!r}") from None
+        if not counts or counts[0] < 1 or counts[-1] > 1024:
+            raise TrainRigError(f"--threads takes counts of 1–1024; got {args.threads!r}")
+    workload = parse_workload(read_workload_document(args.workload))
+    env = find_torch_environment(args.python)
+    if not env.ok:
+        raise TrainRigError(env.message)
+    physical, logical = physical_and_logical()
+    print(
+        f"Thread scaling of {workload.name}: one training step of 64 samples; "
+        f"{physical} physical, {logical} logical cores"
+    )
+
+    def show(p: ThreadPoint) -> None:
+        rate = 64 / p.step_s
+        print(f"  {p.threads:>4} threads  {p.step_s * 1e3:9.3f} ms a step  {rate:10,.0f} samples/s", flush=True)
+
+    points = run_thread_scaling(env.python, workload, threads=counts, on_point=show)
+    if args.json:
+        print(json.dumps({"physical": physical, "logical": logical, "points": [p.__dict__ for p in points]}))
+    print(f"{verdict(points, physical)} — {SOURCE}")
+    return 0
