@@ -16,7 +16,7 @@ from core.storage.store import Store
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.runs import Run
 from telemetry.sampler import DEFAULT_RATE_HZ, MAX_RATE_HZ, MIN_RATE_HZ
-from telemetry.training import this_machine_prediction, trainer_spec, training_run
+from telemetry.training import Launch, this_machine_prediction, trainer_spec, training_run
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 130
@@ -31,6 +31,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", type=Path, help="train on this CSV (feature columns and a label column) instead")
     p.add_argument("--rate", type=float, default=DEFAULT_RATE_HZ, help="samples per second, 1–20 (default 10)")
     p.add_argument("--python", help="the Python with PyTorch (default: the one TrainRig finds)")
+    p.add_argument(
+        "--nproc-per-node",
+        type=int,
+        default=1,
+        help="processes on this machine, launched by torchrun with DistributedDataParallel (gloo on the CPU, "
+        "NCCL on GPUs: one per GPU with --device cuda); the global batch is split over them",
+    )
+    p.add_argument("--nnodes", type=int, default=1, help="machines taking part (each runs this command)")
+    p.add_argument("--rdzv-endpoint", help="HOST:PORT of the first machine, where several meet")
     p.add_argument(
         "--trust-code",
         action="store_true",
@@ -50,6 +59,10 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         raise TrainRigError(f"--device must be cpu or cuda:N, not {args.device!r}")
     if args.csv is not None and not args.csv.is_file():
         raise TrainRigError(f"the CSV {args.csv} does not exist")
+    if not 1 <= args.nproc_per_node <= 256 or not 1 <= args.nnodes <= 1024:
+        raise TrainRigError("--nproc-per-node must be 1–256 and --nnodes 1–1024")
+    launch = Launch(args.nproc_per_node, args.nnodes, args.rdzv_endpoint)
+    launch.arguments()  # several machines without a meeting point: refused before anything runs
     sizing = size_file(args.workload, [THIS_MACHINE], store, trust_code=args.trust_code)
     workload = sizing.recommendation.result.workload
     # the trainer runs model code only for a model.torch the user agreed to trace just now (size_file
@@ -65,6 +78,13 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         base_dir=code_dir,
     )
     prediction = this_machine_prediction(sizing.recommendation)
+    if launch.processes > 1:
+        # the sizing counts devices, not processes sharing one: nothing to compare the steps with
+        prediction = None
+        print(
+            f"{launch.processes} processes with DistributedDataParallel: each rank's step and all-reduce are "
+            "measured; the sizing's single-device prediction is not compared"
+        )
     env = find_torch_environment(args.python)
     if not env.ok:
         raise TrainRigError(env.message)
@@ -78,6 +98,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         prediction=prediction,
         rate_hz=args.rate,
         on_message=lambda _run, msg: bar.show(msg),
+        launch=launch if launch.processes > 1 else None,
     )
     print(f"Training {workload.name} on {args.device} with {env.python} ({env.message})")
     if prediction:
@@ -179,6 +200,12 @@ def run_summary(r: Run) -> str:
         if measured.get("peak_memory_bytes") is not None:
             peak_mib = measured["peak_memory_bytes"] / 2**20
             lines.append(f"    process peak memory {peak_mib:,.0f} MiB ({measured.get('peak_memory_kind')})")
+    for rank in m.get("ranks") or []:
+        lines.append(
+            f"    rank {rank['rank']}: median step {rank['median_step_s'] * 1e3:,.2f} ms, all-reduce of the gradients "
+            f"{rank['allreduce_s'] * 1e3:,.2f} ms ({rank['allreduce_share']:.0%} of the step at most: DDP overlaps it "
+            "with backward)"
+        )
     lines += telemetry_summary(r)
     return "\n".join(lines)
 

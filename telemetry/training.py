@@ -8,7 +8,9 @@ expanded by the core's workload parser) as JSON on stdin.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,22 +133,54 @@ def training_run(
     prediction: dict[str, Any] | None = None,
     rate_hz: float = DEFAULT_RATE_HZ,
     worker: Sequence[str] | None = None,
+    launch: Launch | None = None,
     **kwargs: Any,
 ) -> Run:
-    """A Run of the trainer in ``python`` (not started)."""
+    """A Run of the trainer in ``python`` (not started); with ``launch``, several processes under
+    torchrun with DistributedDataParallel (the global batch split over them)."""
     argv = list(worker) if worker is not None else [python, str(resource_path(WORKER))]
+    stdin: str | None = json.dumps(spec)
+    if launch is not None and launch.processes > 1:
+        argv = [python, "-m", "torch.distributed.run", *launch.arguments(), *argv[1:]]
+        kwargs["env"] = {**os.environ, **(kwargs.get("env") or {}), "TRAINRIG_SPEC": stdin}
+        stdin = None
     return Run(
         argv,
         store=store,
         kind="trained",
         name=name,
-        workload={"document": workload_document, "trainer": spec},
+        workload={"document": workload_document, "trainer": spec, **({"launch": launch.__dict__} if launch else {})},
         device=spec["device"],
         prediction=prediction,
-        stdin_text=json.dumps(spec),
+        stdin_text=stdin,
         rate_hz=rate_hz,
         **kwargs,
     )
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How torchrun starts the trainer: processes on this machine, machines, and where they meet."""
+
+    nproc_per_node: int = 1
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None  # host:port of the first machine, for several machines
+
+    @property
+    def processes(self) -> int:
+        return self.nproc_per_node * self.nnodes
+
+    def arguments(self) -> list[str]:
+        if self.nnodes == 1:
+            return ["--standalone", f"--nproc-per-node={self.nproc_per_node}"]
+        if not self.rdzv_endpoint:
+            raise TrainRigError("several machines need --rdzv-endpoint HOST:PORT (the first machine's)")
+        return [
+            f"--nproc-per-node={self.nproc_per_node}",
+            f"--nnodes={self.nnodes}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={self.rdzv_endpoint}",
+        ]
 
 
 def _model_for_trainer(model: Any, trace: Any, base_dir: Path | None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -34,8 +35,14 @@ class WorkerError(Exception):
     """A problem to report as {"event": "error"} (not a bug)."""
 
 
+RANK = int(os.environ.get("RANK", "0"))  # under torchrun: this process's rank; rank 0 reports
+WORLD = int(os.environ.get("WORLD_SIZE", "1"))
+
+
 def emit(event: str, **fields: Any) -> None:
-    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    if RANK != 0 and event not in ("error",):  # one voice for the run: rank 0's (errors from any rank)
+        return
+    sys.stdout.write(json.dumps({"event": event, **fields, **({"rank": RANK} if WORLD > 1 else {})}) + "\n")
     sys.stdout.flush()
 
 
@@ -259,6 +266,14 @@ def train(spec: dict[str, Any]) -> None:
     device = torch.device(spec.get("device", "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
         raise WorkerError(f"{device} was asked for but this PyTorch has no usable CUDA device")
+    dist = None
+    if WORLD > 1:  # DistributedDataParallel under torchrun: gloo on CPUs, NCCL on GPUs
+        import torch.distributed as dist
+
+        if device.type == "cuda":
+            device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     model_doc = spec["model"]
     input_shape = [int(v) for v in model_doc["input_shape"]]
     classes = int(spec["classes"])
@@ -285,8 +300,15 @@ def train(spec: dict[str, Any]) -> None:
         n_test = max(1, round(n_train * holdout / (1 - holdout)))
         x_all, y_all = synthetic(torch, input_shape, classes, n_train + n_test, seed)
         x_train, y_train, x_test, y_test = x_all[:n_train], y_all[:n_train], x_all[n_train:], y_all[n_train:]
+    if dist is not None:  # each rank trains its shard of the data with its share of the global batch
+        x_train, y_train = x_train[RANK::WORLD], y_train[RANK::WORLD]
     rss_at_start = peak_rss_bytes()  # PyTorch, the data set and the model's weights are in memory now
     model = model.to(device)
+    net = model
+    if dist is not None:
+        from torch.nn.parallel import DistributedDataParallel
+
+        net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     precision = spec.get("precision", "fp32")
     if precision not in ("fp32", "bf16", "fp16"):
         raise WorkerError(f"the trainer runs fp32, bf16 or fp16, not {precision!r}")
@@ -297,7 +319,7 @@ def train(spec: dict[str, Any]) -> None:
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
     optimizer = make_optimizer(torch, spec.get("optimizer", "adam"), model.parameters(), spec.get("learning_rate"))
     loss_fn = torch.nn.CrossEntropyLoss()
-    batch = int(spec["batch_size"])
+    batch = max(1, int(spec["batch_size"]) // WORLD)  # the global batch, split over the ranks
     epochs = int(spec["epochs"])
     n = len(x_train)
     per_epoch = math.ceil(n / batch)
@@ -333,7 +355,7 @@ def train(spec: dict[str, Any]) -> None:
             t = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=amp_dtype, enabled=autocast):
-                out = model(xb)
+                out = net(xb)
                 loss = loss_fn(out.float(), yb)
             if scaler is not None:
                 scaler.scale(loss).backward()
@@ -379,6 +401,9 @@ def train(spec: dict[str, Any]) -> None:
         peak, kind = int(torch.cuda.max_memory_allocated(device)), "torch.cuda.max_memory_allocated"
     else:
         peak, kind = peak_rss_bytes(), "peak RSS of the process"
+    ranks = None
+    if dist is not None:
+        ranks = rank_figures(torch, dist, model, statistics.median(steady), device)
     emit(
         "finished",
         training_time_s=training_time,
@@ -394,12 +419,42 @@ def train(spec: dict[str, Any]) -> None:
         device=str(device),
         epochs=epochs,
         iterations=iteration,
+        **({"world_size": WORLD, "ranks": ranks} if ranks is not None else {}),
     )
+    if dist is not None:
+        dist.destroy_process_group()
+
+
+def rank_figures(torch: Any, dist: Any, model: Any, median_step_s: float, device: Any) -> list[dict[str, Any]]:
+    """Every rank's median step and the share of it an all-reduce of the gradients takes (one
+    all-reduce of the parameters' size, timed after training: DDP overlaps it with backward, so this
+    is the most it can add), gathered on every rank."""
+    grads = torch.zeros(sum(p.numel() for p in model.parameters()), device=device)
+    for _ in range(2):
+        dist.all_reduce(grads)
+    times = []
+    for _ in range(5):
+        dist.barrier()
+        t = time.perf_counter()
+        dist.all_reduce(grads)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - t)
+    allreduce = statistics.median(times)
+    mine = {
+        "rank": RANK,
+        "median_step_s": median_step_s,
+        "allreduce_s": allreduce,
+        "allreduce_share": allreduce / median_step_s,
+    }
+    gathered: list[Any] = [None] * WORLD
+    dist.all_gather_object(gathered, mine)
+    return gathered
 
 
 def main() -> int:
-    try:
-        spec = json.loads(sys.stdin.read())
+    try:  # the specification on stdin, or in TRAINRIG_SPEC (torchrun's ranks share no stdin)
+        spec = json.loads(os.environ.get("TRAINRIG_SPEC") or sys.stdin.read())
     except ValueError as exc:
         emit("error", reason=f"the trainer was given an unreadable specification: {exc}")
         return 2

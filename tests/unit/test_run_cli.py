@@ -127,3 +127,23 @@ def test_a_hand_written_trace_never_makes_the_trainer_run_its_file(cli, tmp_path
     code, _, err = cli("run", str(path), "--trust-code")
     assert code == 2 and "TrainRig trains it only when you agreed to run that code" in err
     assert not (tmp_path / "RAN").exists()
+
+
+def test_two_processes_with_gloo_ddp_record_both_ranks(cli, write_json, seed_doc, _isolated_db) -> None:
+    """torchrun starts two CPU processes with DistributedDataParallel (gloo): the run finishes and
+    stores each rank's median step and its all-reduce of the gradients."""
+    seed_doc["training"]["batch_size"] = 64
+    code, out, err = cli("run", str(write_json(seed_doc)), "--epochs", "1", "--samples", "640", "--nproc-per-node", "2")
+    assert code == 0, out + err
+    assert "Run 1: finished" in out and "rank 0: median step" in out and "rank 1: median step" in out
+    run = Store.open(_isolated_db).run(1)
+    assert run["workload"]["launch"]["nproc_per_node"] == 2 and run["workload"]["trainer"]["batch_size"] == 64
+    ranks = run["metrics"]["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1] and run["metrics"]["world_size"] == 2
+    assert all(r["median_step_s"] > 0 and r["allreduce_s"] > 0 for r in ranks)
+    assert run["prediction"] is None  # the sizing counts devices, not processes sharing one
+
+
+def test_several_machines_need_a_meeting_point(cli, write_json, seed_doc) -> None:
+    code, _out, err = cli("run", str(write_json(seed_doc)), "--nnodes", "2")
+    assert code == 2 and "--rdzv-endpoint HOST:PORT" in err
