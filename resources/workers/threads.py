@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train import WorkerError, build_model, emit, make_optimizer
+from train import build_model, make_optimizer
+from worker_common import WorkerError, emit
 
 WARMUP_STEPS = 3
 

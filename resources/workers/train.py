@@ -17,7 +17,6 @@ and a label column, "label" or else the last); a bad CSV is refused with its row
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -25,123 +24,15 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the worker's own modules, beside it
+from train_data import class_weights, macro_f1, read_csv, synthetic
+from worker_common import RANK, WORLD, WorkerError, emit
 
 PROGRESS_EVERY_S = 0.2
 WARMUP_STEPS = 5
-
-
-class WorkerError(Exception):
-    """A problem to report as {"event": "error"} (not a bug)."""
-
-
-RANK = int(os.environ.get("RANK", "0"))  # under torchrun: this process's rank; rank 0 reports
-WORLD = int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def emit(event: str, **fields: Any) -> None:
-    if RANK != 0 and event not in ("error",):  # one voice for the run: rank 0's (errors from any rank)
-        return
-    sys.stdout.write(json.dumps({"event": event, **fields, **({"rank": RANK} if WORLD > 1 else {})}) + "\n")
-    sys.stdout.flush()
-
-
-# --- data -----------------------------------------------------------------------------------
-def read_csv(path: str, features: int, classes: int) -> tuple[list[list[float]], list[int], list[str]]:
-    """Rows of ``features`` numbers and a label (column "label", else the last column); labels are
-    integers 0…classes−1 or names (sorted into class numbers). WorkerError names row and reason."""
-    try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # closed by the with below
-    except OSError as exc:
-        raise WorkerError(f"the CSV {path} cannot be read: {exc.strerror or exc}") from None
-    with fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise WorkerError(f"the CSV {path} is empty") from None
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise WorkerError(f"the CSV {path}, row 1: {exc}") from None
-        names = [h.strip() for h in header]
-        label_at = names.index("label") if "label" in names else len(names) - 1
-        if len(names) - 1 != features:
-            raise WorkerError(
-                f"the CSV {path} has {len(names) - 1} feature columns besides the label "
-                f"{names[label_at]!r}; the model's input needs {features}"
-            )
-        xs: list[list[float]] = []
-        raw: list[str] = []
-        row_no = 1
-        try:
-            for row_no, row in enumerate(reader, start=2):
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if len(row) != len(names):
-                    raise WorkerError(f"the CSV {path}, row {row_no}: {len(row)} fields, the header has {len(names)}")
-                x: list[float] = []
-                for j, cell in enumerate(row):
-                    if j == label_at:
-                        continue
-                    try:
-                        v = float(cell)
-                    except ValueError:
-                        raise WorkerError(
-                            f"the CSV {path}, row {row_no}, column {names[j]!r}: {cell!r} is not a number"
-                        ) from None
-                    if not math.isfinite(v):
-                        raise WorkerError(f"the CSV {path}, row {row_no}, column {names[j]!r}: {cell!r} is not finite")
-                    x.append(v)
-                label = row[label_at].strip()
-                if not label:
-                    raise WorkerError(f"the CSV {path}, row {row_no}: the label is empty")
-                xs.append(x)
-                raw.append(label)
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise WorkerError(f"the CSV {path}, row {row_no}: {exc}") from None
-    if len(xs) < 2:
-        raise WorkerError(f"the CSV {path} has {len(xs)} data rows; training needs at least 2")
-    if all(r.lstrip("-").isdigit() for r in raw):
-        ys = [int(r) for r in raw]
-        bad = next((i for i, y in enumerate(ys) if not 0 <= y < classes), None)
-        if bad is not None:
-            raise WorkerError(f"the CSV {path}: label {ys[bad]} is outside 0…{classes - 1} (the model has {classes})")
-        return xs, ys, [str(c) for c in range(classes)]
-    names_sorted = sorted(set(raw))
-    if len(names_sorted) > classes:
-        raise WorkerError(f"the CSV {path} has {len(names_sorted)} different labels; the model outputs {classes}")
-    index = {n: i for i, n in enumerate(names_sorted)}
-    return xs, [index[r] for r in raw], names_sorted
-
-
-def class_weights(classes: int) -> list[float]:
-    """Imbalanced class frequencies ∝ 1/(k+1), like the unequal classes of Finocchiaro's set."""
-    w = [1.0 / (k + 1) for k in range(classes)]
-    total = sum(w)
-    return [x / total for x in w]
-
-
-def synthetic(torch: Any, shape: Sequence[int], classes: int, n: int, seed: int) -> tuple[Any, Any]:
-    """``n`` samples of ``shape``: a unit Gaussian blob per class around centres drawn with σ = 0.3
-    per element (for 75 features about 3.7 σ apart: classes overlap, accuracy well below 100 %),
-    labels drawn with the imbalanced frequencies; the same seed gives the same set."""
-    g = torch.Generator().manual_seed(seed)
-    centres = torch.randn((classes, *shape), generator=g) * 0.3
-    y = torch.multinomial(torch.tensor(class_weights(classes)), n, replacement=True, generator=g)
-    x = centres[y] + torch.randn((n, *shape), generator=g)
-    return x, y
-
-
-def macro_f1(pred: Sequence[int], true: Sequence[int], classes: int) -> float:
-    """The unweighted mean of the per-class F1 over the classes present in ``true`` or ``pred``."""
-    f1s = []
-    for c in range(classes):
-        tp = sum(1 for p, t in zip(pred, true, strict=True) if p == c and t == c)
-        fp = sum(1 for p, t in zip(pred, true, strict=True) if p == c and t != c)
-        fn = sum(1 for p, t in zip(pred, true, strict=True) if p != c and t == c)
-        if tp + fp + fn == 0:
-            continue
-        f1s.append(2 * tp / (2 * tp + fp + fn))
-    return sum(f1s) / len(f1s) if f1s else 0.0
 
 
 # --- model ----------------------------------------------------------------------------------
