@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from cli.run import EXIT_CANCELLED, EXIT_FAILED, ProgressBar, check_rate, wait_with_cancel
@@ -16,10 +18,15 @@ from core.output.thread_scaling import SOURCE, ThreadPoint, verdict
 from core.spec.experiment import expand, parse_vary
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
+from core.units import fmt_seconds
 from telemetry.experiments import ExperimentPlan, run_experiment
+from telemetry.inventory import collect_inventory
+from telemetry.page_cache import evict
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.sampler import DEFAULT_RATE_HZ
+from telemetry.storage_ab import summary_row, tier_of, write_dataset
 from telemetry.thread_scaling import physical_and_logical, run_thread_scaling
+from telemetry.training import size_here, trainer_spec, training_run
 
 MAX_RUNS = 200
 
@@ -45,6 +52,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="thread scaling (Wünsche 2016, Fig. 1): one mini-batch-64 step at 1, 2, 4, … threads up to twice the "
         "physical cores (or the counts given), with the rule 'no more threads than physical cores' checked",
     )
+    what.add_argument(
+        "--storage",
+        type=Path,
+        metavar="DIR",
+        help="storage A/B (Panaite & Leba 2024): the same data set, one file per sample, trained from DIR and "
+        "from a RAM disk (--ramdisk), the page cache evicted before each run",
+    )
+    p.add_argument("--ramdisk", type=Path, default=Path("/dev/shm"), help="the RAM disk to compare with (/dev/shm)")
+    p.add_argument("--data-format", choices=("raw", "npy"), default="npy", help="files the storage test writes")
+    p.add_argument("--loader-workers", type=int, default=2, help="DataLoader worker processes reading the files (2)")
     p.add_argument("--repeats", type=int, default=1, help="runs per value, with seeds 0, 1, …: mean ± spread (1)")
     p.add_argument("--epochs", type=int, help="epochs per run (default: the workload's)")
     p.add_argument("--samples", type=int, help="training samples of the synthetic set (default: the workload's)")
@@ -58,6 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, store: Store | None) -> int:
     if args.threads is not None:
         return run_threads(args)
+    if args.storage is not None:
+        return run_storage(args, store)
     check_rate(args.rate)
     if not 1 <= args.repeats <= 20:
         raise TrainRigError(f"--repeats must be 1–20, not {args.repeats}")
@@ -154,3 +173,66 @@ def run_threads(args: argparse.Namespace) -> int:
         print(json.dumps({"physical": physical, "logical": logical, "points": [p.__dict__ for p in points]}))
     print(f"{verdict(points, physical)} — {SOURCE}")
     return 0
+
+
+def run_storage(args: argparse.Namespace, store: Store | None) -> int:
+    for folder in (args.storage, args.ramdisk):
+        if not folder.is_dir():
+            raise TrainRigError(f"{folder} is not a folder")
+    if not 0 <= args.loader_workers <= 64:
+        raise TrainRigError(f"--loader-workers must be 0–64, not {args.loader_workers}")
+    document = read_workload_document(args.workload)
+    workload, prediction = size_here(document, store)
+    samples = args.samples or min(workload.data.samples, 20_000)
+    env = find_torch_environment(args.python)
+    if not env.ok:
+        raise TrainRigError(env.message)
+    inventory = collect_inventory()
+    rows, code = [], 0
+    for name, folder in (("your folder", args.storage), ("RAM disk", args.ramdisk)):
+        written = write_dataset(folder, workload, samples, args.data_format)
+        try:
+            eviction = evict([*written.files, written.folder / "index.json"])
+            print(
+                f"{name}: {len(written.files):,} files, {written.bytes / 2**20:,.1f} MiB in {written.folder}; "
+                f"{eviction.describe()}",
+                flush=True,
+            )
+            spec = trainer_spec(workload, epochs=args.epochs or 2, samples=samples, device=args.device)
+            spec["files"] = {"dir": str(written.folder), "workers": args.loader_workers}
+            r = training_run(
+                env.python,
+                spec,
+                store=store,
+                name=f"{workload.name}: storage, {name}",
+                workload_document=document,
+                prediction=prediction,
+                rate_hz=args.rate,
+            )
+            r.start()
+            wait_with_cancel(r)
+            if r.status != "finished":
+                print(f"  the run {r.status}: {r.reason}", file=sys.stderr)
+                code = EXIT_CANCELLED if r.status == "cancelled" else EXIT_FAILED
+                break
+            rows.append(summary_row(name, written, tier_of(folder, inventory), eviction.describe(), r.metrics or {}))
+        finally:
+            shutil.rmtree(written.folder, ignore_errors=True)
+    if args.json:
+        print(json.dumps({"rows": rows}, indent=2))
+    else:
+        print(storage_table(rows))
+    return code
+
+
+def storage_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{'location':<12} {'tier':<9} {'epoch':>9} {'files read at':>14} {'waiting for data':>17} "
+        f"{'sizing: read an epoch':>22}"
+    ]
+    for r in rows:
+        rate = f"{r['consumed_bps'] / 2**20:,.1f} MiB/s" if r["consumed_bps"] else "—"
+        wait = f"{r['data_wait_share']:.0%} of the time" if r["data_wait_share"] is not None else "—"
+        pred = fmt_seconds(r["predicted_read_s"]) if r["predicted_read_s"] is not None else "tier unknown"
+        lines.append(f"{r['location']:<12} {r['tier']:<9} {r['epoch_s']:>8.2f}s {rate:>14} {wait:>17} {pred:>22}")
+    return "\n".join(lines)

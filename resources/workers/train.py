@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the worker's own modules, beside it
-from train_data import class_weights, macro_f1, read_csv, synthetic
+from train_data import class_weights, file_data, macro_f1, read_csv, synthetic
 from worker_common import RANK, WORLD, WorkerError, emit
 
 PROGRESS_EVERY_S = 0.2
@@ -177,7 +177,11 @@ def train(spec: dict[str, Any]) -> None:
             f"the model's output is {list(out_shape)}; a classifier of {classes} classes needs [{classes}]"
         )
     holdout = float(spec.get("holdout", 0.2))
-    if spec.get("csv"):
+    files = None
+    if spec.get("files"):  # one file per sample, read by a DataLoader while training
+        files, x_test, y_test, epoch_bytes = file_data(torch, spec["files"]["dir"], input_shape, classes)
+        x_train = y_train = None
+    elif spec.get("csv"):
         features = math.prod(input_shape)
         xs, ys, _labels = read_csv(spec["csv"], features, classes)
         x_all = torch.tensor(xs, dtype=torch.float32).reshape((len(xs), *input_shape))
@@ -191,7 +195,7 @@ def train(spec: dict[str, Any]) -> None:
         n_test = max(1, round(n_train * holdout / (1 - holdout)))
         x_all, y_all = synthetic(torch, input_shape, classes, n_train + n_test, seed)
         x_train, y_train, x_test, y_test = x_all[:n_train], y_all[:n_train], x_all[n_train:], y_all[n_train:]
-    if dist is not None:  # each rank trains its shard of the data with its share of the global batch
+    if dist is not None and files is None:  # each rank trains its shard with its share of the global batch
         x_train, y_train = x_train[RANK::WORLD], y_train[RANK::WORLD]
     rss_at_start = peak_rss_bytes()  # PyTorch, the data set and the model's weights are in memory now
     model = model.to(device)
@@ -212,7 +216,7 @@ def train(spec: dict[str, Any]) -> None:
     loss_fn = torch.nn.CrossEntropyLoss()
     batch = max(1, int(spec["batch_size"]) // WORLD)  # the global batch, split over the ranks
     epochs = int(spec["epochs"])
-    n = len(x_train)
+    n = len(files) if files is not None else len(x_train)
     per_epoch = math.ceil(n / batch)
     total_iters = per_epoch * epochs
     if device.type == "cuda":
@@ -231,18 +235,45 @@ def train(spec: dict[str, Any]) -> None:
         rss_before_bytes=rss_at_start,
     )
     gen = torch.Generator().manual_seed(seed + 1)
+    workers = int((spec.get("files") or {}).get("workers", 0))
+    loader = (
+        torch.utils.data.DataLoader(
+            files, batch_size=batch, shuffle=True, generator=gen, num_workers=workers, persistent_workers=workers > 0
+        )
+        if files is not None
+        else None
+    )
+
+    def batches() -> Any:
+        """(inputs, labels, seconds the step waited for them) of one epoch."""
+        if loader is not None:
+            it = iter(loader)
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    xb, yb = next(it)
+                except StopIteration:
+                    return
+                yield xb.to(device), yb.to(device), time.perf_counter() - t0
+        else:
+            order = torch.randperm(n, generator=gen)
+            for b in range(per_epoch):
+                idx = order[b * batch : (b + 1) * batch]
+                yield x_train[idx].to(device, non_blocking=True), y_train[idx].to(device, non_blocking=True), 0.0
+
+    wait_s = 0.0
+    epoch_s: list[float] = []
     step_times: list[float] = []
     iteration = 0
     t_start = time.perf_counter()
     last_emit = 0.0
     seen = 0
     for epoch in range(1, epochs + 1):
-        order = torch.randperm(n, generator=gen)
         correct = count = 0
         loss_sum = 0.0
-        for b in range(per_epoch):
-            idx = order[b * batch : (b + 1) * batch]
-            xb, yb = x_train[idx].to(device, non_blocking=True), y_train[idx].to(device, non_blocking=True)
+        t_epoch = time.perf_counter()
+        for b, (xb, yb, waited) in enumerate(batches()):
+            wait_s += waited
             t = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=amp_dtype, enabled=autocast):
@@ -258,10 +289,10 @@ def train(spec: dict[str, Any]) -> None:
             loss_v = float(loss.detach())  # waits for the device: the step is complete
             step_times.append(time.perf_counter() - t)
             iteration += 1
-            seen += len(idx)
-            loss_sum += loss_v * len(idx)
+            seen += len(yb)
+            loss_sum += loss_v * len(yb)
             correct += int((out.detach().argmax(1) == yb).sum())
-            count += len(idx)
+            count += len(yb)
             now = time.perf_counter()
             if now - last_emit >= PROGRESS_EVERY_S or b == per_epoch - 1:
                 last_emit = now
@@ -279,6 +310,7 @@ def train(spec: dict[str, Any]) -> None:
                     elapsed_s=now - t_start,
                     epoch_end=b == per_epoch - 1,
                 )
+        epoch_s.append(time.perf_counter() - t_epoch)
     training_time = time.perf_counter() - t_start
     model.eval()
     preds: list[int] = []
@@ -311,6 +343,10 @@ def train(spec: dict[str, Any]) -> None:
         epochs=epochs,
         iterations=iteration,
         **({"world_size": WORLD, "ranks": ranks} if ranks is not None else {}),
+        epoch_s=epoch_s,
+        data_wait_s=wait_s,  # the steps' time waiting for their batch (files: the DataLoader reading them)
+        data_wait_share=wait_s / training_time if training_time else 0.0,
+        **({"read_bytes_per_epoch": epoch_bytes, "loader_workers": workers} if files is not None else {}),
     )
     if dist is not None:
         dist.destroy_process_group()

@@ -105,3 +105,55 @@ def macro_f1(pred: Sequence[int], true: Sequence[int], classes: int) -> float:
             continue
         f1s.append(2 * tp / (2 * tp + fp + fn))
     return sum(f1s) / len(f1s) if f1s else 0.0
+
+
+def read_index(folder: str) -> dict[str, Any]:
+    """A data set written as one file per sample (TrainRig's storage experiment): index.json names
+    the files, their format ("raw": float32 values; "npy": NumPy arrays), shape, labels, and how
+    many of the first files are training samples."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(folder, "index.json"), encoding="utf-8") as fh:
+            index = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise WorkerError(f"the data set in {folder} has no readable index.json: {exc}") from None
+    if index.get("format") not in ("raw", "npy"):
+        raise WorkerError(f"the data set in {folder} is {index.get('format')!r}; the trainer reads raw or npy files")
+    return index
+
+
+def read_sample(torch: Any, path: str, fmt: str, shape: Sequence[int]) -> Any:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if fmt == "npy":  # NumPy's format 1.0: magic, version, header length, header, then the values
+        header_len = int.from_bytes(data[8:10], "little")
+        data = data[10 + header_len :]
+    return torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(tuple(shape))
+
+
+def file_data(torch: Any, folder: str, input_shape: Sequence[int], classes: int) -> tuple[Any, Any, Any, int]:
+    """The training set as a Dataset that reads each sample's file when asked, the held-out set in
+    memory, and the bytes one epoch reads."""
+    import os
+
+    index = read_index(folder)
+    if list(index["shape"]) != list(input_shape):
+        raise WorkerError(f"the data set's samples are {index['shape']}; the model takes {list(input_shape)}")
+    files, labels, n_train = index["files"], index["labels"], int(index["train"])
+    if max(labels) >= classes:
+        raise WorkerError(f"the data set has label {max(labels)}; the model has {classes} classes")
+    paths = [os.path.join(folder, f) for f in files]
+
+    class Files(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return n_train
+
+        def __getitem__(self, i: int) -> Any:
+            return read_sample(torch, paths[i], index["format"], input_shape), labels[i]
+
+    x_test = torch.stack([read_sample(torch, p, index["format"], input_shape) for p in paths[n_train:]])
+    y_test = torch.tensor(labels[n_train:])
+    epoch_bytes = sum(os.path.getsize(p) for p in paths[:n_train])
+    return Files(), x_test, y_test, epoch_bytes
