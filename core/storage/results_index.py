@@ -264,6 +264,15 @@ def refresh(db: sqlite_utils.Database, kind: str, item_id: int, *, uid: str | No
         f"insert or replace into results_index ({', '.join(names)}) values ({', '.join('?' for _ in names)})",
         [values[n] for n in names],
     )
+    if kind == "inventory":
+        # a calibration names its machine after the inventory of the same fingerprint
+        fingerprint = db.execute("select fingerprint from inventories where id = ?", [item_id]).fetchone()[0]
+        sql = (
+            "select id from calibrations where fingerprint = ? "
+            "and id in (select id from results_index where kind = 'calibration')"
+        )
+        for (cid,) in db.execute(sql, [fingerprint]).fetchall():
+            refresh(db, "calibration", int(cid))
 
 
 def stable_uid(db: sqlite_utils.Database, kind: str, item_id: int) -> str:
