@@ -78,7 +78,7 @@ def test_every_kind_is_listed_newest_first_with_its_figures(store: Store) -> Non
     assert wide["key"] == f"run:{wide['id']}" and wide["status"] == "finished"
     assert (wide["predicted_step_s"], wide["measured_step_s"], wide["accuracy"]) == (0.008, 0.010, 0.95)
     assert wide["f1"] == pytest.approx(0.85) and wide["training_time_s"] == 3.5
-    assert wide["peak_memory_bytes"] == 5_000_000 and wide["devices"].startswith("cpu (this machine")
+    assert wide["peak_memory_bytes"] == 5_000_000 and wide["devices"] == "cpu: this machine (AMD EPYC, 2 cores)"
     inv, cal = store.results(kind="inventory")[0], store.results(kind="calibration")[0]
     assert inv["machine"] == cal["machine"] == "lab-box" and inv["devices"] == "AMD EPYC"
     assert inv["predicted_step_s"] is None and inv["tags"] == [] and inv["notes"] == ""
