@@ -137,6 +137,7 @@ def _ids_json(ids: Iterable[int]) -> str:
 
 class ResultsMixin:
     db: sqlite_utils.Database
+    live_runs: set[int]
     _read: Callable[[Callable[[], Any]], Any]
     _write: Callable[[Callable[[], Any]], Any]
 
@@ -318,6 +319,9 @@ class ResultsMixin:
             if kind not in KINDS:
                 raise TrainRigError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}; nothing was deleted")
             wanted[kind].add(int(item_id))
+        live = sorted(wanted["run"] & self.live_runs)
+        if live:
+            raise TrainRigError(f"run #{live[0]} is still running: cancel it first; nothing was deleted")
 
         def delete() -> int:
             db = self.db

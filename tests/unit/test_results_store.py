@@ -184,3 +184,44 @@ def test_samples_export_as_csv_and_nothing_is_written_without_samples(store: Sto
     empty = store.start_run("monitored", "no samples")
     assert store.export_samples_csv([empty], tmp_path / "none.csv") == 0
     assert not (tmp_path / "none.csv").exists()
+
+
+def test_undo_survives_closing_the_database_and_a_second_delete_replaces_it(tmp_path: Path) -> None:
+    p = tmp_path / "u.db"
+    store = Store.open(p)
+    first = _run(store, "first", step=0.1, measured=0.1, acc=0.5)
+    second = _run(store, "second", step=0.1, measured=0.1, acc=0.5)
+    store.delete_results([("run", first)])
+    store.close()
+    store = Store.open(p)  # the window was closed and opened again: the delete can still be undone
+    assert store.can_undo_delete()
+    store.delete_results([("run", second)])  # ... until the next delete, which is what undo brings back now
+    assert store.undo_delete() == 1
+    assert [r["name"] for r in store.results()] == ["second"] and store.sample_count(second) == 40
+    assert not store.can_undo_delete() and store.undo_delete() == 0
+    store.close()
+
+
+def test_a_run_still_being_recorded_is_not_deleted(store: Store) -> None:
+    rid = store.start_run("trained", "live", sampling={"columns": ["a"]})
+    done = store.results(kind="run")[-1]["id"]
+    with pytest.raises(TrainRigError, match=f"run #{rid} is still running: cancel it first; nothing was deleted"):
+        store.delete_results([("run", done), ("run", rid)])
+    assert store.results_count(kind="run") == 4
+    store.finish_run(rid, "cancelled")
+    assert store.delete_results([("run", rid)]) == 1
+
+
+def test_kinds_without_items_yet_and_bad_dates(store: Store) -> None:
+    assert store.results(kind="experiment") == [] and store.results_count(kind="experiment") == 0
+    with pytest.raises(TrainRigError, match="'yesterday' is not a date"):
+        store.results(since="yesterday")
+
+
+def test_a_samples_csv_into_a_missing_folder_is_refused_by_name(store: Store, tmp_path: Path) -> None:
+    from core.errors import OutputError
+
+    target = tmp_path / "missing" / "s.csv"
+    with pytest.raises(OutputError, match="does not exist"):
+        store.export_samples_csv([store.results(kind="run")[0]["id"]], target)
+    assert not target.parent.exists()
