@@ -17,7 +17,7 @@ from core.output.experiment_summary import ExperimentRow, summary_text
 from core.output.thread_scaling import SOURCE, ThreadPoint, verdict
 from core.spec.experiment import expand, parse_vary
 from core.spec.workload import parse_workload, read_workload_document
-from core.storage.store import Store
+from core.storage.store import Store, this_host
 from core.units import fmt_seconds
 from telemetry.experiments import ExperimentPlan, run_experiment
 from telemetry.inventory import collect_inventory
@@ -74,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, store: Store | None) -> int:
     if args.threads is not None:
-        return run_threads(args)
+        return run_threads(args, store)
     if args.storage is not None:
         return run_storage(args, store)
     check_rate(args.rate)
@@ -107,16 +107,44 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     outcome = run_experiment(env.python, plan, store, rate_hz=args.rate, wait=wait_with_cancel, on_run=started)
     bar.close()
     rows = outcome.rows
+    summary = summary_json(factor.name, rows, outcome.run_ids)
+    complete = all(r.runs and not r.failed for r in rows)
+    status = "cancelled" if outcome.cancelled else "finished" if complete else "failed"
+    plan_doc = {
+        "values": list(factor.values),
+        "repeats": args.repeats,
+        "device": args.device,
+        "epochs": args.epochs,
+        "samples": args.samples,
+        "workload": document,
+    }
+    eid = save(store, f"{name}: {factor.name}", "one-factor", factor.name, plan_doc, outcome.run_ids, summary, status)
     if args.json:
-        print(json.dumps(summary_json(factor.name, rows, outcome.run_ids), indent=2))
+        print(json.dumps({**summary, "experiment_id": eid}, indent=2))
     else:
         print(summary_text(factor.name, rows))
         ids = [str(i) for i in outcome.run_ids if i is not None]
         if ids:
-            print(f"Runs stored: {', '.join(ids)}")
+            print(f"Runs stored: {', '.join(ids)}" + (f"; experiment #{eid}" if eid is not None else ""))
     if outcome.cancelled:
         return EXIT_CANCELLED
-    return 0 if all(r.failed == 0 for r in rows) and all(r.runs for r in rows) else EXIT_FAILED
+    return 0 if complete else EXIT_FAILED
+
+
+def save(
+    store: Store | None,
+    name: str,
+    kind: str,
+    factor: str,
+    plan: dict[str, Any],
+    run_ids: list[int | None],
+    summary: dict[str, Any],
+    status: str,
+) -> int | None:
+    """Record the experiment with its runs (the results browser lists it); None without a database."""
+    if store is None:
+        return None
+    return store.save_experiment(name, kind, factor, plan, run_ids, summary, status, this_host())
 
 
 def summary_json(factor: str, rows: list[ExperimentRow], run_ids: list[int | None]) -> dict[str, Any]:
@@ -145,7 +173,7 @@ def summary_json(factor: str, rows: list[ExperimentRow], run_ids: list[int | Non
     }
 
 
-def run_threads(args: argparse.Namespace) -> int:
+def run_threads(args: argparse.Namespace, store: Store | None) -> int:
     counts = None
     if args.threads != "auto":
         try:
@@ -169,9 +197,18 @@ def run_threads(args: argparse.Namespace) -> int:
         print(f"  {p.threads:>4} threads  {p.step_s * 1e3:9.3f} ms a step  {rate:10,.0f} samples/s", flush=True)
 
     points = run_thread_scaling(env.python, workload, threads=counts, on_point=show)
+    summary = {
+        "physical": physical,
+        "logical": logical,
+        "points": [p.__dict__ for p in points],
+        "verdict": verdict(points, physical),
+        "source": SOURCE,
+    }
+    plan = {"values": [p.threads for p in points], "batch_size": 64, "device": "cpu", "workload": workload.name}
+    eid = save(store, f"{workload.name}: thread scaling", "threads", "threads", plan, [], summary, "finished")
     if args.json:
-        print(json.dumps({"physical": physical, "logical": logical, "points": [p.__dict__ for p in points]}))
-    print(f"{verdict(points, physical)} — {SOURCE}")
+        print(json.dumps({**summary, "experiment_id": eid}))
+    print(f"{summary['verdict']} — {SOURCE}")
     return 0
 
 
@@ -188,7 +225,7 @@ def run_storage(args: argparse.Namespace, store: Store | None) -> int:
     if not env.ok:
         raise TrainRigError(env.message)
     inventory = collect_inventory()
-    rows, code = [], 0
+    rows, code, run_ids = [], 0, []
     for name, folder in (("your folder", args.storage), ("RAM disk", args.ramdisk)):
         written = write_dataset(folder, workload, samples, args.data_format)
         try:
@@ -211,6 +248,7 @@ def run_storage(args: argparse.Namespace, store: Store | None) -> int:
             )
             r.start()
             wait_with_cancel(r)
+            run_ids.append(r.run_id)
             if r.status != "finished":
                 print(f"  the run {r.status}: {r.reason}", file=sys.stderr)
                 code = EXIT_CANCELLED if r.status == "cancelled" else EXIT_FAILED
@@ -218,8 +256,18 @@ def run_storage(args: argparse.Namespace, store: Store | None) -> int:
             rows.append(summary_row(name, written, tier_of(folder, inventory), eviction.describe(), r.metrics or {}))
         finally:
             shutil.rmtree(written.folder, ignore_errors=True)
+    status = "finished" if code == 0 else "cancelled" if code == EXIT_CANCELLED else "failed"
+    plan = {
+        "values": [str(args.storage), str(args.ramdisk)],
+        "format": args.data_format,
+        "loader_workers": args.loader_workers,
+        "samples": samples,
+        "device": args.device,
+        "workload": document,
+    }
+    eid = save(store, f"{workload.name}: storage", "storage", "storage", plan, run_ids, {"rows": rows}, status)
     if args.json:
-        print(json.dumps({"rows": rows}, indent=2))
+        print(json.dumps({"rows": rows, "experiment_id": eid}, indent=2))
     else:
         print(storage_table(rows))
     return code

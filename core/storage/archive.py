@@ -47,7 +47,7 @@ class ArchiveMixin:
             wanted = self._read(lambda: [(k, int(i)) for k, i in self.db.execute(sql)])
         else:
             wanted = list(dict.fromkeys((str(k), int(i)) for k, i in keys))
-        wanted = [(k, i) for k, i in wanted if k in SOURCE_TABLE]  # an experiment has no rows of its own yet
+        wanted = [(k, i) for k, i in wanted if k in SOURCE_TABLE]
         if not wanted:
             return 0
         written = 0

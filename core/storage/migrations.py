@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from core.storage import results_index, samples
+from core.storage import experiments, results_index, samples
 
 
 def _m1_workloads_sizings(db: sqlite_utils.Database) -> None:
@@ -90,6 +90,11 @@ def _m6_results_index_and_compact_samples(db: sqlite_utils.Database) -> None:
     results_index.rebuild(db)
 
 
+def _m7_experiments(db: sqlite_utils.Database) -> None:
+    # experiments group the runs they made, with their plan and summary (core.storage.experiments)
+    experiments.create(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _m1_workloads_sizings,
     _m2_user_devices,
@@ -97,5 +102,6 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _m4_calibrations,
     _m5_runs_samples,
     _m6_results_index_and_compact_samples,
+    _m7_experiments,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

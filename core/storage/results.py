@@ -21,7 +21,16 @@ from core.storage import samples as sample_chunks
 from core.storage.results_index import COLUMNS, KINDS
 
 # the tables a delete takes rows from, in the order they are restored (parents before children)
-TRASH_TABLES = ("workloads", "sizings", "runs", "sample_chunks", "inventories", "calibrations", "results_index")
+TRASH_TABLES = (
+    "workloads",
+    "sizings",
+    "runs",
+    "sample_chunks",
+    "inventories",
+    "calibrations",
+    "experiments",
+    "results_index",
+)
 SORTABLE = frozenset(COLUMNS) - {"tags"}
 ID_ORDERED_BY = {"key": "kind {dir}, id {dir}", "id": "id {dir}, kind {dir}"}
 SELECT = (
@@ -239,6 +248,9 @@ class ResultsMixin:
                     if run.get(k) is not None:
                         run[k] = _json(run[k], None)
                 return {"run": run, "sample_count": sample_chunks.count(db, i)}
+            if kind == "experiment":
+                found = self.experiment(i)  # type: ignore[attr-defined]
+                return {"experiment": found} if found else {}
             if kind == "inventory":
                 r = db.execute("select snapshot from inventories where id = ?", [i]).fetchone()
                 return {"snapshot": _json(r[0], {})} if r else {}
@@ -349,6 +361,7 @@ class ResultsMixin:
                 ("workloads", f"id {in_ids}", workloads),
                 ("inventories", f"id {in_ids}", ids["inventory"]),
                 ("calibrations", f"id {in_ids}", ids["calibration"]),
+                ("experiments", f"id {in_ids}", ids["experiment"]),
             ]
             for table, cond, id_set in plan:
                 if not id_set:
@@ -410,10 +423,7 @@ def _json(text: str | None, default: Any) -> Any:
 def _existing(db: sqlite_utils.Database, kind: str, ids: set[int]) -> set[int]:
     if not ids:
         return set()
-    table = results_index.SOURCE_TABLE.get(kind)
-    if table is None:  # experiments: only an index row so far
-        sql = "select id from results_index where kind = ? and id in (select value from json_each(?))"
-        return {r[0] for r in db.execute(sql, [kind, _ids_json(ids)])}
+    table = results_index.SOURCE_TABLE[kind]
     sql = f"select id from {table} where id in (select value from json_each(?))"
     return {r[0] for r in db.execute(sql, [_ids_json(ids)])}
 
@@ -457,3 +467,4 @@ def _renumber_taken_ids(db: sqlite_utils.Database, present: list[str]) -> None:
     move("runs", "run", [("sample_chunks", "run_id")])
     move("inventories", "inventory", [])
     move("calibrations", "calibration", [])
+    move("experiments", "experiment", [])

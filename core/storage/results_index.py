@@ -33,7 +33,13 @@ COLUMNS = (
     "tags",
     "notes",
 )
-SOURCE_TABLE = {"sizing": "sizings", "run": "runs", "inventory": "inventories", "calibration": "calibrations"}
+SOURCE_TABLE = {
+    "sizing": "sizings",
+    "run": "runs",
+    "experiment": "experiments",
+    "inventory": "inventories",
+    "calibration": "calibrations",
+}
 
 CREATE_SQL = """
 create table if not exists results_index (
@@ -189,6 +195,28 @@ def derive(db: sqlite_utils.Database, kind: str, item_id: int) -> dict[str, Any]
             "peak_memory_bytes": _num(peak),
             "accuracy": _num(x.get("accuracy", m.get("accuracy"))),
             "f1": _num(x.get("macro_f1", m.get("macro_f1"))),
+        }
+    if kind == "experiment":
+        sql = "select created, name, machine, status, plan, summary from experiments where id = ?"
+        row = db.execute(sql, [item_id]).fetchone()
+        if row is None:
+            return None
+        created, name, machine, status, plan_text, summary_text = row
+        plan = _loads(plan_text) or {}
+        rows = (_loads(summary_text) or {}).get("rows") or []
+        times = [r["training_time_s"]["mean"] for r in rows if isinstance(r.get("training_time_s"), dict)]
+        accs = [r["accuracy"]["mean"] for r in rows if isinstance(r.get("accuracy"), dict)]
+        f1s = [r["macro_f1"]["mean"] for r in rows if isinstance(r.get("macro_f1"), dict)]
+        return {
+            **_empty(),
+            "name": name or f"experiment #{item_id}",
+            "created": created or "",
+            "machine": machine or "",
+            "devices": str(plan.get("device") or ""),
+            "status": status or "",
+            "training_time_s": _num(sum(times)) if times else None,  # all its runs
+            "accuracy": _num(max(accs)) if accs else None,  # the best value's
+            "f1": _num(max(f1s)) if f1s else None,
         }
     if kind == "inventory":
         sql = "select created, host, fingerprint, snapshot from inventories where id = ?"

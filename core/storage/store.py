@@ -22,6 +22,7 @@ from core.errors import StoreError
 from core.storage import results_index
 from core.storage import samples as sample_chunks
 from core.storage.archive import ArchiveMixin
+from core.storage.experiments import ExperimentsMixin
 from core.storage.migrations import MIGRATIONS, SCHEMA_VERSION
 from core.storage.results import ResultsMixin
 from core.storage.sample_export import SamplesMixin
@@ -32,7 +33,7 @@ BUSY_POLL_S = 1.0  # SQLite's own wait before it reports a busy database
 BUSY_WAIT_S = 60.0  # how long TrainRig waits for another program's write before giving up
 
 
-class Store(ResultsMixin, SamplesMixin, ArchiveMixin):
+class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
     """TrainRig's database. Open with ``Store.open(path)``; methods take and return plain values.
     The results browser's queries, a run's sample series and results archives are in the mixins
     (core.storage.results, sample_export, archive)."""

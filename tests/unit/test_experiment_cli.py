@@ -39,6 +39,12 @@ def test_a_batch_size_sweep_trains_each_value_and_tabulates_them(cli, write_json
     assert names == [f"tiny MLP: training.batch_size={b}" for b in (16, 32, 64)]
     batches = [store.run(i)["workload"]["trainer"]["batch_size"] for i in summary["run_ids"]]
     assert batches == [16, 32, 64]
+    # the experiment groups its runs: the results browser lists it, with its summary
+    (row,) = store.results(kind="experiment")
+    assert row["name"] == "tiny MLP: training.batch_size" and row["status"] == "finished"
+    exp = store.experiment(summary["experiment_id"])
+    assert exp["run_ids"] == summary["run_ids"] and exp["kind"] == "one-factor"
+    assert [r["value"] for r in exp["summary"]["rows"]] == [16, 32, 64]
 
 
 def test_a_bad_value_is_refused_before_anything_runs(cli, write_json, _isolated_db) -> None:

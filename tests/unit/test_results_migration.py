@@ -59,7 +59,7 @@ def test_a_schema_5_database_is_migrated_after_a_backup_and_nothing_is_lost(tmp_
     p = tmp_path / "trainrig.db"
     written = _schema_5(p)
     store = Store.open(p)
-    assert store.schema_version == SCHEMA_VERSION == 6
+    assert store.schema_version == SCHEMA_VERSION == 7
     backup = sqlite3.connect(tmp_path / "trainrig.db.v5.bak")  # the file as it was, beside it
     assert backup.execute("select count(*) from samples").fetchone()[0] == 31
     assert backup.execute("select value from meta where key = 'schema_version'").fetchone()[0] == "5"
