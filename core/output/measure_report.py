@@ -6,6 +6,7 @@ from typing import Any
 
 from core.estimate.profile_read import KERNEL_CLASSES, StepProfile
 from core.estimate.profile_scale import ScaledPrediction, ScaleResult
+from core.hardware.catalogue import DeviceSpec
 from core.units import fmt_seconds
 
 CLASS_LABELS = {
@@ -133,3 +134,56 @@ def scale_to_dict(r: ScaleResult) -> dict[str, Any]:
         "cannot_scale": [{"device": x.device, "reason": x.reason} for x in r.refused],
         "notes": list(r.notes),
     }
+
+
+def _scaled_for(r: ScaleResult, device: DeviceSpec) -> ScaledPrediction | None:
+    """The prediction for ``device``: by name, or for "this machine" its catalogue model."""
+    names = {device.name, device.catalogue_match or ""}
+    if r.source.name in names:
+        return r.measured
+    return next((p for p in r.predictions if p.device in names), None)
+
+
+def measured_cell(
+    r: ScaleResult | None, device: DeviceSpec, count: int, model_step_s: float
+) -> tuple[str, str, float | None]:
+    """What the candidate table shows for a device × count: text ("● 41.3 ms"), tooltip, step or None."""
+    if r is None:
+        return "", "Not measured: press 'Measure on this GPU' (needs an NVIDIA GPU on this machine)", None
+    refused = next((x for x in r.refused if x.device in (device.name, device.catalogue_match)), None)
+    if refused is not None:
+        return "", f"Measure-and-scale cannot predict {device.name}: {refused.reason}", None
+    pred = _scaled_for(r, device)
+    if pred is None:
+        return "", f"{device.name} was not among the devices the measurement was scaled to", None
+    if count != 1:
+        return "", f"The measurement ran on one GPU; × {count} devices uses the model", None
+    parts = ", ".join(
+        f"{CLASS_LABELS.get(c.kind, c.kind)} ×{c.predicted_s / c.measured_s:.2f}"
+        for c in pred.by_class[:4]
+        if c.measured_s
+    )
+    tip = (
+        f"Measured on {r.profile.device_name}: {_ms(r.profile.wall_s)} per step; scaled kernel by kernel to "
+        f"{device.name}: {fmt_seconds(pred.step_s)} ({pred.bound}-bound; {parts}). The model predicts "
+        f"{fmt_seconds(model_step_s)} ({pred.step_s / model_step_s - 1:+.0%} from the measurement). The host time is "
+        "this machine's."
+    )
+    return f"● {fmt_seconds(pred.step_s)}", tip, pred.step_s
+
+
+def report_notes(r: ScaleResult) -> tuple[str, ...]:
+    """Lines for the purchasing report: which candidates used the measured-and-scaled step."""
+    p = r.profile
+    head = (
+        f"Measured on this GPU: {p.device_name}, {p.precision}, {_ms(p.wall_s)} per step "
+        f"({p.steps} profiled steps{', PyTorch ' + p.torch_version if p.torch_version else ''}). "
+        "Each kernel was scaled to the candidates below (compute-bound by the ratio of the datasheet peaks, "
+        "memory-bound by the ratio of the bandwidths); the host time is this machine's."
+    )
+    lines = [head]
+    lines += [
+        f"Measured and scaled: {x.device}: {fmt_seconds(x.step_s)} per step ({x.bound}-bound)." for x in r.predictions
+    ]
+    lines += [f"Not scaled (the model's figure is used): {x.device}: {x.reason}." for x in r.refused]
+    return tuple(lines)
