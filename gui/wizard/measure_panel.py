@@ -76,6 +76,12 @@ class MeasurePanel(QWidget):
         why = why_no_measuring(machine)
         self.button.setEnabled(why is None and self._job is None)
         self.button.setToolTip(why or MEASURE_TIP)
+        if self._job is None:
+            self.status.setText(
+                "No NVIDIA GPU here: the step is predicted from the model (hover the button for why)"
+                if machine is not None and why
+                else ""
+            )
 
     @property
     def running(self) -> bool:
