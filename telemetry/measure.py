@@ -83,10 +83,10 @@ class MeasureJob:
         proc = self._proc
         if proc is not None and proc.poll() is None:
             try:
-                proc.send_signal(signal.SIGINT)
-                proc.wait(timeout=3)
-            except (subprocess.TimeoutExpired, OSError):
-                proc.kill()
+                proc.send_signal(signal.SIGINT)  # PyTorch stops between kernels; kill if it has not in 3 s
+            except OSError:
+                pass
+            threading.Timer(3.0, lambda: proc.poll() is None and proc.kill()).start()
 
     def run(self) -> dict[str, Any]:
         """The worker's profile; TrainRigError with its reason when it fails, MeasureCancelled."""

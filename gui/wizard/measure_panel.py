@@ -5,6 +5,7 @@ cancel; the scaled predictions go to the candidate table (docs/sizing.md, "Measu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -87,12 +88,20 @@ class MeasurePanel(QWidget):
     def running(self) -> bool:
         return self._job is not None
 
-    def start(self, workload: Workload, candidates: Sequence[DeviceSpec], catalogue: Sequence[DeviceSpec]) -> None:
-        """Measure ``workload`` in a pool thread and scale it to ``candidates``."""
+    def start(
+        self,
+        workload: Workload,
+        candidates: Sequence[DeviceSpec],
+        catalogue: Sequence[DeviceSpec],
+        python: str | None = None,
+        code_dir: Path | None = None,
+    ) -> None:
+        """Measure ``workload`` in a pool thread with ``python`` (else the PyTorch environment found)
+        and scale it to ``candidates``; ``code_dir``: where PyTorch code the user agreed to run lives."""
         if self._job is not None:
             return
         try:
-            spec = measure_spec(workload)
+            spec = measure_spec(workload, base_dir=code_dir)
         except TrainRigError as exc:
             self.status.setText(str(exc))
             return
@@ -100,7 +109,7 @@ class MeasurePanel(QWidget):
         self._measure = measure
 
         def work() -> ScaleResult:
-            env = find_torch_environment()
+            env = find_torch_environment(python)
             if not env.ok:
                 raise TrainRigError(env.message)
             if not env.cuda_available:

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import json
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ class SizingWizard(QWidget):
         # this machine's finished local runs (what corrects its sizings), read when a run ends, not per what-if
         self.runs: list[dict[str, Any]] = store.recent_runs() if store is not None else []
         self.recommendation: Recommendation | None = None
+        self.python_for_runs: Callable[[], str | None] = lambda: None  # the main window's PyTorch Python
         # "Measure on this GPU": the scaled result and the workload settings it was measured with
         self.measured: ScaleResult | None = None
         self._measuring_key: tuple[Any, ...] | None = None
@@ -300,7 +302,9 @@ class SizingWizard(QWidget):
         workload = self.recommendation.result.workload
         devices = list({c.device.name: c.device for c in self.recommendation.result.candidates}.values())
         self._measuring_key = _measure_key(workload)
-        self.results.measure_panel.start(workload, devices, self.catalogue)
+        ref = (self.doc.get("model", {}).get("trace") or {}).get("file")
+        code_dir = self.model_page.trusted_code.get(str(ref)) if ref else None  # imported here, agreed to
+        self.results.measure_panel.start(workload, devices, self.catalogue, self.python_for_runs(), code_dir)
 
     def _measured(self, result: ScaleResult) -> None:
         now = _measure_key(self.recommendation.result.workload) if self.recommendation is not None else None

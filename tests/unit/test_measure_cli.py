@@ -125,3 +125,27 @@ def test_the_worker_measures_real_steps_on_the_cpu_end_to_end(cli, write_json, t
     names = {k["name"] for k in raw["kernels"]}
     assert "aten::mkldnn_convolution" in names or "aten::convolution" in names
     assert all(w > 0 for w in raw["step_wall_s"]) and len(raw["step_host_s"]) == 5
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="measuring needs torch==2.13.0")
+def test_cancel_stops_the_worker_and_keeps_nothing() -> None:
+    import sys
+    import threading
+
+    from core.spec.workload import parse_workload
+    from telemetry.measure import MeasureCancelled, MeasureJob, measure_spec
+
+    spec = {**measure_spec(parse_workload(SMALL_CNN), "cpu"), "warmup": 1, "steps": 100_000}
+    seen: list[int] = []
+    job = MeasureJob(sys.executable, spec, timeout_s=120)
+
+    def on_progress(done: int, total: int) -> None:
+        seen.append(done)
+        if done == 2:
+            threading.Thread(target=job.cancel).start()
+
+    job.on_progress = on_progress
+    with pytest.raises(MeasureCancelled, match="cancelled"):
+        job.run()
+    assert 2 <= max(seen) < 100_000
+    assert job._proc is not None and job._proc.poll() is not None  # the worker is gone
