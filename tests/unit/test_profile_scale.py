@@ -262,3 +262,14 @@ def test_the_compact_profile_divides_totals_by_the_profiled_steps(tmp_path: Path
     h100 = r.predictions[0]
     assert h100.device_s == pytest.approx(gemm, rel=1e-9) and gemm < 0.003
     assert h100.bound == "host" and h100.step_s == pytest.approx(0.003 + 0.0015, rel=1e-9)
+
+
+def test_the_report_notes_say_which_candidates_used_the_measurement() -> None:
+    from core.output.measure_report import report_notes
+
+    r = scale_profile(read_profile_file(BERT), H100_SXM, [H100_PCIE, dev("TPU v4")])
+    notes = report_notes(r)
+    assert notes[0].startswith("Measured on this GPU: NVIDIA H100 80GB HBM3, bf16_mixed, 41.3 ms per step")
+    pcie = r.predictions[0].step_s
+    assert any(n.startswith("Measured and scaled: NVIDIA H100 PCIe: ") and f"{pcie * 1e3:.1f} ms" in n for n in notes)
+    assert any(n.startswith("Not scaled (the model's figure is used): Google TPU v4") for n in notes)
