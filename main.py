@@ -26,7 +26,7 @@ def qt_installed() -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import calibrate, catalogue, experiment, inventory, monitor, report, runs, size
+    from cli import calibrate, catalogue, experiment, inventory, measure, monitor, report, runs, size
     from cli import run as run_command
 
     parser = argparse.ArgumentParser(
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_parser(sub)
     report.add_parser(sub)
     calibrate.add_parser(sub)
+    measure.add_parser(sub)
     run_command.add_parser(sub)
     experiment.add_parser(sub)
     monitor.add_parser(sub)

@@ -26,6 +26,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.sizing_tab, "&Sizing wizard")
         self.tabs.addTab(self.telemetry_tab, "&Telemetry")
         self.sizing_tab.results.run_here.connect(self._run_here)
+        self.sizing_tab.python_for_runs = self._python_for_runs
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
         self.inventory_tab.calibrated.connect(self.sizing_tab.set_calibration)
         self.setCentralWidget(self.tabs)

@@ -87,6 +87,13 @@ BREAK_EVEN_RUNS = Term(
     "break_even_runs",
     "runs of this training after which owning the devices costs less than renting them",
 )
+MEASURED_STEP = Term(
+    "Measured & scaled",
+    "measured_step_s",
+    "",
+    "the step measured on this machine's GPU (Measure on this GPU) and scaled kernel by kernel to this device; "
+    "empty when not measured or when it cannot be scaled (hover for why)",
+)
 BUY_OR_RENT = Term(
     "Buy or rent",
     "buy_or_rent",

@@ -6,8 +6,10 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
+from core.estimate.profile_scale import ScaleResult
 from core.estimate.sizing import CandidateResult
 from core.output import glossary
+from core.output.measure_report import measured_cell
 from core.output.sizing_report import step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 
@@ -19,11 +21,12 @@ from core.units import fmt_bytes, fmt_money, fmt_seconds
     COL_CAPACITY,
     COL_LARGEST,
     COL_STEP,
+    COL_MEASURED,
     COL_TIME,
     COL_CAPEX,
     COL_TCO,
     COL_BUY_OR_RENT,
-) = range(11)
+) = range(12)
 COLUMN_TERMS = (
     glossary.DEVICE,
     glossary.COUNT,
@@ -32,6 +35,7 @@ COLUMN_TERMS = (
     glossary.CAPACITY,
     glossary.LARGEST_BATCH,
     glossary.STEP_TIME,
+    glossary.MEASURED_STEP,
     glossary.TRAINING_TIME,
     glossary.CAPEX,
     glossary.TCO,
@@ -49,6 +53,12 @@ class CandidateTableModel(QAbstractTableModel):
         self._rows: list[CandidateResult] = []
         self._texts: list[list[str]] = []  # per row, per column: formatted once, read on every paint
         self._raws: list[list[Any]] = []
+        self._measured: ScaleResult | None = None
+
+    def set_measured(self, measured: ScaleResult | None) -> None:
+        """The measure-and-scale result the "Measured & scaled" column shows (None clears it)."""
+        self._measured = measured
+        self.set_rows(self._rows)
 
     def set_rows(self, rows: list[CandidateResult]) -> None:
         self.beginResetModel()
@@ -87,6 +97,8 @@ class CandidateTableModel(QAbstractTableModel):
                 return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}"
             if col == COL_BUY_OR_RENT:
                 return _buy_or_rent_tip(r)
+            if col == COL_MEASURED:
+                return measured_cell(self._measured, r.device, r.count, r.step.step_s)[1]
             return "\n".join([r.device.source, *r.assumptions])
         if role == Qt.ItemDataRole.TextAlignmentRole and col != COL_DEVICE:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -96,8 +108,7 @@ class CandidateTableModel(QAbstractTableModel):
             return QColor("#d9534f")
         return None
 
-    @staticmethod
-    def _row_raws(r: CandidateResult) -> list[Any]:
+    def _row_raws(self, r: CandidateResult) -> list[Any]:
         return [
             r.device.name,
             r.count,
@@ -106,14 +117,14 @@ class CandidateTableModel(QAbstractTableModel):
             r.capacity_bytes or 0,
             r.largest_batch or 0,
             r.step.step_s,
+            measured_cell(self._measured, r.device, r.count, r.step.step_s)[2] or 0.0,
             r.train_time_s,
             r.cost.capex or 0.0,
             r.cost.tco or 0.0,
             r.cost.verdict or "",
         ]
 
-    @staticmethod
-    def _row_texts(r: CandidateResult) -> list[str]:
+    def _row_texts(self, r: CandidateResult) -> list[str]:
         cur = r.cost.currency
         return [
             r.device.name,
@@ -123,6 +134,7 @@ class CandidateTableModel(QAbstractTableModel):
             fmt_bytes(r.capacity_bytes),
             "unknown" if r.largest_batch is None else f"{r.largest_batch:,}",
             fmt_seconds(r.step.step_s),
+            measured_cell(self._measured, r.device, r.count, r.step.step_s)[0],
             fmt_seconds(r.train_time_s),
             fmt_money(r.cost.capex, cur),
             fmt_money(r.cost.tco, cur),

@@ -39,6 +39,7 @@ from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
 from gui.wizard.base import combo, spin
+from gui.wizard.measure_panel import MeasurePanel
 
 SEED_TIPS = {
     "n_na": "Jamgharyan 2024 eq. 1 (after Subbotin 2003): N_na = η_b·S·(N + N_M) + η_w·N_w + η_v·N_v — "
@@ -111,6 +112,7 @@ class ResultsPage(QWidget):
         self.run_here_button.setEnabled(False)
         self.run_here_button.clicked.connect(self.run_here)
         whatif.addWidget(self.run_here_button)
+        self.measure_panel = MeasurePanel()
         self.model = CandidateTableModel()
         self.proxy = QSortFilterProxyModel()
         self.proxy.setSourceModel(self.model)
@@ -173,6 +175,7 @@ class ResultsPage(QWidget):
         split.setSizes([180, 260])
         layout = QVBoxLayout(self)
         layout.addLayout(whatif)
+        layout.addWidget(self.measure_panel)
         layout.addWidget(split, 1)
         layout.addWidget(seed_box)
         self.batch.valueChanged.connect(self._what_if)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +28,11 @@ from PySide6.QtWidgets import (
 
 from core.advice.recommendation import Recommendation, recommend
 from core.errors import TrainRigError
+from core.estimate.profile_scale import ScaleResult
 from core.estimate.sizing import SizingResult
 from core.hardware.catalogue import load_catalogue, merge_user_devices
 from core.network.presets import load_presets
+from core.output.measure_report import report_notes
 from core.output.report import build_report
 from core.output.report_csv import write_csv
 from core.output.sizing_report import sizing_to_dict
@@ -74,6 +78,11 @@ class SizingWizard(QWidget):
         # this machine's finished local runs (what corrects its sizings), read when a run ends, not per what-if
         self.runs: list[dict[str, Any]] = store.recent_runs() if store is not None else []
         self.recommendation: Recommendation | None = None
+        self.python_for_runs: Callable[[], str | None] = lambda: None  # the main window's PyTorch Python
+        # "Measure on this GPU": the scaled result and the workload settings it was measured with
+        self.measured: ScaleResult | None = None
+        self._measuring_key: tuple[Any, ...] | None = None
+        self._measured_key: tuple[Any, ...] | None = None
         self.doc = starter_document()
         user = store.user_devices() if store else []
         self.user_devices = user
@@ -139,6 +148,8 @@ class SizingWizard(QWidget):
             p.changed.connect(self._changed)
         self.model_page.preset.currentIndexChanged.connect(self._preset_chosen)
         self.results.what_if.connect(self._what_if)
+        self.results.measure_panel.button.clicked.connect(self.measure_here)
+        self.results.measure_panel.measured.connect(self._measured)
         self.back_button.clicked.connect(lambda: self.go(self.stack.currentIndex() - 1))
         self.next_button.clicked.connect(lambda: self.go(self.stack.currentIndex() + 1))
         self.steps.currentRowChanged.connect(self._step_clicked)
@@ -305,6 +316,7 @@ class SizingWizard(QWidget):
         if self.store is not None and self.calibration is None:
             self.calibration = self.store.latest_calibration(inventory["fingerprint"])
         self.candidates.set_this_machine(this_machine_device(self.machine, self.catalogue))
+        self.results.measure_panel.set_machine(self.machine)
         self.recompute()
 
     # --- results ------------------------------------------------------------------------------
@@ -345,8 +357,37 @@ class SizingWizard(QWidget):
             self.problem.setText(str(exc))
             return
         self.recommendation = rec
+        if self.measured is not None and _measure_key(workload) != self._measured_key:
+            self.measured = None  # measured at another batch, precision or model: no longer this workload's step
+            self.results.measure_panel.status.setText(
+                "The measurement was for other training settings: measure again for these"
+            )
+        self.results.model.set_measured(self.measured)
         self.results.show_result(rec)
         self.sized.emit(rec.result)
+
+    # --- measure on this GPU ------------------------------------------------------------------
+    def measure_here(self) -> None:
+        """Measure the workload on this machine's GPU and scale it to the sized candidates."""
+        if self.recommendation is None:
+            self._say("Nothing to measure yet: complete the pages first.")
+            return
+        workload = self.recommendation.result.workload
+        devices = list({c.device.name: c.device for c in self.recommendation.result.candidates}.values())
+        self._measuring_key = _measure_key(workload)
+        ref = (self.doc.get("model", {}).get("trace") or {}).get("file")
+        code_dir = self.model_page.trusted_code.get(str(ref)) if ref else None  # imported here, agreed to
+        self.results.measure_panel.start(workload, devices, self.catalogue, self.python_for_runs(), code_dir)
+
+    def _measured(self, result: ScaleResult) -> None:
+        now = _measure_key(self.recommendation.result.workload) if self.recommendation is not None else None
+        if now != self._measuring_key:  # the settings changed while it measured
+            self.results.measure_panel.status.setText(
+                "The training settings changed while measuring: measure again for these"
+            )
+            return
+        self.measured, self._measured_key = result, self._measuring_key
+        self.results.model.set_measured(result)
 
     def _what_if(self, values: dict[str, Any]) -> None:
         self._collect()
@@ -403,6 +444,8 @@ class SizingWizard(QWidget):
         inventory_text = inventory_to_text(self.inventory) if self.inventory else ""
         machine = f"{platform.node()} ({self.machine.cpu_model})" if self.machine else ""
         report = build_report(self.recommendation, machine=machine, inventory_text=inventory_text)
+        if self.measured is not None:
+            report = dataclasses.replace(report, notes=(*report.notes, *report_notes(self.measured)))
         csv_path = pdf.with_suffix(".csv")
         try:
             check_target(csv_path)
@@ -480,3 +523,9 @@ class SizingWizard(QWidget):
 
 def _placeholder() -> MachineSummary:
     return MachineSummary("unknown CPU", "unknown", 1, 1, 1, None, "not detected yet", frozenset(), None, None, 0, 0)
+
+
+def _measure_key(workload: Any) -> tuple[Any, ...]:
+    """What a measured step depends on: the model, batch, optimizer and precision."""
+    t = workload.training
+    return (workload.model_key, t.batch_size, t.optimizer, t.precision)

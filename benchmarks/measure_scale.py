@@ -1,0 +1,90 @@
+"""Measure-and-scale checked on real GPUs: given two profiles of the same workload recorded on two
+GPUs, scale each to the other GPU and report the error against what that GPU measured.
+
+Record the profiles on each GPU with the same workload file (same batch, precision, optimizer):
+
+    python main.py measure WORKLOAD.json --save-profile h100.json      # on the first GPU
+    python main.py measure WORKLOAD.json --save-profile a100.json      # on the second GPU
+    python benchmarks/measure_scale.py h100.json a100.json [more pairs …]
+
+Chrome traces from torch.profiler's export_chrome_trace work too (add --precision when their kernel
+names do not say it). Each profile's GPU must match a catalogue entry (its datasheet figures).
+The issue's bar: within 15 % between GPUs of one generation. The figures go in docs/accuracy.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.errors import TrainRigError
+from core.estimate.profile_read import read_profile_file
+from core.estimate.profile_scale import scale_profile
+from core.hardware.catalogue import load_catalogue
+from core.output.measure_report import CLASS_LABELS
+from telemetry.measure import measured_source
+
+
+def compare(a_path: Path, b_path: Path, precision: str | None) -> list[str]:
+    cat = load_catalogue()
+    a, b = read_profile_file(a_path, precision), read_profile_file(b_path, precision)
+    for p, path in ((a, a_path), (b, b_path)):
+        if p.device_type != "cuda":
+            raise TrainRigError(f"{path} was recorded on the {p.device_type.upper()}, not on a CUDA GPU")
+    src_a, src_b = measured_source(a, cat), measured_source(b, cat)
+    if src_a.name == src_b.name:
+        raise TrainRigError(f"{a_path} and {b_path} were both recorded on a {src_a.name}: nothing to scale between")
+    if a.precision != b.precision:
+        raise TrainRigError(f"{a_path} ran {a.precision} and {b_path} {b.precision}: not the same workload")
+    rows = []
+    for p, src, other, target in ((a, src_a, b, src_b), (b, src_b, a, src_a)):
+        r = scale_profile(p, src, [target])
+        if not r.predictions:
+            rows.append(f"| {src.name} → {target.name} | cannot scale: {r.refused[0].reason} |||||")
+            continue
+        pred = r.predictions[0]
+        measured = other.wall_s
+        if measured is None:
+            rows.append(f"| {src.name} → {target.name} | {pred.step_s * 1e3:.2f} ms | no wall time recorded ||||")
+            continue
+        measured_kinds = other.by_kind()
+        worst = max(
+            (c for c in pred.by_class if measured_kinds.get(c.kind)),
+            key=lambda c: abs(c.predicted_s / measured_kinds[c.kind] - 1),
+            default=None,
+        )
+        worst_text = (
+            f"{CLASS_LABELS[worst.kind]} {worst.predicted_s / measured_kinds[worst.kind] - 1:+.0%}" if worst else "—"
+        )
+        rows.append(
+            f"| {src.name} → {target.name} | {pred.step_s * 1e3:.2f} ms | {measured * 1e3:.2f} ms | "
+            f"{pred.step_s / measured - 1:+.1%} | {pred.bound} | {worst_text} |"
+        )
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("profiles", nargs="+", type=Path, help="pairs of profiles: GPU A, GPU B, [GPU A', GPU B', …]")
+    ap.add_argument("--precision", help="the workload's precision, for traces whose kernel names do not say it")
+    args = ap.parse_args()
+    if len(args.profiles) % 2:
+        print("measure_scale: give the profiles in pairs (the same workload on two GPUs)", file=sys.stderr)
+        return 2
+    print("| scaled | predicted step | measured step | error | bound | worst class of kernels |")
+    print("|---|---|---|---|---|---|")
+    try:
+        for i in range(0, len(args.profiles), 2):
+            for row in compare(args.profiles[i], args.profiles[i + 1], args.precision):
+                print(row, flush=True)
+    except TrainRigError as exc:
+        print(f"measure_scale: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

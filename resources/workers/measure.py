@@ -1,0 +1,250 @@
+"""Measure worker: a few real training steps of a workload under torch.profiler, as compact JSON.
+
+Run by TrainRig (`measure`, the wizard's "Measure on this GPU") in the Python environment with
+PyTorch, in a child process with a time limit. It reads one JSON object on stdin:
+
+    {"model": {"input_shape": [...], "layers": [...]} | {"input_shape": [...], "torch": {"file", "factory"}},
+     "batch_size": 64, "optimizer": "adamw", "precision": "bf16_mixed", "device": "cuda",
+     "warmup": 3, "steps": 5, "chrome_trace": null}
+
+and prints one JSON object (format "trainrig-profile", version 1): each CUDA kernel's name, calls and
+total device time over the profiled steps (on ``"device": "cpu"`` each CPU op's self time, so the
+pipeline can be exercised without a GPU), each step's synchronised wall time and host time (the
+time until the host had issued the step's work), the device's name and SM count, and the PyTorch
+and CUDA versions. Progress goes to stderr as lines "progress <done> <total>". On a problem it
+prints {"error": "..."} and exits 3; without a CUDA GPU (and no ``"device": "cpu"``) it says so.
+The step is the trainer's: forward, cross-entropy on fp32 logits, backward, optimizer step,
+zero_grad(set_to_none=True); mixed precision under torch.autocast, GradScaler for fp16.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class MeasureError(Exception):
+    """A problem to report as {"error": ...}, not a bug."""
+
+
+def progress(done: int, total: int) -> None:
+    sys.stderr.write(f"progress {done} {total}\n")
+    sys.stderr.flush()
+
+
+def build(torch: Any, model_doc: dict[str, Any]) -> Any:
+    """The workload's module: PyTorch code the user agreed to run, else the layer list — built with
+    TrainRig's torchbridge when this worker runs from the source tree (every layer type), else
+    with the trainer's builder (plain layers)."""
+    sys.path.insert(0, HERE)
+    import train  # the trainer worker beside this file: its builders never import the app
+
+    shape = [int(v) for v in model_doc["input_shape"]]
+    if "torch" in model_doc:
+        return train.load_model(torch, model_doc["torch"], shape)[0]
+    root = os.path.dirname(os.path.dirname(HERE))
+    if os.path.isdir(os.path.join(root, "torchbridge")):
+        sys.path.insert(0, root)
+        from torchbridge.models import build_module
+
+        return build_module(model_doc)
+    try:
+        return train.build_model(torch, shape, model_doc["layers"])[0]
+    except train.WorkerError as exc:
+        raise MeasureError(str(exc)) from None
+
+
+def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> Any:
+    import train
+
+    precision = str(spec.get("precision", "fp32"))
+    opt = train.make_optimizer(torch, str(spec.get("optimizer", "adam")), module.parameters(), None)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.benchmark = True
+    dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
+    if dtype is torch.float16 and dev.type != "cuda":
+        raise MeasureError("fp16 mixed precision needs a CUDA GPU; measure bf16_mixed or fp32 on the CPU")
+    scaler = torch.amp.GradScaler(dev.type, enabled=dtype is torch.float16)
+    model_doc = spec["model"]
+    shape = (int(spec["batch_size"]), *[int(v) for v in model_doc["input_shape"]])
+    if model_doc.get("input_dtype") == "int64":
+        x = torch.zeros(shape, dtype=torch.long, device=dev)
+    else:
+        x = torch.randn(shape, device=dev)
+
+    def step() -> None:
+        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = module(x)
+            logits = out.reshape(-1, out.shape[-1]).float()
+            target = torch.zeros(logits.shape[0], dtype=torch.long, device=dev)
+            loss = torch.nn.functional.cross_entropy(logits, target)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def kernels_from_trace(path: str) -> list[dict[str, Any]]:
+    """Device kernels, copies and fills of a Chrome trace, summed by name."""
+    with open(path, encoding="utf-8") as fh:
+        events = json.load(fh).get("traceEvents", [])
+    out: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        k = out.setdefault(e["name"], {"name": e["name"], "count": 0, "total_us": 0.0, "_bps": [], "cat": e["cat"]})
+        k["count"] += 1
+        k["total_us"] += float(e.get("dur", 0.0))
+        bps = (e.get("args") or {}).get("blocks per SM")
+        if isinstance(bps, (int, float)):
+            k["_bps"].append(float(bps))
+    for k in out.values():
+        bps = k.pop("_bps")
+        k["blocks_per_sm"] = sum(bps) / len(bps) if bps else None
+    return sorted(out.values(), key=lambda k: -k["total_us"])
+
+
+def cpu_ops(prof: Any) -> list[dict[str, Any]]:
+    """CPU ops by their self time (no op counted twice), for a profile taken with "device": "cpu"."""
+    rows = [
+        {"name": e.key, "count": int(e.count), "total_us": float(e.self_cpu_time_total), "blocks_per_sm": None}
+        for e in prof.key_averages()
+        if e.self_cpu_time_total > 0 and not e.key.startswith(("ProfilerStep", "Optimizer.", "## "))
+    ]
+    return sorted(rows, key=lambda k: -k["total_us"])
+
+
+def cpu_name() -> str:
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    want = str(spec.get("device", "cuda"))
+    if want == "cuda" and not torch.cuda.is_available():
+        built = "a CPU-only build" if not torch.backends.cuda.is_built() else "CUDA built in, but no usable GPU"
+        raise MeasureError(
+            f"no CUDA GPU: PyTorch {torch.__version__} here is {built}; measure-and-scale needs an NVIDIA GPU "
+            "(or use --device cpu to exercise the pipeline on the CPU)"
+        )
+    dev = torch.device(want)
+    warmup, steps = int(spec.get("warmup", 3)), int(spec.get("steps", 5))
+    total = warmup + steps
+    torch.manual_seed(0)
+    try:
+        module = build(torch, spec["model"]).to(dev)
+    except MeasureError:
+        raise
+    except Exception as exc:
+        raise MeasureError(f"the model cannot be built: {type(exc).__name__}: {exc}") from None
+    module.train()
+    step = make_step(torch, module, spec, dev)
+
+    def sync() -> None:
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
+    try:
+        for i in range(warmup):
+            step()
+            sync()
+            progress(i + 1, total)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        wall, host = [], []
+        with profile(activities=activities) as prof:
+            for i in range(steps):
+                sync()
+                t0 = time.perf_counter()
+                with record_function(f"ProfilerStep#{i}"):
+                    step()
+                    t_issued = time.perf_counter()
+                    sync()
+                wall.append(time.perf_counter() - t0)
+                host.append(t_issued - t0)
+                progress(warmup + i + 1, total)
+    except torch.cuda.OutOfMemoryError:
+        raise MeasureError(
+            f"out of memory on {torch.cuda.get_device_name(dev)} at batch {spec['batch_size']}: "
+            "measure a smaller batch (the scaling is per step; the sizing scales the batch)"
+        ) from None
+    except RuntimeError as exc:
+        raise MeasureError(f"a training step failed: {exc}") from None
+    trace_path = spec.get("chrome_trace")
+    if dev.type == "cuda":
+        keep = bool(trace_path)
+        if not keep:
+            fd, trace_path = tempfile.mkstemp(prefix="trainrig-trace-", suffix=".json")
+            os.close(fd)
+        try:
+            prof.export_chrome_trace(trace_path)
+            kernels = kernels_from_trace(trace_path)
+        finally:
+            if not keep:
+                os.unlink(trace_path)
+        props = torch.cuda.get_device_properties(dev)
+        name, sms = props.name, int(props.multi_processor_count)
+    else:
+        if trace_path:
+            prof.export_chrome_trace(trace_path)
+        kernels = cpu_ops(prof)
+        name, sms = cpu_name(), None
+    return {
+        "format": "trainrig-profile",
+        "version": 1,
+        "about": spec.get("about") or f"measured by TrainRig's measure worker on {name}",
+        "device": name,
+        "device_type": dev.type,
+        "sm_count": sms,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "precision": spec.get("precision", "fp32"),
+        "optimizer": spec.get("optimizer", "adam"),
+        "batch_size": int(spec["batch_size"]),
+        "steps": steps,
+        "warmup": warmup,
+        "step_wall_s": wall,
+        "step_host_s": host,
+        "kernels": kernels,
+    }
+
+
+def main() -> int:
+    try:
+        spec = json.loads(sys.stdin.read())
+        result = measure(spec)
+    except MeasureError as exc:
+        print(json.dumps({"error": str(exc)}))
+        return 3
+    except (ValueError, KeyError, TypeError) as exc:
+        print(json.dumps({"error": f"the measure request is not usable: {type(exc).__name__}: {exc}"}))
+        return 3
+    except ImportError as exc:
+        print(json.dumps({"error": f"PyTorch is not usable here: {exc}"}))
+        return 3
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

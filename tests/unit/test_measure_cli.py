@@ -1,0 +1,151 @@
+"""`python main.py measure`: a recorded trace scaled to candidates, and the messages without a GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from telemetry.pytorch_env import TorchEnvironment
+
+ROOT = Path(__file__).resolve().parents[2]
+RESNET_TRACE = ROOT / "tests/fixtures/profiles/h100-sxm-resnet50-fp16.trace.json"
+RESNET = {
+    "name": "ResNet-50 fp16",
+    "model": {"preset": "resnet-50"},
+    "data": {"samples": 1281167, "outputs": 1000},
+    "training": {"batch_size": 256, "epochs": 1, "optimizer": "sgd_momentum", "precision": "fp16_mixed"},
+}
+SMALL_CNN = {
+    "name": "small CNN",
+    "model": {
+        "input_shape": [3, 16, 16],
+        "layers": [
+            {"type": "conv2d", "out_channels": 8, "kernel_size": 3, "padding": 1},
+            {"type": "relu"},
+            {"type": "flatten"},
+            {"type": "linear", "out_features": 10},
+        ],
+    },
+    "data": {"samples": 1000, "outputs": 10},
+    "training": {"batch_size": 16, "epochs": 1, "optimizer": "adam", "precision": "fp32"},
+}
+
+
+def test_a_trace_is_scaled_to_each_candidate_as_json(cli, write_json) -> None:
+    code, out, err = cli(
+        "measure", str(write_json(RESNET)), "--trace", str(RESNET_TRACE), "-c", "H100 PCIe", "-c", "A100 80GB",
+        "-c", "TPU v4", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["measured"]["catalogue_device"] == "NVIDIA H100 SXM"
+    assert doc["measured"]["step_s"] == pytest.approx(0.0939, rel=0.01)
+    assert "not measured" in doc["measured"]["about"].lower()
+    preds = {p["device"]: p for p in doc["predictions"]}
+    assert set(preds) == {"NVIDIA H100 PCIe", "NVIDIA A100 80GB SXM"}
+    # both slower than the SXM: lower tensor peak and bandwidth
+    assert doc["this_gpu"]["step_s"] < preds["NVIDIA H100 PCIe"]["step_s"] < preds["NVIDIA A100 80GB SXM"]["step_s"]
+    conv = next(c for c in preds["NVIDIA H100 PCIe"]["by_class"] if c["class"] == "conv")
+    assert conv["predicted_s"] / conv["measured_s"] == pytest.approx(989.4 / 756, rel=0.02)
+    assert doc["cannot_scale"][0]["device"] == "Google TPU v4" and "TPU" in doc["cannot_scale"][0]["reason"]
+
+
+def test_the_text_names_the_measured_step_each_candidate_and_the_refusals(cli, write_json) -> None:
+    code, out, err = cli(
+        "measure", str(write_json(RESNET)), "--trace", str(RESNET_TRACE), "-c", "H100 PCIe", "-c", "Xeon w9"
+    )
+    assert code == 0, err
+    assert "Measured on NVIDIA H100 80GB HBM3" in out and "93.9 ms" in out
+    assert "NVIDIA H100 SXM (measured here)" in out
+    pcie = next(line for line in out.splitlines() if line.strip().startswith("NVIDIA H100 PCIe"))
+    assert "ms" in pcie and "device" in pcie
+    assert "Intel Xeon w9-3495X" in out and "cannot be scaled to: not a GPU" in out
+    assert "host time" in out  # says the host stays as measured
+
+
+def test_a_damaged_trace_is_refused_without_a_traceback(cli, write_json, tmp_path: Path) -> None:
+    bad = tmp_path / "trace.json"
+    bad.write_text(RESNET_TRACE.read_text(encoding="utf-8")[:5000], encoding="utf-8")  # cut off mid-file
+    code, out, err = cli("measure", str(write_json(RESNET)), "--trace", str(bad))
+    assert code == 2 and out == ""
+    assert "not valid JSON" in err and "is the file complete?" in err and "Traceback" not in err
+
+
+def test_without_a_cuda_gpu_it_says_so_and_what_to_do_instead(cli, write_json, monkeypatch) -> None:
+    import cli.measure as command
+
+    env = TorchEnvironment("python3", True, "PyTorch 2.13.0+cpu on Python 3.11, CPU-only build", cuda_available=False)
+    monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
+    code, out, err = cli("measure", str(write_json(SMALL_CNN)))
+    assert code == 2 and out == ""
+    assert "no CUDA GPU here" in err and "--trace" in err and "--device cpu" in err
+
+
+def test_without_pytorch_it_says_how_to_install_it(cli, write_json, monkeypatch) -> None:
+    import cli.measure as command
+
+    env = TorchEnvironment("python3", False, "PyTorch is not installed in python3: install PyTorch into that Python")
+    monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
+    code, _, err = cli("measure", str(write_json(SMALL_CNN)))
+    assert code == 2 and "PyTorch is not installed" in err
+
+
+def test_a_summary_model_cannot_be_measured(cli, write_json, monkeypatch) -> None:
+    import cli.measure as command
+
+    env = TorchEnvironment("python3", True, "PyTorch with CUDA", cuda_available=True)
+    monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
+    doc = {
+        **RESNET,
+        "model": {
+            "summary": {
+                "parameters": 1000,
+                "activation_bytes_per_sample": 4000,
+                "forward_flops_per_sample": 2e6,
+                "outputs": 10,
+            },
+            "input_shape": [10],
+        },
+    }
+    code, _, err = cli("measure", str(write_json(doc)))
+    assert code == 2 and "summary without layers cannot be run" in err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="measuring needs torch==2.13.0")
+def test_the_worker_measures_real_steps_on_the_cpu_end_to_end(cli, write_json, tmp_path: Path) -> None:
+    saved = tmp_path / "profile.json"
+    code, out, err = cli("measure", str(write_json(SMALL_CNN)), "--device", "cpu", "--save-profile", str(saved))
+    assert code == 0, err
+    assert "(cpu)" in out and "CPU ops do not scale to GPUs" in out
+    raw = json.loads(saved.read_text(encoding="utf-8"))
+    assert raw["format"] == "trainrig-profile" and raw["device_type"] == "cpu" and raw["steps"] == 5
+    names = {k["name"] for k in raw["kernels"]}
+    assert "aten::mkldnn_convolution" in names or "aten::convolution" in names
+    assert all(w > 0 for w in raw["step_wall_s"]) and len(raw["step_host_s"]) == 5
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="measuring needs torch==2.13.0")
+def test_cancel_stops_the_worker_and_keeps_nothing() -> None:
+    import sys
+    import threading
+
+    from core.spec.workload import parse_workload
+    from telemetry.measure import MeasureCancelled, MeasureJob, measure_spec
+
+    spec = {**measure_spec(parse_workload(SMALL_CNN), "cpu"), "warmup": 1, "steps": 100_000}
+    seen: list[int] = []
+    job = MeasureJob(sys.executable, spec, timeout_s=120)
+
+    def on_progress(done: int, total: int) -> None:
+        seen.append(done)
+        if done == 2:
+            threading.Thread(target=job.cancel).start()
+
+    job.on_progress = on_progress
+    with pytest.raises(MeasureCancelled, match="cancelled"):
+        job.run()
+    assert 2 <= max(seen) < 100_000
+    assert job._proc is not None and job._proc.poll() is not None  # the worker is gone
