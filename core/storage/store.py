@@ -202,9 +202,22 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
     def save_sizing(
         self, name: str, document: dict[str, Any], candidates: list[str], result: dict[str, Any]
     ) -> tuple[int, int]:
-        """The workload and its sizing in one transaction: both are saved, or neither."""
+        """The workload and its sizing in one transaction: both are saved, or neither. A sizing
+        identical to the latest of the same name (the same workload, candidates and result, as
+        `size` run twice gives) is not saved again: its ids are returned."""
 
         def both() -> tuple[int, int]:
+            same = self.db.execute(
+                "select w.id, s.id, w.document, s.candidates, s.result from sizings s "
+                "join workloads w on w.id = s.workload_id where w.name = ? order by s.id desc limit 1",
+                [name],
+            ).fetchone()
+            if same is not None and (same[2], same[3], same[4]) == (
+                json.dumps(document, sort_keys=True),
+                json.dumps(candidates),
+                json.dumps(result),
+            ):
+                return int(same[0]), int(same[1])
             wid = self._insert_workload(name, document)
             table = self.db["sizings"]
             table.insert(

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
-import json
-import platform
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QListWidget,
-    QMessageBox,
     QPushButton,
     QStackedWidget,
     QTextBrowser,
@@ -32,41 +24,21 @@ from core.estimate.profile_scale import ScaleResult
 from core.estimate.sizing import SizingResult
 from core.hardware.catalogue import load_catalogue, merge_user_devices
 from core.network.presets import load_presets
-from core.output.measure_report import report_notes
-from core.output.report import build_report
-from core.output.report_csv import write_csv
-from core.output.sizing_report import sizing_to_dict
-from core.spec.workload import parse_workload, read_workload_document
-from core.storage.files import check_target
+from core.spec.workload import parse_workload
 from core.storage.store import Store
 from gui.wizard import session
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
+from gui.wizard.documents import WizardFiles, starter_document
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.guides import GUIDES
 from gui.wizard.model_page import ModelPage
 from gui.wizard.results_page import ResultsPage
-from reports.pdf import write_pdf
 from telemetry.candidates import calibrated_rates, resolve_candidates
-from telemetry.inventory import inventory_to_text
 from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
 
 
-def starter_document() -> dict[str, Any]:
-    """What a first-time user sees: the seed MLP on this machine and an RTX 4090."""
-    preset = load_presets()["seed-mlp"]
-    return {
-        "name": "seed MLP",
-        "goal": {"purpose": "scratch", "concurrent_runs": 1},
-        "model": {"preset": "seed-mlp"},
-        "data": copy.deepcopy(preset["data"]),
-        "training": {k: v for k, v in preset["training"].items() if k != "learning_rate"},
-        "hardware": {"candidates": [THIS_MACHINE, "NVIDIA GeForce RTX 4090"], "gpu_count": {"min": 1, "max": 1}},
-        "cost": {"currency": "USD"},
-    }
-
-
-class SizingWizard(QWidget):
+class SizingWizard(WizardFiles, QWidget):
     sized = Signal(object)  # SizingResult after every successful recompute
 
     def __init__(self, store: Store | None, parent: QWidget | None = None) -> None:
@@ -401,119 +373,6 @@ class SizingWizard(QWidget):
         self.candidates.load(self.doc)
         self._loading = False
         self._changed()
-
-    # --- files and the store ------------------------------------------------------------------
-    def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open workload", "", "Workload JSON (*.json);;All files (*)")
-        if path:
-            self.open_file(Path(path))
-
-    def open_file(self, path: Path) -> bool:
-        """Load a workload document; a bad file changes nothing and says why."""
-        try:
-            doc = read_workload_document(path)
-            parse_workload(doc)
-        except TrainRigError as exc:
-            return self._say(f"{path.name}: {exc}")
-        merged = {**starter_document(), **doc}
-        self.load_document(merged)
-        self._say(f"Opened {path.name}.", error=False)
-        return True
-
-    def export_dialog(self) -> None:
-        if self.result is None:
-            self._say("Nothing to export yet: complete the pages first.")
-            return
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export report", f"{self.doc.get('name', 'report')}.pdf", "PDF (*.pdf)"
-        )
-        if not path:
-            return
-        pdf = Path(path).with_suffix(".pdf")
-        if self.export_report(pdf):
-            answer = QMessageBox.question(
-                self, "Report written", f"Wrote {pdf.name} and {pdf.with_suffix('.csv').name}. Open the folder?"
-            )
-            if answer == QMessageBox.StandardButton.Yes:
-                QDesktopServices.openUrl(QUrl.fromLocalFile(str(pdf.parent)))
-
-    def export_report(self, pdf: Path) -> bool:
-        """The purchasing report as PDF and, beside it, the CSV of the bill of materials and candidates."""
-        if self.recommendation is None:
-            return self._say("Nothing to export yet.")
-        inventory_text = inventory_to_text(self.inventory) if self.inventory else ""
-        machine = f"{platform.node()} ({self.machine.cpu_model})" if self.machine else ""
-        report = build_report(self.recommendation, machine=machine, inventory_text=inventory_text)
-        if self.measured is not None:
-            report = dataclasses.replace(report, notes=(*report.notes, *report_notes(self.measured)))
-        csv_path = pdf.with_suffix(".csv")
-        try:
-            check_target(csv_path)
-            pages = write_pdf(report, pdf)
-        except TrainRigError as exc:
-            return self._say(f"The report was not written: {exc}")
-        try:
-            write_csv(report, csv_path)
-        except TrainRigError as exc:
-            return self._say(f"Wrote {pdf.name}, but not the CSV: {exc}")
-        self._say(f"Wrote {pdf.name} ({pages} pages) and {pdf.with_suffix('.csv').name}.", error=False)
-        return True
-
-    def from_store_dialog(self) -> None:
-        if self.store is None:
-            return
-        saved = self.store.workloads()
-        if not saved:
-            self._say("No workload has been saved in the database yet.")
-            return
-        labels = [f"#{w['id']} {w['name']} ({w['created']})" for w in saved]
-        choice, ok = QInputDialog.getItem(self, "Open a saved workload", "Workload", labels, 0, False)
-        if ok:
-            self.open_saved(int(saved[labels.index(choice)]["id"]))
-
-    def open_saved(self, workload_id: int) -> bool:
-        doc = self.store.workload_document(workload_id) if self.store else None
-        if doc is None:
-            return self._say(f"No saved workload #{workload_id}.")
-        try:
-            parse_workload(doc)
-        except TrainRigError as exc:  # saved by an older version with other rules
-            return self._say(f"Saved workload #{workload_id} is no longer valid: {exc}")
-        self.load_document({**starter_document(), **doc})
-        self._say(f"Opened saved workload #{workload_id}.", error=False)
-        return True
-
-    def save_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Save workload", f"{self.doc.get('name', 'workload')}.json", "Workload JSON (*.json)"
-        )
-        if path:
-            self.save_file(Path(path))
-
-    def save_file(self, path: Path) -> bool:
-        self._collect()
-        try:
-            path.write_text(json.dumps(self.doc, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            return self._say(f"{path.name} cannot be written: {exc}")
-        self.mark_saved()
-        self._say(f"Saved {path.name}.", error=False)
-        return True
-
-    def save_sizing(self) -> None:
-        if self.store is None or self.recommendation is None:
-            self._say("Nothing to save: no database is open or no sizing yet.")
-            return
-        rec = self.recommendation
-        try:
-            _, sid = self.store.save_sizing(
-                rec.result.workload.name, self.doc, [c.device.name for c in rec.result.candidates], sizing_to_dict(rec)
-            )
-        except TrainRigError as exc:
-            self._say(f"The sizing was not saved: {exc}")
-            return
-        self.mark_saved()
-        self._say(f"Saved sizing #{sid}.", error=False)
 
     def _say(self, text: str, error: bool = True) -> bool:
         self.message.setText(text)

@@ -285,6 +285,6 @@ def test_every_shortcut_has_one_owner_and_the_file_menu_lists_them(qtbot, main_w
     }
     # the Open action reaches the wizard's dialog
     seen: list[object] = []
-    monkeypatch.setattr("gui.wizard.wizard.QFileDialog.getOpenFileName", lambda *a, **k: seen.append(a) or ("", ""))
+    monkeypatch.setattr("gui.wizard.documents.QFileDialog.getOpenFileName", lambda *a, **k: seen.append(a) or ("", ""))
     w.file_actions["open"].trigger()
     assert len(seen) == 1

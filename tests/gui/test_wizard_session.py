@@ -59,3 +59,31 @@ def test_dismissing_forgets_and_a_damaged_memory_is_ignored(main_window) -> None
     QSettings().setValue(session.LAST_DOCUMENT, "{not json")
     third = main_window()  # no banner, no error at start
     assert third.sizing_tab.restore_banner.isHidden() and session.remembered() is None
+
+
+def test_from_database_lists_sizings_with_devices_and_training_time(main_window, monkeypatch) -> None:
+    from PySide6.QtWidgets import QInputDialog
+
+    from core.storage.store import Store
+
+    store = Store.open(None)
+    w = main_window(store)
+    wiz = w.sizing_tab
+    wiz.go(5)
+    wiz.save_sizing()
+    wiz.save_sizing()  # the same sizing again: not a second entry
+    wiz.goal.name.setText("second")
+    wiz.go(5)
+    wiz.save_sizing()
+    shown: list[list[str]] = []
+
+    def pick(_parent, _title, _label, items, *_args):
+        shown.append(list(items))
+        return items[1], True  # the older one: the seed MLP
+
+    monkeypatch.setattr(QInputDialog, "getItem", pick)
+    wiz.from_store_dialog()
+    (labels,) = shown
+    assert len(labels) == 2 and labels[0].startswith("#2 second · ") and labels[1].startswith("#1 seed MLP · ")
+    assert "NVIDIA GeForce RTX 4090" in labels[1] and " training · 20" in labels[1]
+    assert wiz.doc["name"] == "seed MLP" and "Opened saved workload" in wiz.message.text()
