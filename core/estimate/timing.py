@@ -238,8 +238,9 @@ def step_time(
         costs = host_model.host_costs(cal.get("host"), speed, kind)
         sync = costs["sync_s"] / loop.sync_every if loop.sync_every else 0.0
         log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
-        dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer
-        return HostTime(dispatch, loader, copy, sync, log, workers, speed, cpu_text, loop)
+        dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in _pass
+        r = float(cal.get("run_scale", 1.0))  # a local run measured the whole step, its host included
+        return HostTime(dispatch, loader * r, copy * r, sync * r, log * r, workers * r, speed, cpu_text, loop)
 
     def paced(p: _Pass, h: HostTime | None, optimizer_step: bool) -> float:
         work = p.work if optimizer_step else p.work_no_optimizer
@@ -431,7 +432,9 @@ def _pass(
         per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S / speed if overhead_known else 0.0)
         per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
         tensors = len(sizes) if ops else 0
-        opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if overhead_known else 0.0
+        # a summary model's parameter tensors are not known: no optimizer calls are invented for it
+        known = overhead_known and bool(ops)
+        opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
         overhead = per_step + per_op * 3 * calls + opt_calls
         return _Pass(
             compute * s,
