@@ -120,7 +120,8 @@ def main() -> None:
         ratio = flat[1][n][0] / flat[0][n][0]
         print(
             f"{n}: {within} of {len(table)} within 25 %, mean |error| {statistics.mean(errors):.0%}; "
-            f"step at batch 64 / batch 512 = {ratio:.2f} (published {flat[1]['measured_s'] / flat[0]['measured_s']:.2f})"
+            f"step at batch 64 / batch 512 = {ratio:.2f} "
+            f"(published {flat[1]['measured_s'] / flat[0]['measured_s']:.2f})"
         )
 
 

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     h = result.get("host") or {}
     if h:
         print(
-            f"  host: {h['per_call_s'] * 1e6:,.1f} µs per framework call; DataLoader {h['loader_batch_s'] * 1e6:,.0f} µs "
+            f"  host: {h['per_call_s'] * 1e6:,.1f} µs per framework call; "
+            f"DataLoader {h['loader_batch_s'] * 1e6:,.0f} µs "
             f"per batch + {h['loader_sample_s'] * 1e6:,.2f} µs per sample, {h['handoff_batch_s'] * 1e6:,.0f} µs per "
             f"batch from a worker; .item() {h['sync_s'] * 1e6:,.2f} µs"
         )

@@ -66,8 +66,8 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 
 # Host costs on the reference CPU (seconds). per_call: the H100 fit (docs/accuracy.md: 15 µs per
 # framework call); per_step: the H100 fit's intercept (1.8 ms: loss, zero_grad, backward's entry,
-# the optimizer's Python, and one synchronisation, counted apart as sync_s); a CPU's per step is TrainRig's default before
-# calibration. The DataLoader's figures were measured on the development machine
+# the optimizer's Python, and one synchronisation, counted apart as sync_s); a CPU's per step is
+# TrainRig's default before calibration. The DataLoader's figures were measured on the development machine
 # (benchmarks/host_costs.py: 8.0 µs per sample, 100 µs per batch, hand-off 2.3 ms per batch with
 # 2 workers on 2 busy cores, an upper bound) and scaled to the reference CPU by the two CPUs'
 # single-thread speeds (×0.63).
@@ -86,8 +86,6 @@ REFERENCE = {
 REFERENCE_BENCH_CALL_S = 11.2e-6
 PAGEABLE_COPY_FACTOR = 0.5  # of the link's rate: a copy from pageable memory is staged through a pinned buffer
 HOST_COPY_BPS = 10e9  # collating (stacking) samples in RAM, bytes/s: one core's memory copy rate (TrainRig estimate)
-
-
 
 
 @dataclass(frozen=True)

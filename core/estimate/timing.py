@@ -223,7 +223,20 @@ def step_time(
 
     def run(n: int) -> _Pass:
         return _pass(
-            model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal, shards, speed
+            model,
+            device,
+            kind,
+            ops,
+            n_ops,
+            sizes,
+            n,
+            precision,
+            optimizer,
+            checkpointing,
+            peak * eff,
+            cal,
+            shards,
+            speed,
         )
 
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal

@@ -169,8 +169,6 @@ def build_report(
     )
 
 
-
-
 def _summary(result: SizingResult, best: CandidateResult | None, decision: str) -> str:
     c = result.workload.cost
     if best is None:

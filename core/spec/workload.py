@@ -304,7 +304,6 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
     )
 
 
-
 def _hardware(h: Mapping[str, Any]) -> HardwareSpec:
     reject_unknown(h, {"candidates", "gpu_count", "custom"}, "hardware")
     cands = h.get("candidates", [])

@@ -299,5 +299,3 @@ class ResultsPage(QWidget):
         head, _, rest = d.text.partition(". ")  # "Rent. Renting … ": the verdict in bold
         self.decision.setText(f"<p><b>{html.escape(head)}.</b> {html.escape(rest)}</p>")
         self.tabs.setTabText(4, f"Buy or rent: {d.verdict}")
-
-

@@ -26,7 +26,7 @@ import statistics
 import time
 from typing import Any
 
-SAMPLES = 8192
+SAMPLES = 4096
 FEATURES = 75  # the seed MLP's input
 BATCHES = (32, 256)
 
@@ -40,12 +40,10 @@ def _per_call(fn, n: int) -> float:
     return (time.perf_counter() - t) / n
 
 
-def _loader_per_batch(torch, dataset, batch: int, workers: int, rounds: int = 3) -> float:
+def _loader_per_batch(torch, dataset, batch: int, workers: int, rounds: int = 2) -> float:
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(
-        dataset, batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=workers > 0
-    )
+    loader = DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=workers > 0)
     for _ in loader:  # warm-up: workers started, pages touched
         pass
     times = []
@@ -66,17 +64,17 @@ def measure_host(torch) -> dict[str, Any]:
     try:
         small = torch.randn(4, 8)
         layer = torch.nn.Linear(8, 8)
-        relu_s = _per_call(lambda: torch.relu(small), 5000)
-        linear_s = _per_call(lambda: layer(small), 3000)
+        relu_s = _per_call(lambda: torch.relu(small), 2000)
+        linear_s = _per_call(lambda: layer(small), 1000)
         dataset = TensorDataset(torch.randn(SAMPLES, FEATURES), torch.randint(0, 10, (SAMPLES,)))
         (b0, t0), (b1, t1) = ((b, _loader_per_batch(torch, dataset, b, 0)) for b in BATCHES)
         per_sample = max((t1 - t0) / (b1 - b0), 0.0)
         per_batch = max(t0 - per_sample * b0, 0.0)
         handoff = _loader_per_batch(torch, dataset, BATCHES[0], 2)
         loss = torch.tensor(1.0)
-        sync_s = _per_call(lambda: loss.item(), 5000)
+        sync_s = _per_call(lambda: loss.item(), 2000)
         sink = io.StringIO()
-        log_s = _per_call(lambda: sink.write(f"step {1234:6d} loss {0.12345:.4f} acc {0.5:.3f}\n"), 5000)
+        log_s = _per_call(lambda: sink.write(f"step {1234:6d} loss {0.12345:.4f} acc {0.5:.3f}\n"), 2000)
     finally:
         torch.set_num_threads(threads)
     return {
