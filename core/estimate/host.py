@@ -31,7 +31,7 @@ the two add.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -208,33 +208,15 @@ def host_costs(measured: Mapping[str, Any] | None, speed: float, kind: str) -> d
     return out
 
 
-def host_time(
-    model: ModelAnalysis,
-    *,
-    kind: str,
-    batch: int,
-    sample_bytes: float,
-    optimizer: str,
-    tensors: Sequence[float],
-    loop: LoopSpec,
-    speed: float,
-    cpu: str,
-    link_bps: float | None,
-    measured: Mapping[str, Any] | None = None,
-    per_call: float | None = None,
-    per_step: float | None = None,
-) -> HostTime:
-    """The host's seconds for one step of ``batch`` samples per device on an accelerator (a CPU's
-    dispatch is counted by core.estimate.timing, which adds it to its work). ``per_call`` and
-    ``per_step``: the framework's costs when the caller has them measured or fitted."""
-    costs = host_costs(measured, speed, kind)
-    call = per_call if per_call is not None else costs["per_call_s"]
-    step = per_step if per_step is not None else costs["per_step_s"]
-    dispatch = 0.0
-    if kind != "cpu":
-        calls = forward_calls(model, kind)
-        dispatch = step + 3 * call * calls + optimizer_host_s(optimizer, len(tensors), call, kind, speed)
-    loader, copy, workers = loader_host(loop, batch, sample_bytes, costs, link_bps, kind)
-    sync = costs["sync_s"] * (1.0 / loop.sync_every if loop.sync_every else 0.0)
-    log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
-    return HostTime(dispatch, loader, copy, sync, log, workers, speed, cpu, loop)
+def host_speed(measured: Mapping[str, Any] | None, host_cpu: str | None, kind: str) -> tuple[float, str]:
+    """The host CPU's single-thread speed relative to the reference host and what it is from: this
+    machine's calibration (its measured cost per call against the reference CPU's), else the host
+    CPU's rating (resources/host_cpus.json). A CPU candidate is its own host: its measured or
+    default costs are used as they are."""
+    per_call = (measured or {}).get("per_call_s")
+    if per_call:
+        speed = REFERENCE_BENCH_CALL_S / float(per_call)
+        return speed, f"this machine's CPU, measured by calibrate ({speed:.2f}× the reference CPU's core)"
+    if kind == "cpu":
+        return 1.0, "the CPU itself"
+    return cpu_speed(host_cpu)

@@ -219,7 +219,7 @@ def step_time(
     sizes = parameter_tensor_sizes(model) if ops else ()
     # ZeRO-1 and up, FSDP: each device steps only its partition of the optimizer states
     shards = max(1, devices) if sharding in SHARDS_OPTIMIZER_STATES else 1
-    speed, cpu_text = _host_speed(cal, host_cpu, kind)
+    speed, cpu_text = host_model.host_speed(cal.get("host"), host_cpu, kind)
 
     def run(n: int) -> _Pass:
         return _pass(
@@ -242,13 +242,12 @@ def step_time(
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
     sample_bytes = float(data.features * INPUT_DTYPES[data.dtype] + 8) if data is not None else 0.0
 
+    costs = host_model.host_costs(cal.get("host"), speed, kind)
+
     def host_of(p: _Pass, n: int, optimizer_step: bool) -> HostTime | None:
         if not overhead_known:
             return None
-        loader, copy, workers = host_model.loader_host(
-            loop, n, sample_bytes, host_model.host_costs(cal.get("host"), speed, kind), device.host_link_bw, kind
-        )
-        costs = host_model.host_costs(cal.get("host"), speed, kind)
+        loader, copy, workers = host_model.loader_host(loop, n, sample_bytes, costs, device.host_link_bw, kind)
         sync = costs["sync_s"] / loop.sync_every if loop.sync_every else 0.0
         log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
         dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in _pass
@@ -485,17 +484,3 @@ def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> flo
     """Wünsche 2016 observations: each doubling of GPUs cuts time by a framework's fraction."""
     cut = WUENSCHE_DOUBLING_CUT[scaling_model]
     return single_device_s * (1 - cut) ** math.log2(max(1, devices))
-
-
-def _host_speed(cal: Mapping[str, Any], host_cpu: str | None, kind: str) -> tuple[float, str]:
-    """The host CPU's single-thread speed relative to the reference host and what it is from: this
-    machine's calibration (its measured cost per call against the reference CPU's), else the host
-    CPU's rating (resources/host_cpus.json). A CPU candidate is its own host: its measured or
-    default costs are used as they are."""
-    measured = (cal.get("host") or {}).get("per_call_s")
-    if measured:
-        speed = host_model.REFERENCE_BENCH_CALL_S / float(measured)
-        return speed, f"this machine's CPU, measured by calibrate ({speed:.2f}× the reference CPU's core)"
-    if kind == "cpu":
-        return 1.0, "the CPU itself"
-    return host_model.cpu_speed(host_cpu)
