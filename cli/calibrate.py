@@ -59,6 +59,14 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     print(f"  memory bandwidth {result['cpu_memory_bandwidth_bps'] / g:,.1f} GB/s")
     o = result["step_overhead"]
     print(f"  framework overhead {o['per_step_s'] * 1e6:,.0f} µs per step + {o['per_op_s'] * 1e6:,.1f} µs per op")
+    h = result.get("host") or {}
+    if h:
+        print(
+            f"  host: {h['per_call_s'] * 1e6:,.1f} µs per framework call; "
+            f"DataLoader {h['loader_batch_s'] * 1e6:,.0f} µs "
+            f"per batch + {h['loader_sample_s'] * 1e6:,.2f} µs per sample, {h['handoff_batch_s'] * 1e6:,.0f} µs per "
+            f"batch from a worker; .item() {h['sync_s'] * 1e6:,.2f} µs"
+        )
     for gpu in result.get("gpus", []):
         print(
             f"  {gpu['name']}: fp32 {gpu['fp32_matmul_flops'] / 1e12:,.1f}, "

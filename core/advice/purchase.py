@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.advice.ranking import rank_candidates
 from core.estimate.sizing import CandidateResult, SizingResult, size_candidate
 from core.hardware.catalogue import DeviceSpec
 from core.units import fmt_money, fmt_seconds
@@ -107,7 +108,8 @@ def budget_search(
         return None, sized
     if w.cost.budget is None:  # nothing listed fits: the cheapest that does (meeting the deadline if one can)
         return min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_per_run, c.train_time_s)), sized
-    return min(found, key=lambda c: (c.meets_deadline is False, c.train_time_s, c.cost.capex)), sized
+    # the fastest, the cheaper first among equally fast ones where the step is host-bound (core.advice.ranking)
+    return rank_candidates(found)[0], sized
 
 
 def gives_up(alt: CandidateResult, wanted: CandidateResult | None, deadline_h: float | None) -> tuple[str, ...]:

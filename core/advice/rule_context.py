@@ -33,6 +33,7 @@ APPLICABILITY_NAMES = frozenset(
         "model_is_language",
         "purpose",
         "best_bound",
+        "best_host_bound",
         "best_overhead_share",
         "best_input_share",
         "best_input_wait",
@@ -40,6 +41,7 @@ APPLICABILITY_NAMES = frozenset(
         "bound",
         "input_wait",
         "overhead_share",
+        "host_share",
         "memory_share",
         "comm_share",
         "any_gpu",
@@ -160,6 +162,8 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "best_gpus": best_gpus,
         "best_is_cpu": lead.device.kind == "cpu",
         "best_bound": step.bound,
+        "best_host_bound": not lead.device.kind == "cpu" and step.host_bound,
+        **host_terms(step),
         "best_overhead_share": _share(step.overhead_s, step),
         "best_overhead_pct": f"{_share(step.overhead_s, step):.0%}",
         "best_input_share": _share(step.input_s, step),
@@ -177,6 +181,24 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "cpu_device": fastest_cpu.device.name if fastest_cpu else None,
         "cpu_time": fmt_seconds(fastest_cpu.train_time_s) if fastest_cpu else None,
         "accelerator_text": _accelerator_text(gpus),
+    }
+
+
+def host_terms(step: StepTime) -> dict[str, str]:
+    """The host side of the recommended candidate's step in words (core/estimate/host.py)."""
+    h = step.host
+    return {
+        "best_host_time": fmt_seconds(step.host_s),
+        "best_device_time": fmt_seconds(step.device_s),
+        "best_device_load": f"{step.device_load:.0%}",
+        "best_host_pct": f"{min(1.0, step.host_s / step.step_s):.0%}" if h is not None and step.step_s else "unknown",
+        "best_host_cpu": h.cpu if h is not None else "unknown",
+        "best_loop": h.loop.describe() if h is not None else "unknown",
+        "best_loader_text": (
+            f"; the DataLoader and the copy to the device take {fmt_seconds(step.loader_s)} of it in the main process"
+            if step.loader_s > 0.1 * step.host_s
+            else ""
+        ),
     }
 
 
@@ -307,6 +329,9 @@ def candidate_context(
         "input_wait": input_wait(st),
         "overhead_share": _share(st.overhead_s, st),
         "overhead_pct": f"{st.overhead_s / st.step_s:.0%}" if st.step_s else "unknown",
+        # the host's whole share (framework calls, DataLoader, copy, synchronisations): core/estimate/host.py
+        "host_share": min(1.0, _share(st.host_s, st)) if st.host is not None else _share(st.overhead_s, st),
+        "host_pct": f"{min(1.0, _share(st.host_s, st)):.0%}" if st.host is not None else "unknown",
         "memory_share": _share(st.memory_s, st),
         "memory_pct": f"{_share(st.memory_s, st):.0%}",
         "comm_share": _share(st.comm_s, st),

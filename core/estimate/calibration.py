@@ -62,6 +62,11 @@ def calibrated_rates(
     what its local runs measured (run_feedback), applied to this machine's CPU.
     """
     out = _calibrated(devices, calibration, catalogue, this_cpu, gpu_memory)
+    host = host_figures(calibration)
+    if host:  # this machine's CPU hosts its own devices: its measured host costs replace the reference's
+        for d in devices:
+            if d.is_this_machine:
+                out[d.name] = {**out.get(d.name, {}), "host": host}
     if feedback:
         for d in devices:
             if d.is_this_machine and d.kind == "cpu":
@@ -164,6 +169,28 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
     return out
 
 
+HOST_KEYS = ("per_call_s", "loader_batch_s", "loader_sample_s", "handoff_batch_s", "sync_s", "log_line_s")
+# A host cost beyond this is not a measurement of this machine's idle speed (a swapping or suspended
+# machine): one framework call, a DataLoader's batch or a sample taking over 10 ms.
+HOST_COST_LIMIT_S = 0.01
+
+
+def host_figures(calibration: Mapping[str, Any] | None) -> dict[str, float]:
+    """The host costs a calibration measured on this machine's CPU (resources/workers/
+    host_bench.py), each finite, not negative and below HOST_COST_LIMIT_S; a figure outside that is
+    dropped (the reference's, scaled by the measured speed, stands in), not used."""
+    measured = (calibration or {}).get("host") or {}
+    out: dict[str, float] = {}
+    for key in HOST_KEYS:
+        try:
+            value = float(measured[key])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if math.isfinite(value) and 0 <= value < HOST_COST_LIMIT_S and (key != "per_call_s" or value > 0):
+            out[key] = value
+    return out
+
+
 def _curve(points: Any) -> list[list[float]]:
     """Measured (size, value) points that can be interpolated in log-log: both finite and above
     zero. A timer that read 0 s for a tiny tensor on a busy machine, or a rate of 0, is dropped
@@ -189,6 +216,11 @@ def what_calibration_applies(result: Mapping[str, Any]) -> str:
         parts.append(
             "this machine's CPU: every measured rate (layers by size, elementwise layers, optimizer, framework "
             "overhead); its catalogue model: the measured efficiency"
+        )
+    if host_figures(result):
+        parts.append(
+            "this machine as a host: its measured cost per framework call, DataLoader (per batch, per sample, "
+            "hand-off from workers) and synchronisation, for every device it holds"
         )
     for g in result.get("gpus") or []:
         parts.append(

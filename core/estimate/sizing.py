@@ -31,8 +31,9 @@ from core.estimate.timing import (
 )
 from core.hardware.catalogue import GIB, DeviceSpec
 from core.hardware.platforms import PlatformChoice, platform_for
+from core.spec.loop import loop_for
 from core.spec.workload import Workload
-from core.units import fmt_bytes
+from core.units import fmt_bytes, fmt_seconds
 from core.vocabulary import ALGORITHM_VARIABLES, INPUT_DTYPES, PRECISION_BYTES
 
 ENGINE_SOURCE = "TrainRig sizing engine (docs/sizing.md)"
@@ -178,6 +179,8 @@ def size_candidate(
         micro_batch=micro,
         data=d,
         max_loader_cores=max_loaders,
+        loop=loop_for(t.loop, d.format),
+        host_cpu=choice.platform.cpu if choice is not None and kind == "gpu" else None,
     )
     steps = math.ceil(d.samples / t.batch_size)
     total = st.step_s * steps * t.epochs
@@ -197,6 +200,7 @@ def size_candidate(
         f"global batch {t.batch_size} split over {devices} device(s): {per_device} per device",
         read_note,
         *([st.input_note] if st.input_note else []),
+        *host_assumptions(st),
         *([ram_note] if ram_note else []),
     ]
     if max_loaders is not None and st.loader_cores_needed > st.loader_cores and st.loader_cores == max_loaders:
@@ -263,6 +267,21 @@ def size_candidate(
     return CandidateResult(
         device, count, nodes, fits, capacity, mem, largest, st, steps, total, cost, deadline, budget, tuple(assumptions)
     )
+
+
+def host_assumptions(st: StepTime) -> list[str]:
+    """What the sizing assumes of the host side of the step (core/estimate/host.py), and what it
+    implies when the host sets the pace."""
+    h = st.host
+    if h is None:
+        return []
+    text = f"training loop: {h.loop.describe()}; host CPU: {h.cpu}"
+    if st.host_bound and st.device_s > 0:
+        text += (
+            f"; host-bound: the host needs {fmt_seconds(st.host_s)} per step and the device {fmt_seconds(st.device_s)} "
+            f"(device load {st.device_load:.0%}), so a faster device would not shorten the step"
+        )
+    return [text]
 
 
 def loader_core_limit(choice: PlatformChoice | None, count: int) -> int | None:

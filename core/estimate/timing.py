@@ -22,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.estimate import host as host_model
 from core.estimate import input_pipeline
+from core.estimate.host import HostTime
 from core.estimate.input_pipeline import (
     GPU_DECODE_ADVICE,
     MAX_LOADER_CORES_PER_DEVICE,
@@ -41,8 +43,9 @@ from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.model import ModelAnalysis
+from core.spec.loop import DEFAULT_LOOP, LoopSpec
 from core.spec.workload import DataSpec
-from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
+from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
 
 # Fraction of the datasheet peak a training step's matrix products reach, by device class and
 # precision: TrainRig defaults, not fitted to a source — checked against the recorded H100 steps
@@ -57,8 +60,9 @@ DEFAULT_EFFICIENCY = {("gpu", "fp32"): 0.60, ("gpu", "tensor"): 0.45, ("cpu", "f
 # step times of four small networks over their op counts, docs/accuracy.md).
 # Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
 # and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
-OVERHEAD_PER_OP_S = 15e-6
-OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": 1.8e-3}
+# On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
+OVERHEAD_PER_OP_S = host_model.REFERENCE["per_call_s"]
+OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": host_model.REFERENCE["per_step_s"]["gpu"]}
 # Sustained sequential read, bytes/s: typical drive datasheets (7,200 rpm HDD, 10k rpm HDD,
 # SATA III SSD, PCIe 3.0 ×4 NVMe, tmpfs, 1 GbE network share).
 STORAGE_READ_BPS = {
@@ -116,6 +120,22 @@ class StepTime:
     loader_cores: int = 0  # loader cores per device the step assumes
     loader_cores_needed: float = 0.0  # to decode as fast as the device computes
     input_note: str = ""  # what the input pipeline counts, for the sizing's assumptions
+    # the host side (core/estimate/host.py): the host's seconds per step (dispatch, loader in the main
+    # process, copy, synchronisations, logging) and the device's own work, both summed over micro-steps
+    host_s: float = 0.0
+    device_s: float = 0.0
+    loader_s: float = 0.0  # the DataLoader's main-process share and the copy the host waits for
+    host: HostTime | None = None  # the last micro-step's host terms (None: not modelled, e.g. a TPU)
+
+    @property
+    def host_bound(self) -> bool:
+        """The host, not the device, sets the pace: a faster device would not shorten the step."""
+        return self.host is not None and self.host_s >= self.device_s and self.step_s > 0
+
+    @property
+    def device_load(self) -> float:
+        """The device's busy fraction of the step (what nvidia-smi calls GPU utilisation)."""
+        return min(1.0, self.device_s / self.step_s) if self.step_s else 0.0
 
 
 @dataclass(frozen=True)
@@ -168,6 +188,8 @@ def step_time(
     micro_batch: int | None = None,
     data: DataSpec | None = None,
     max_loader_cores: int | None = None,
+    loop: LoopSpec | None = None,
+    host_cpu: str | None = None,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
@@ -179,8 +201,14 @@ def step_time(
     ``read_bps``) and decoding and augmenting them (``data``'s decode cost, core/estimate/
     input_pipeline.py) on the loader cores the device gets: as many as keep up with the device's
     own pace, at least a few, at most what a host gives a GPU and at most ``max_loader_cores`` (the
-    cores the machine that holds the device has for it). ``data`` None: nothing to decode."""
+    cores the machine that holds the device has for it). ``data`` None: nothing to decode.
+
+    ``loop``: how the user's loop feeds the device (core/estimate/host.py; None: the default, a
+    DataLoader over in-memory data with no workers and ``loss.item()`` each step); ``host_cpu`` the
+    CPU that hosts the device (a platform's "cpu" text), whose single-thread speed scales the host's
+    costs; this machine's calibration (``calibrated["host"]``) replaces them."""
     cal = calibrated or {}
+    loop = loop or DEFAULT_LOOP
     eff = efficiency_for(device, precision, cal)
     peak = device.peak_flops(precision)
     b = batch_per_device
@@ -191,11 +219,46 @@ def step_time(
     sizes = parameter_tensor_sizes(model) if ops else ()
     # ZeRO-1 and up, FSDP: each device steps only its partition of the optimizer states
     shards = max(1, devices) if sharding in SHARDS_OPTIMIZER_STATES else 1
+    speed, cpu_text = host_model.host_speed(cal.get("host"), host_cpu, kind)
 
     def run(n: int) -> _Pass:
         return _pass(
-            model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal, shards
+            model,
+            device,
+            kind,
+            ops,
+            n_ops,
+            sizes,
+            n,
+            precision,
+            optimizer,
+            checkpointing,
+            peak * eff,
+            cal,
+            shards,
+            speed,
         )
+
+    overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
+    sample_bytes = float(data.features * INPUT_DTYPES[data.dtype] + 8) if data is not None else 0.0
+
+    costs = host_model.host_costs(cal.get("host"), speed, kind)
+
+    def host_of(p: _Pass, n: int, optimizer_step: bool) -> HostTime | None:
+        if not overhead_known:
+            return None
+        loader, copy, workers = host_model.loader_host(loop, n, sample_bytes, costs, device.host_link_bw, kind)
+        sync = costs["sync_s"] / loop.sync_every if loop.sync_every else 0.0
+        log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
+        dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in _pass
+        r = float(cal.get("run_scale", 1.0))  # a local run measured the whole step, its host included
+        return HostTime(dispatch, loader * r, copy * r, sync * r, log * r, workers * r, speed, cpu_text, loop)
+
+    def paced(p: _Pass, h: HostTime | None, optimizer_step: bool) -> float:
+        work = p.work if optimizer_step else p.work_no_optimizer
+        if h is None:  # no host figure for the device: its work alone (a lower bound, the sizing says so)
+            return work
+        return host_model.combine(h, work, kind)
 
     last = run(b - (k - 1) * m)
     comm = 0.0
@@ -209,18 +272,17 @@ def step_time(
             volume *= 1.5  # parameter all-gathers in forward and backward plus reduce-scatter
         comm = volume / link
     # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
-    # host issues the next ones, so the slower of the two sets the pace
-    busy = last.work + last.overhead if kind == "cpu" else max(last.work, last.overhead)
+    # host issues the next ones, so the slower of the two sets the pace between synchronisations
+    # (core/estimate/host.py combine)
+    last_host = host_of(last, b - (k - 1) * m, True)
+    busy = paced(last, last_host, True)
     backward = last.compute * 2 / 3
     hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
     acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
     a_busy = 0.0
+    acc_host = host_of(acc, m, False) if acc is not None else None
     if acc is not None:
-        a_busy = (
-            acc.work_no_optimizer + acc.overhead_no_optimizer
-            if kind == "cpu"
-            else max(acc.work_no_optimizer, acc.overhead_no_optimizer)
-        )
+        a_busy = paced(acc, acc_host, False)
     # the loader cores that keep up with the device's own pace: samples/s of its faster pass, so that
     # no micro-step waits for data (the loader also decodes while an all-reduce finishes)
     cost = decode_cost(data) if data is not None else None
@@ -240,6 +302,9 @@ def step_time(
     step = max(busy, last.input_s) + hidden_comm
     compute, memory, input_s, overhead, flops = last.compute, last.memory, last.input_s, last.overhead, last.flops
     read_s, decode_s = read(b - (k - 1) * m), decode(b - (k - 1) * m)
+    host_s = last_host.total_s if last_host else 0.0
+    loader_s = last_host.loader_s + last_host.copy_s if last_host else 0.0
+    device_s = last.work
     micro_s = 0.0
     if acc is not None:
         acc = replace(acc, input_s=max(read(m), decode(m)))
@@ -252,6 +317,10 @@ def step_time(
         flops += (k - 1) * acc.flops
         read_s += (k - 1) * read(m)
         decode_s += (k - 1) * decode(m)
+        device_s += (k - 1) * acc.work_no_optimizer
+        if acc_host is not None:
+            host_s += (k - 1) * acc_host.total_s
+            loader_s += (k - 1) * (acc_host.loader_s + acc_host.copy_s)
     if compute and "linear_train" in cal:
         eff = flops / compute / peak
     terms = {
@@ -259,6 +328,7 @@ def step_time(
         "memory bandwidth": memory,
         "input pipeline": input_s,
         "framework overhead": overhead,
+        "host data loading": loader_s,
         "communication": hidden_comm,
     }
     # the largest term bounds the step; the input pipeline only when the device waits for it (input
@@ -287,6 +357,10 @@ def step_time(
         cores,
         needed,
         note,
+        host_s,
+        device_s,
+        loader_s,
+        last_host,
     )
 
 
@@ -327,6 +401,7 @@ def _pass(
     peak_rate: float,
     cal: Mapping[str, Any],
     shards: int = 1,
+    speed: float = 1.0,
 ) -> _Pass:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
     memory-bound work and framework calls kept apart (they run once per optimizer step).
@@ -359,16 +434,39 @@ def _pass(
         opt /= shards
         memory = memory_no_opt + opt
         work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
+    s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
+    # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
+    calls = host_model.forward_calls(model, kind) if ops else n_ops
+    if kind != "cpu":
+        # an accelerator's host: the reference host's costs over this host CPU's speed; the
+        # optimizer in its foreach implementation (PyTorch's default for CUDA tensors)
+        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S / speed if overhead_known else 0.0)
+        per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
+        tensors = len(sizes) if ops else 0
+        # a summary model's parameter tensors are not known: no optimizer calls are invented for it
+        known = overhead_known and bool(ops)
+        opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
+        overhead = per_step + per_op * 3 * calls + opt_calls
+        return _Pass(
+            compute * s,
+            memory * s,
+            opt * s,
+            work * s,
+            work_no_opt * s,
+            0.0,
+            overhead * s,
+            (per_step + per_op * 3 * calls) * s,
+            float(flops),
+        )
     per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
-    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu" if kind == "cpu" else "gpu"] if overhead_known else 0.0)
+    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
     per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
     if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
         tensors = len(sizes) if ops else n_ops
-        overhead = per_step + per_op * 3 * n_ops + float(per_tensor) * tensors
+        overhead = per_step + per_op * 3 * calls + float(per_tensor) * tensors
     else:
-        overhead = per_step + per_op * (3 * n_ops + (2 if optimizer != "sgd" else 1) * n_ops)
-    s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
+        overhead = per_step + per_op * (3 * calls + (2 if optimizer != "sgd" else 1) * n_ops)
     return _Pass(
         compute * s,
         memory * s,
@@ -377,7 +475,7 @@ def _pass(
         work_no_opt * s,
         0.0,
         overhead * s,
-        (per_step + per_op * 3 * n_ops) * s,
+        (per_step + per_op * 3 * calls) * s,
         float(flops),
     )
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core.advice.bom import BomLine
+from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.memory import MemoryBreakdown
@@ -161,17 +162,13 @@ def build_report(
         ),
         memory=best.memory if best else (result.candidates[0].memory if result.candidates else None),
         memory_device=f"{best.device.name} × {best.count}" if best else result.candidates[0].device.name,
-        candidates=tuple(_candidate_row(x) for x in sorted(result.candidates, key=_rank)),
+        candidates=tuple(_candidate_row(x) for x in rank_candidates(result.candidates)),
         bom=tuple(_bom_rows(bom)),
         findings=tuple(findings),
         assumptions=_assumptions(result),
         inventory_text=inventory_text,
         notes=tuple(result.notes),
     )
-
-
-def _rank(c: CandidateResult) -> tuple[object, ...]:
-    return (not c.fits, c.meets_deadline is False, c.within_budget is False, c.train_time_s)
 
 
 def _summary(result: SizingResult, best: CandidateResult | None, decision: str) -> str:

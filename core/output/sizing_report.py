@@ -45,6 +45,14 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
             "bound": c.step.bound,
             "efficiency": c.step.efficiency,
             "peak_flops": c.step.peak_flops,
+            # the host side (core/estimate/host.py): host seconds per step, the device's own work,
+            # the DataLoader and copy in the main process, the device's busy fraction
+            "host_s": c.step.host_s,
+            "device_s": c.step.device_s,
+            "loader_s": c.step.loader_s,
+            "device_load": c.step.device_load,
+            "host_bound": c.step.host_bound,
+            "loop": c.step.host.loop.describe() if c.step.host else None,
         },
         "steps_per_epoch": c.steps_per_epoch,
         "training_time_s": c.train_time_s,
@@ -250,6 +258,10 @@ def step_breakdown(c: CandidateResult) -> str:
     sep = " + " if c.device.kind == "cpu" else ", overlapped with "
     text = f"matrix products {fmt_seconds(st.compute_s)} + memory-bound {fmt_seconds(st.memory_s)}"
     text += f"{sep}framework overhead {fmt_seconds(st.overhead_s)}"
+    if st.loader_s:
+        text += f"{' + ' if c.device.kind == 'cpu' else ', then '}data loading on the host {fmt_seconds(st.loader_s)}"
+    if st.host_bound and c.device.kind != "cpu":
+        text += f" (host-bound: device load {st.device_load:.0%})"
     if st.input_s:
         text += f"; input {fmt_seconds(st.input_s)} in parallel"
     if st.comm_s:

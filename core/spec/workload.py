@@ -19,6 +19,7 @@ from core.errors import WorkloadError
 from core.hardware.catalogue import normalise_device_entry
 from core.network.model import ModelAnalysis, analyze_model
 from core.network.presets import get_preset
+from core.spec.loop import LoopSpec, parse_loop
 from core.validate import (
     get_bool,
     get_choice,
@@ -76,6 +77,9 @@ class TrainingSpec:
     # used by local training runs (`run`, the Telemetry tab), never by sizing; None: the trainer's
     # default for the optimizer
     learning_rate: float | None = None
+    # how the training loop feeds the device (core/estimate/host.py); None: the default for the data
+    # (a DataLoader over in-memory data, or one that decodes files for image formats)
+    loop: LoopSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +278,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "scaling_model",
         "learning_rate",
         "micro_batch_size",
+        "loop",
     }
     reject_unknown(t, allowed, "training")
     lr = get_float(t, "learning_rate", "training", maximum=100.0) if "learning_rate" in t else None
@@ -297,6 +302,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         scaling_model=get_choice(t, "scaling_model", "training", SCALING_MODELS, default="analytic"),
         micro_batch_size=micro,
         learning_rate=lr,
+        loop=parse_loop(t["loop"]) if "loop" in t else None,
     )
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit
 
+from core.spec.loop import DEFAULT_FILE_WORKERS, LOOP_STYLES
 from core.spec.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, spin
@@ -18,6 +20,23 @@ PURPOSE_LABELS = {
     "finetune": "Fine-tune a trained model",
     "hpo": "Hyperparameter study (many runs)",
     "reverse_engineering": "Reverse-engineer an overfitted model",
+}
+LOOP_CHOICES = ("auto", *LOOP_STYLES)
+LOOP_LABELS = {
+    "auto": "As the data suggests",
+    "device_tensors": "Tensors already on the GPU",
+    "dataloader": "DataLoader over data in memory",
+    "dataloader_files": "DataLoader that decodes files",
+}
+LOOP_TIPS = {
+    "auto": "A DataLoader that decodes files for JPEG, PNG and TIFF data, else a DataLoader over in-memory data "
+    "with no worker processes and loss.item() every step (as PyTorch's tutorials write it)",
+    "device_tensors": "The whole dataset (or random tensors) already on the GPU and sliced there: no DataLoader, "
+    "no copy — what benchmarks measure",
+    "dataloader": "DataLoader(Dataset in RAM, batch_size, shuffle=True): indexing and collating each sample in the "
+    "main process (no workers) or in worker processes, then .to(device)",
+    "dataloader_files": "DataLoader whose workers read and decode files (JPEG, PNG…): decoding is the input "
+    "pipeline's cost per sample; the main process receives each batch",
 }
 STORAGE_LABELS = {
     "hdd": "HDD (7,200 rpm)",
@@ -265,6 +284,20 @@ class TrainingPage(WizardPage):
         self.sharding = combo(SHARDINGS, "How data-parallel GPUs share weights, gradients and optimizer state")
         self.nodes = spin(1, 10_000, "Machines, each with the candidate's GPU count")
         self.reserve = dspin(0, 100, 0, "Extra memory: Jamgharyan asks 25–30 % for overfit reverse engineering", " %")
+        self.loop = combo(
+            LOOP_CHOICES,
+            "How your training loop feeds the GPU: on small networks the host (Python, the DataLoader, "
+            "synchronisations) sets the step, not the GPU (docs/sizing.md §4b)",
+            LOOP_LABELS,
+        )
+        for i, choice in enumerate(LOOP_CHOICES):
+            self.loop.setItemData(i, LOOP_TIPS[choice], Qt.ItemDataRole.ToolTipRole)
+        self.workers = spin(0, 1024, "DataLoader num_workers: 0 loads every batch in the training process")
+        self.sync_every = spin(
+            0, 1_000_000, "Steps between synchronisations (loss.item(), metrics, .cpu()): 1 = every step, 0 = never"
+        )
+        self.pin_memory = QCheckBox("pin_memory and non_blocking copies")
+        self.pin_memory.setToolTip("DataLoader(pin_memory=True) with .to(device, non_blocking=True): the copy overlaps")
         form.addRow("Batch size", self.batch)
         form.addRow("Epochs", self.epochs)
         form.addRow("Optimizer", self.optimizer)
@@ -273,11 +306,25 @@ class TrainingPage(WizardPage):
         form.addRow("Sharding", self.sharding)
         form.addRow("Nodes", self.nodes)
         form.addRow("Memory reserve", self.reserve)
-        for s in (self.batch, self.epochs, self.nodes, self.reserve):
+        form.addRow("Training loop", self.loop)
+        form.addRow("Loader workers", self.workers)
+        form.addRow("Synchronise every", self.sync_every)
+        form.addRow("", self.pin_memory)
+        for s in (self.batch, self.epochs, self.nodes, self.reserve, self.workers, self.sync_every):
             s.valueChanged.connect(self.changed)
-        for c in (self.optimizer, self.precision, self.sharding):
+        for c in (self.optimizer, self.precision, self.sharding, self.loop):
             c.currentIndexChanged.connect(self.changed)
         self.checkpointing.toggled.connect(self.changed)
+        self.pin_memory.toggled.connect(self.changed)
+        self.loop.currentIndexChanged.connect(self._loop_enabled)
+        self._loop_enabled()
+
+    def _loop_enabled(self) -> None:
+        style = self.loop.currentData()
+        for w in (self.workers, self.sync_every, self.pin_memory):
+            w.setEnabled(style != "auto")
+        self.workers.setEnabled(style in ("dataloader", "dataloader_files"))
+        self.pin_memory.setEnabled(style in ("dataloader", "dataloader_files"))
 
     def load(self, doc: dict[str, Any]) -> None:
         t = doc.get("training", {})
@@ -289,6 +336,14 @@ class TrainingPage(WizardPage):
         set_combo(self.sharding, t.get("sharding", "none"))
         self.nodes.setValue(int(t.get("nodes", 1)))
         self.reserve.setValue(float(t.get("reserve_percent", 0)))
+        loop = t.get("loop")
+        loop = {"style": loop} if isinstance(loop, str) else loop if isinstance(loop, dict) else {}
+        style = loop.get("style", "auto" if not loop else "dataloader")
+        set_combo(self.loop, style)
+        self.workers.setValue(int(loop.get("workers", DEFAULT_FILE_WORKERS if style == "dataloader_files" else 0)))
+        self.sync_every.setValue(int(loop.get("sync_every", 1)))
+        self.pin_memory.setChecked(bool(loop.get("pin_memory", False)))
+        self._loop_enabled()
 
     def store(self, doc: dict[str, Any]) -> None:
         t = doc.setdefault("training", {})
@@ -302,3 +357,11 @@ class TrainingPage(WizardPage):
             nodes=self.nodes.value(),
             reserve_percent=self.reserve.value(),
         )
+        style = self.loop.currentData()
+        if style == "auto":
+            t.pop("loop", None)
+            return
+        loop: dict[str, Any] = {"style": style, "sync_every": self.sync_every.value()}
+        if style != "device_tensors":
+            loop.update(workers=self.workers.value(), pin_memory=self.pin_memory.isChecked())
+        t["loop"] = loop

@@ -30,9 +30,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.advice.bom import BomLine
+from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
-from core.estimate.sizing import CandidateResult, SizingResult
+from core.estimate.sizing import SizingResult
 from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
@@ -208,7 +209,7 @@ class ResultsPage(QWidget):
             if here
             else "Add 'this machine' to the candidates to compare a run here with its sizing"
         )
-        self.model.set_rows(sorted(result.candidates, key=_rank))
+        self.model.set_rows(rank_candidates(result.candidates))
         self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
         self._show_scatter(result)
         self._show_seed(result)
@@ -337,8 +338,3 @@ class ResultsPage(QWidget):
         head, _, rest = d.text.partition(". ")  # "Rent. Renting … ": the verdict in bold
         self.decision.setText(f"<p><b>{html.escape(head)}.</b> {html.escape(rest)}</p>")
         self.tabs.setTabText(4, f"Buy or rent: {d.verdict}")
-
-
-def _rank(c: CandidateResult) -> tuple[Any, ...]:
-    """Fits first, then deadline and budget verdicts, then training time."""
-    return (not c.fits, c.meets_deadline is False, c.within_budget is False, c.train_time_s)

@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any
 
+from host_bench import measure_host  # this folder: run as a script, its folder is on the path
+
 
 def median_time(fn, repeat: int = 5, warmup: int = 2, min_total_s: float = 0.2) -> float:
     """The median time of at least ``repeat`` calls after ``warmup`` calls, repeating short calls until
@@ -47,6 +49,7 @@ def main() -> int:
     dst = torch.empty_like(big)
     out["cpu_memory_bandwidth_bps"] = 2 * big.numel() * 4 / median_time(lambda: dst.copy_(big))
     out["step_overhead"] = step_overhead(torch, out["cpu_profile"]["optimizer_tensor_s"]["sgd"])
+    out["host"] = measure_host(torch)  # the host side of a step: dispatch, DataLoader, sync (host_bench.py)
     if torch.cuda.is_available():
         out["gpus"] = [gpu(torch, i) for i in range(torch.cuda.device_count())]
     print(json.dumps(out))

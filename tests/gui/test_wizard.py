@@ -288,3 +288,35 @@ def test_every_shortcut_has_one_owner_and_the_file_menu_lists_them(qtbot, main_w
     monkeypatch.setattr("gui.wizard.documents.QFileDialog.getOpenFileName", lambda *a, **k: seen.append(a) or ("", ""))
     w.file_actions["open"].trigger()
     assert len(seen) == 1
+
+
+def test_the_training_loop_on_the_training_page_changes_the_step(qtbot, main_window) -> None:
+    w = main_window()
+    wiz = w.sizing_tab
+    page = wiz.training
+    assert page.loop.currentData() == "auto" and not page.workers.isEnabled()
+    wiz.go(5)
+    default = next(c for c in wiz.result.candidates if c.device.name == "NVIDIA GeForce RTX 4090")
+    # the seed MLP on an RTX 4090: the host sets the step, and the results say so
+    assert default.step.host_bound
+    (finding,) = [f for f in wiz.findings if f.rule == "host-bound-step"]
+    assert "A faster GPU would not shorten it" in finding.message
+    wiz.go(3)
+    page.loop.setCurrentIndex(page.loop.findData("device_tensors"))
+    assert not page.workers.isEnabled() and not page.pin_memory.isEnabled() and page.sync_every.isEnabled()
+    assert page.loop.itemData(page.loop.currentIndex(), Qt.ItemDataRole.ToolTipRole).startswith("The whole dataset")
+    wiz.go(5)
+    assert wiz.doc["training"]["loop"] == {"style": "device_tensors", "sync_every": 1}
+    on_gpu = next(c for c in wiz.result.candidates if c.device.name == "NVIDIA GeForce RTX 4090")
+    assert on_gpu.step.step_s < 0.8 * default.step.step_s  # no DataLoader in the main process
+    # back to a DataLoader with workers and pinned memory: stored, and read back by a fresh page
+    wiz.go(3)
+    page.loop.setCurrentIndex(page.loop.findData("dataloader"))
+    page.workers.setValue(4)
+    page.pin_memory.setChecked(True)
+    wiz.go(5)
+    loop = {"style": "dataloader", "sync_every": 1, "workers": 4, "pin_memory": True}
+    assert wiz.doc["training"]["loop"] == loop
+    assert wiz.result.workload.training.loop.workers == 4
+    page.load({"training": {"loop": "dataloader_files"}})
+    assert page.loop.currentData() == "dataloader_files" and page.workers.value() == 4

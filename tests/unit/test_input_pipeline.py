@@ -216,13 +216,16 @@ def test_an_old_workload_without_the_new_field_sizes_as_before_for_non_image_dat
     for fmt, input_s in (("npy", 1.5449600000000002e-05), ("csv", 3.8624e-05)):
         w = parse_workload({**doc, "data": {**doc["data"], "format": fmt}})
         c = size_candidate(w, dev("4090"), 1)
-        assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.002325, input_s, 147.87)
-        assert c.step.bound == "framework overhead"
+        # the step re-recorded when the host side was modelled (core/estimate/host.py): the default loop's
+        # DataLoader in the main process (1.64 ms) and the framework's calls (1.38 ms on the desktop's
+        # Ryzen 9 7950X core) against 0.11 ms of GPU work; the input pipeline's figures are unchanged
+        assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.003037254868817204, input_s, 193.16940965677418)
+        assert c.step.bound == "host data loading"
     bert = size_candidate(parse_workload({"model": {"preset": "bert-base"}}), dev("A100 80GB"), 1)
     assert (bert.step.step_s, bert.step.input_s, bert.train_time_s) == (
-        0.15830679248203405,
+        0.15971858168203407,  # re-recorded with the host side (its loader and copy add 1.4 ms)
         8.738133333333333e-05,
-        618.504638227307,
+        624.0204986317071,
     )
 
 

@@ -51,11 +51,13 @@ def test_llama_8b_on_8_h100_updates_an_eighth_of_the_optimizer_states(sharding: 
     opt = adamw_memory_s(params)  # 0.300 s over 8.03 billion parameters
     one = llama_step("none", 1)
     many = llama_step(sharding, 8)
-    # one GPU: the optimizer term 0.309 s (0.300 s memory-bound + 0.010 s framework calls)
-    assert one.optimizer_s == pytest.approx(0.309, abs=0.001)
+    # one GPU: the optimizer term 0.301 s (0.300 s memory-bound + 0.001 s framework calls: AdamW's
+    # 13 foreach calls and its Python over 291 tensors, core/estimate/host.py — 0.010 s when every
+    # graph op was charged two calls)
+    assert one.optimizer_s == pytest.approx(0.301, abs=0.001)
     # eight shards: each updates 1/8 of the states (0.0375 s); the calls are each device's own
     assert many.optimizer_s == pytest.approx(one.optimizer_s - opt * 7 / 8)
-    assert many.optimizer_s == pytest.approx(0.047, abs=0.001)
+    assert many.optimizer_s == pytest.approx(0.039, abs=0.001)  # 0.0375 s + the calls
     assert many.memory_s == pytest.approx(one.memory_s - opt * 7 / 8)
     assert many.compute_s == one.compute_s
 

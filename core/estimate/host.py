@@ -1,0 +1,222 @@
+"""The host side of a training step: what the CPU's main process does for each step, term by term,
+and how it combines with the device's work (docs/sizing.md §4b).
+
+Per step, on one core of the host CPU:
+- dispatch: PyTorch's framework calls — each forward op as PyTorch issues it (calls per kind of
+  graph op: a linear layer on a sequence is a view, a matrix product and a view; attention's
+  projections three linear layers and their reshapes; dropout one fused kernel on CUDA and four
+  ops on a CPU; RMSNorm six), backward's calls (counted as two more per forward call, the fit's
+  convention), the optimizer's calls (PyTorch's default on CUDA is the foreach implementation: a
+  few calls per step whatever the tensor count, plus its Python loop over the parameters; on a
+  CPU the for-loop implementation: a few calls per tensor) and a fixed cost per step (loss,
+  ``zero_grad``, ``backward()``'s entry, ``optimizer.step()``'s Python, one synchronisation);
+- the DataLoader in the main process: with ``num_workers=0`` its sampler, fetcher and collation
+  (per batch and per sample); with workers, the hand-off of each batch from a worker (the workers'
+  own work runs in parallel and paces the step only when they cannot keep up);
+- the copy of the batch to the device: from pageable memory the host waits for it (staged through
+  a pinned buffer); with ``pin_memory`` and ``non_blocking`` it overlaps;
+- synchronisations (``loss.item()``, metrics) and per-step log lines.
+
+Every cost is at the reference CPU (resources/host_cpus.json) and scales with the host CPU's
+single-thread speed; this machine's calibration replaces them with what it measured here.
+
+On an accelerator the host queues kernels and runs ahead of the device until a synchronisation;
+with one every step, the device waits for what the host does after it (loading the next batch,
+copying it) and the host waits for the device's last kernel:
+step = serial host work + max(dispatch, device work). Without a synchronisation each step the
+host's loader work overlaps too and the step is max(host, device) (docs/sizing.md §4b). On a CPU
+the two add.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from core.network.graph import Graph
+from core.network.model import ModelAnalysis
+from core.paths import resource_path
+from core.spec.loop import LoopSpec
+
+# Forward framework calls per graph op, as PyTorch issues them (counted with a dispatch mode on the
+# CPU: docs/accuracy.md "Where the GPU step time goes wrong"); ops not named: 1. A linear layer on a
+# 2-D input is one addmm; on a sequence, F.linear reshapes around the matrix product.
+FORWARD_CALLS = {
+    "qkv_proj": 15,  # three linear layers on a sequence (3 calls each), a view and a transpose per head split
+    "sdpa": 4,  # scaled_dot_product_attention and the transpose/reshape that merge the heads
+    "rmsnorm": 6,  # nn.RMSNorm decomposed: pow, mean, add, rsqrt, mul, mul
+    "batchnorm1d": 2,  # batch_norm and the num_batches_tracked increment
+    "batchnorm2d": 2,
+    "silu_mul": 2,
+    "positional_embedding": 2,  # the position lookup and the add
+}
+SEQUENCE_LINEAR_CALLS = 3  # view, addmm/mm, view: a linear layer whose input has a sequence dimension
+SEQUENCE_LINEAR = {"linear", "out_proj", "gate_up", "down"}
+DROPOUT_CALLS = {"cpu": 4, "gpu": 1}  # CPU: bernoulli_, div_, mul, and the mask; CUDA: fused native_dropout
+# Calls of one optimizer step in PyTorch's foreach implementation (the default for CUDA tensors,
+# torch.optim docs "Algorithms"): each _foreach_* call covers every tensor — counted from the
+# single-device foreach code paths of torch/optim/*.py (2.x).
+FOREACH_CALLS = {"sgd": 1, "sgd_momentum": 3, "adam": 12, "adamw": 13, "rmsprop": 8, "adagrad": 6}
+# The optimizer's Python per parameter tensor (the _init_group loop: grad and state look-ups, list
+# appends), seconds on the reference CPU: TrainRig estimate, a few µs per tensor.
+OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
+
+# Host costs on the reference CPU (seconds). per_call: the H100 fit (docs/accuracy.md: 15 µs per
+# framework call); per_step: the H100 fit's intercept (1.8 ms: loss, zero_grad, backward's entry,
+# the optimizer's Python, and one synchronisation, counted apart as sync_s); a CPU's per step is
+# TrainRig's default before calibration. The DataLoader's figures were measured on the development machine
+# (benchmarks/host_costs.py: 8.0 µs per sample, 100 µs per batch, hand-off 2.3 ms per batch with
+# 2 workers on 2 busy cores, an upper bound) and scaled to the reference CPU by the two CPUs'
+# single-thread speeds (×0.63).
+REFERENCE = {
+    "per_call_s": 15e-6,
+    "per_step_s": {"cpu": 200e-6, "gpu": 1.77e-3},  # + sync_s: the fit's 1.8 ms with its synchronisation
+    "loader_batch_s": 63e-6,
+    "loader_sample_s": 5.1e-6,
+    "handoff_batch_s": 1.4e-3,
+    "sync_s": 30e-6,  # a device-to-host round trip of a scalar beyond the wait (cudaMemcpy of 4 bytes)
+    "log_line_s": 20e-6,  # one formatted line to a terminal or file (print, a logger)
+}
+# What resources/workers/host_bench.py's per_call_s (a small relu and linear from Python on CPU tensors)
+# would read on the reference CPU: 17.7 µs measured on the development machine × 0.63 (the two CPUs'
+# single-thread speeds). A calibration's own per_call_s over this gives its CPU's speed.
+REFERENCE_BENCH_CALL_S = 11.2e-6
+PAGEABLE_COPY_FACTOR = 0.5  # of the link's rate: a copy from pageable memory is staged through a pinned buffer
+HOST_COPY_BPS = 10e9  # collating (stacking) samples in RAM, bytes/s: one core's memory copy rate (TrainRig estimate)
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """The host's seconds per step on one core, by term, and how they meet the device."""
+
+    dispatch_s: float  # framework calls: forward, backward, optimizer, per step
+    loader_s: float  # the DataLoader in the main process (workers 0) or the hand-off from workers
+    copy_s: float  # host→device copy the host waits for (pageable memory)
+    sync_s: float
+    log_s: float
+    worker_s: float  # one batch's loading spread over the workers: paces the step when they lag
+    speed: float  # the host CPU's single-thread speed relative to the reference
+    cpu: str  # what the speed is from
+    loop: LoopSpec = field(default_factory=LoopSpec)
+
+    @property
+    def serial_s(self) -> float:
+        """What the host does after a synchronisation before the device has work again."""
+        return self.loader_s + self.copy_s + self.log_s
+
+    @property
+    def total_s(self) -> float:
+        return self.dispatch_s + self.loader_s + self.copy_s + self.sync_s + self.log_s
+
+
+def combine(host: HostTime, device_s: float, kind: str) -> float:
+    """The step from the host's and the device's seconds: added on a CPU; on an accelerator the
+    slower of the two between synchronisations, plus what the device waits for after each one:
+    max(host, device + serial / k) for a synchronisation every k steps (k = 1: serial + max(dispatch
+    + sync, device); none: max(host, device)); never faster than the loader workers' pace."""
+    if kind == "cpu":
+        return device_s + host.total_s
+    k = host.loop.sync_every
+    serial = host.serial_s / k if k else 0.0
+    return max(host.total_s, device_s + serial, host.worker_s)
+
+
+def forward_calls(model: ModelAnalysis, kind: str) -> int:
+    """Framework calls of one forward pass: per kind of graph op, a traced model's own count, 0 for
+    a published summary (no layer list)."""
+    if model.graph is not None:
+        return _graph_calls(model.graph, "cpu" if kind == "cpu" else "gpu")
+    trace = model.trace or {}
+    return int(trace.get("op_calls", len(trace.get("ops", ()))))
+
+
+@lru_cache(maxsize=256)
+def _graph_calls(g: Graph, kind: str) -> int:
+    calls = 0
+    # a network of token sequences (embeddings, attention) runs its linear layers on sequences
+    sequence = any(op.name in ("embedding", "sdpa", "qkv_proj") for op in g.ops)
+    for op in g.ops:
+        if op.name == "dropout":
+            calls += DROPOUT_CALLS[kind]
+        elif op.name in SEQUENCE_LINEAR and sequence:
+            calls += SEQUENCE_LINEAR_CALLS
+        else:
+            calls += FORWARD_CALLS.get(op.name, 1)
+    return calls
+
+
+def optimizer_host_s(optimizer: str, tensors: int, per_call: float, kind: str, speed: float = 1.0) -> float:
+    """The optimizer step's framework cost on an accelerator (foreach: its calls and its Python per
+    tensor); on a CPU the timing model counts the for-loop implementation per tensor instead."""
+    if kind == "cpu":
+        raise ValueError("a CPU's optimizer calls are counted per tensor by core.estimate.timing")
+    return FOREACH_CALLS[optimizer] * per_call + OPTIMIZER_PYTHON_PER_TENSOR_S / speed * tensors
+
+
+def loader_host(
+    loop: LoopSpec,
+    batch: int,
+    sample_bytes: float,
+    costs: Mapping[str, float],
+    link_bps: float | None,
+    kind: str,
+) -> tuple[float, float, float]:
+    """(main-process loader seconds, copy seconds the host waits for, workers' seconds per batch) of
+    one step of ``batch`` samples of ``sample_bytes`` each, at ``costs`` (this host's)."""
+    if loop.style == "device_tensors":
+        return 0.0, 0.0, 0.0
+    fetch = costs["loader_batch_s"] + batch * (costs["loader_sample_s"] + sample_bytes / HOST_COPY_BPS)
+    if loop.workers:
+        main, workers = costs["handoff_batch_s"], fetch / loop.workers
+    else:
+        main, workers = fetch, 0.0
+    copy = 0.0
+    if kind != "cpu" and not loop.pin_memory and link_bps:
+        copy = batch * sample_bytes / (link_bps * PAGEABLE_COPY_FACTOR)
+    return main, copy, workers
+
+
+@lru_cache(maxsize=1)
+def _cpu_table() -> tuple[str, dict[str, float]]:
+    doc = json.loads(resource_path("host_cpus.json").read_text(encoding="utf-8"))
+    ipc = {k: float(v["ipc"]) for k, v in doc["core_ipc"].items()}
+    scores = {c["name"]: float(c["boost_ghz"]) * ipc[c["core"]] for c in doc["cpus"]}
+    return str(doc["reference"]), scores
+
+
+def cpu_speed(cpu: str | None) -> tuple[float, str]:
+    """Single-thread speed of the CPU named ``cpu`` (a platform's "cpu" text, e.g. "2 × Intel Xeon
+    Platinum 8480C (112 cores)") relative to the reference CPU, and where it is from; 1.0 with a
+    note when the CPU is not in resources/host_cpus.json."""
+    reference, scores = _cpu_table()
+    for name, score in scores.items():
+        if cpu and name in cpu:
+            return score / scores[reference], f"{name}, {score / scores[reference]:.2f}× the reference CPU's core"
+    return 1.0, f"{cpu or 'the host CPU'} not rated: the reference CPU's speed ({reference})"
+
+
+def host_costs(measured: Mapping[str, Any] | None, speed: float, kind: str) -> dict[str, float]:
+    """Seconds per term for this host: measured on this machine (calibrate) where given, else the
+    reference costs divided by the host CPU's speed."""
+    out = {k: (v[kind if kind == "cpu" else "gpu"] if isinstance(v, dict) else v) / speed for k, v in REFERENCE.items()}
+    for k, v in (measured or {}).items():
+        if k in out and isinstance(v, (int, float)) and v >= 0:
+            out[k] = float(v)
+    return out
+
+
+def host_speed(measured: Mapping[str, Any] | None, host_cpu: str | None, kind: str) -> tuple[float, str]:
+    """The host CPU's single-thread speed relative to the reference host and what it is from: this
+    machine's calibration (its measured cost per call against the reference CPU's), else the host
+    CPU's rating (resources/host_cpus.json). A CPU candidate is its own host: its measured or
+    default costs are used as they are."""
+    per_call = (measured or {}).get("per_call_s")
+    if per_call:
+        speed = REFERENCE_BENCH_CALL_S / float(per_call)
+        return speed, f"this machine's CPU, measured by calibrate ({speed:.2f}× the reference CPU's core)"
+    if kind == "cpu":
+        return 1.0, "the CPU itself"
+    return cpu_speed(host_cpu)
