@@ -55,5 +55,15 @@ devices (Rajbhandari et al. 2020), so a model too large for one device fits on s
 than NVLink or PCIe within a machine.</p>
 <p><b>Memory reserve</b> — headroom added to the peak (Jamgharyan 2024: +25–30 % when
 reverse-engineering overfitted models).</p>
+<p><b>Training loop</b> — how your script feeds the device: tensors already on it, a DataLoader over
+data in memory, or one that decodes files. On small networks the host — Python, PyTorch's dispatch
+of each call, the DataLoader, synchronisations — sets the step, not the GPU (Finocchiaro §4: GPU
+load of 0.02–0.26 on small MLPs; docs/sizing.md §4b).</p>
+<p><b>Loader workers</b> — the DataLoader's <code>num_workers</code>: 0 builds every batch in the
+training process, between steps; workers build them in parallel and hand them over.</p>
+<p><b>Synchronise every</b> — steps between calls that wait for the device (<code>loss.item()</code>,
+metrics, <code>.cpu()</code>): the host cannot run ahead of the GPU past them.</p>
+<p><b>pin_memory and non_blocking copies</b> — page-locked batches copied asynchronously, so the copy
+to the GPU overlaps its work (PyTorch's data loading documentation).</p>
 """,
 }
