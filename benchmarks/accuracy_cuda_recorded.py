@@ -54,7 +54,8 @@ def recorded_cases() -> list[dict]:
 
 
 def predict(case: dict) -> tuple[float, float]:
-    """The engine's tensor peak (MiB) and step time (ms) for the catalogue H100 SXM, defaults only."""
+    """The engine's tensor peak (MiB) and step time (ms) for the catalogue H100 SXM, defaults only
+    (the GPU kernel model, core/estimate/gpu_kernels.py)."""
     w = parse_workload(
         {
             "model": accuracy_models()[case["model"]],
@@ -64,6 +65,8 @@ def predict(case: dict) -> tuple[float, float]:
                 "epochs": 1,
                 "optimizer": case["optimizer"],
                 "precision": case["precision"],
+                # the fit set's channels_last line: model and input converted to NHWC
+                "memory_format": "channels_last" if "channels_last" in case["set"] else "contiguous",
             },
         }
     )

@@ -178,6 +178,8 @@ def size_candidate(
         micro_batch=micro,
         data=d,
         max_loader_cores=max_loaders,
+        memory_format=t.memory_format,
+        compile_model=t.compile,
     )
     steps = math.ceil(d.samples / t.batch_size)
     total = st.step_s * steps * t.epochs

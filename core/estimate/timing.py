@@ -168,6 +168,8 @@ def step_time(
     micro_batch: int | None = None,
     data: DataSpec | None = None,
     max_loader_cores: int | None = None,
+    memory_format: str = "contiguous",
+    compile_model: bool = False,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
@@ -194,7 +196,20 @@ def step_time(
 
     def run(n: int) -> _Pass:
         return _pass(
-            model, device, kind, ops, n_ops, sizes, n, precision, optimizer, checkpointing, peak * eff, cal, shards
+            model,
+            device,
+            kind,
+            ops,
+            n_ops,
+            sizes,
+            n,
+            precision,
+            optimizer,
+            checkpointing,
+            peak * eff,
+            cal,
+            shards,
+            (memory_format, compile_model),
         )
 
     last = run(b - (k - 1) * m)
@@ -252,8 +267,8 @@ def step_time(
         flops += (k - 1) * acc.flops
         read_s += (k - 1) * read(m)
         decode_s += (k - 1) * decode(m)
-    if compute and "linear_train" in cal:
-        eff = flops / compute / peak
+    if compute and ("linear_train" in cal or (kind == "gpu" and device.runs_cuda and ops)):
+        eff = flops / compute / peak  # what the measured rates or the GPU kernel model reach
     terms = {
         "compute": compute,
         "memory bandwidth": memory,
@@ -327,6 +342,7 @@ def _pass(
     peak_rate: float,
     cal: Mapping[str, Any],
     shards: int = 1,
+    kernel_options: tuple[str, bool] = ("contiguous", False),
 ) -> _Pass:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
     memory-bound work and framework calls kept apart (they run once per optimizer step).
@@ -354,7 +370,19 @@ def _pass(
         n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
     else:
         compute, memory_no_opt, opt = op_times(
-            model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal
+            model,
+            ops,
+            sizes,
+            device,
+            kind,
+            b,
+            precision,
+            optimizer,
+            checkpointing,
+            peak_rate,
+            cal,
+            memory_format=kernel_options[0],
+            compile_model=kernel_options[1],
         )
         opt /= shards
         memory = memory_no_opt + opt

@@ -76,6 +76,11 @@ class TrainingSpec:
     # used by local training runs (`run`, the Telemetry tab), never by sizing; None: the trainer's
     # default for the optimizer
     learning_rate: float | None = None
+    # the layout of image tensors: "contiguous" (PyTorch's NCHW default) or "channels_last" (NHWC:
+    # cuDNN's tensor-core convolutions need no transposes); and whether the model is compiled with
+    # torch.compile (elementwise chains fused). Both change the GPU kernel model's step time.
+    memory_format: str = "contiguous"
+    compile: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,6 +264,9 @@ def _stored_resolution(d: Mapping[str, Any], image: tuple[int, int, int] | None)
     return value[0], value[1]
 
 
+MEMORY_FORMATS = ("contiguous", "channels_last")
+
+
 def _training(t: Mapping[str, Any]) -> TrainingSpec:
     allowed = {
         "batch_size",
@@ -272,6 +280,8 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "scaling_model",
         "learning_rate",
         "micro_batch_size",
+        "memory_format",
+        "compile",
     }
     reject_unknown(t, allowed, "training")
     lr = get_float(t, "learning_rate", "training", maximum=100.0) if "learning_rate" in t else None
@@ -295,6 +305,8 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         scaling_model=get_choice(t, "scaling_model", "training", SCALING_MODELS, default="analytic"),
         micro_batch_size=micro,
         learning_rate=lr,
+        memory_format=get_choice(t, "memory_format", "training", MEMORY_FORMATS, default="contiguous"),
+        compile=get_bool(t, "compile", "training", default=False),
     )
 
 
