@@ -45,8 +45,11 @@ def run_calibration(python: str | None = None, folder: Path | None = None, timeo
 def _machine_limits() -> tuple[float, list[int | None]]:
     """This machine's CPU peak bound and its GPUs' memory (to match them to the catalogue)."""
     m = probe_machine()
-    clock = m.clock_mhz * 1e6 if m.clock_mhz else None
-    return cpu_peak_flops(m.physical_cores, clock, fp32_flops_per_cycle(m)), [g.memory_bytes for g in m.gpus]
+    # only a maximum clock bounds the rate: the clock read at one moment (or a base clock) is below
+    # what the cores boost to; hyper-threads are counted as cores, to bound rather than estimate
+    clock = m.clock_mhz * 1e6 if m.clock_mhz and "max" in m.clock_source else None
+    cores = max(m.physical_cores, m.logical_cores)
+    return cpu_peak_flops(cores, clock, fp32_flops_per_cycle(m)), [g.memory_bytes for g in m.gpus]
 
 
 def _measure(py: str, timeout_s: float) -> dict[str, Any]:

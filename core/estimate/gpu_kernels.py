@@ -25,7 +25,7 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
 * Autocast copies the matrix weights to half precision every step (and their gradients back);
   GradScaler (fp16) unscales and checks every gradient for inf/NaN.
 * The optimizer: PyTorch's foreach implementations (multi-tensor apply): the bytes of its states
-  at the bandwidth reached, plus one launch per chunk of tensors.
+  at the bandwidth reached (op_work.OPTIMIZER_ACCESSES fp32 words per parameter).
 
 Constants are datasheet figures, published measurements (named with them) or TrainRig estimates
 checked on the recorded H100 steps (docs/accuracy.md, "GPU kernel model").
@@ -34,10 +34,10 @@ checked on the recorded H100 steps (docs/accuracy.md, "GPU kernel model").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.hardware.catalogue import DeviceSpec
 
@@ -88,10 +88,6 @@ KERNELS_PER_KIND = {
     "add": 2,
     "embedding": 4,
 }
-# fp32 words read or written per parameter by each foreach optimizer (op_work.OPTIMIZER_ACCESSES) and
-# the foreach ops per step (each launches ⌈tensors / FOREACH_TENSORS⌉ kernels).
-FOREACH_OPS = {"sgd": 1, "sgd_momentum": 3, "adam": 8, "adamw": 9, "rmsprop": 6, "adagrad": 5}
-FOREACH_TENSORS = 48  # tensors per multi_tensor_apply launch (its depth-dependent chunking, TrainRig estimate)
 
 
 @dataclass(frozen=True)
@@ -104,12 +100,21 @@ class GpuFigures:
     half: float  # FLOP/s on FP16/BF16 tensor cores (fp32 where there are none)
     bandwidth: float  # bytes/s reached by streaming kernels
     hopper: bool
+    # the fraction of the peak a large GEMM reaches on tensor cores and on CUDA cores: GEMM_EFFICIENCY,
+    # or what `calibrate` measured for the GPU's class (its largest layer's rate over the peak)
+    eff_tensor: float = GEMM_EFFICIENCY["tensor"]
+    eff_cuda: float = GEMM_EFFICIENCY["cuda"]
+
+    def gemm_efficiency(self, tensor_cores: bool) -> float:
+        return self.eff_tensor if tensor_cores else self.eff_cuda
 
 
-def figures(device: DeviceSpec) -> GpuFigures:
+def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> GpuFigures:
     """The datasheet figures of ``device``; SMs from the catalogue, else CUDA cores / 128 (Ampere
     GA10x, Ada, Hopper, Blackwell; 64 on Volta, Turing and A100 give twice the SMs — an upper
-    bound that only matters for wave quantisation)."""
+    bound that only matters for wave quantisation). ``measured``: a calibration's efficiencies of
+    the device's class ("fp32", "tensor"), which replace GEMM_EFFICIENCY."""
+    m = measured or {}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
     arch = str(device.extra.get("architecture", "")).lower()
     return GpuFigures(
@@ -119,6 +124,8 @@ def figures(device: DeviceSpec) -> GpuFigures:
         half=device.half_flops or device.fp32_flops,
         bandwidth=(device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY,
         hopper="hopper" in arch or "blackwell" in arch,
+        eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
+        eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
     )
 
 
@@ -168,7 +175,7 @@ def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointi
     conv = op.rate == "conv"
     peak, nbytes = _peak(precision, gpu)
     tensor_cores = peak > gpu.fp32
-    eff = GEMM_EFFICIENCY["tensor" if tensor_cores else "cuda"]
+    eff = gpu.gemm_efficiency(tensor_cores)
     if conv and not op.pointwise:
         eff *= CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"]
     shape = _gemm_shape(op)
@@ -193,7 +200,7 @@ def rnn_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures) -> float:
     gates = 4 if op.name == "lstm" else 3
     dirs, hidden, in_f, steps = op.rnn
     peak, nbytes = _peak(precision, gpu)
-    eff = GEMM_EFFICIENCY["tensor" if peak > gpu.fp32 else "cuda"]
+    eff = gpu.gemm_efficiency(peak > gpu.fp32)
     gh = gates * hidden
     big = dirs * (
         3 * gemm_s(b * steps, gh, in_f, peak, gpu, nbytes, eff)  # input projection fwd, dgrad, wgrad
@@ -225,11 +232,12 @@ def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: 
     return max(moved, kernels * KERNEL_FLOOR_S)
 
 
-def optimizer_s(optimizer: str, params: float, tensors: int, gpu: GpuFigures, accesses: float) -> float:
-    """Seconds of a foreach optimizer step: its fp32 words per parameter at the bandwidth reached and
-    one launch per chunk of tensors for each of its foreach ops."""
-    launches = FOREACH_OPS.get(optimizer, 4) * max(1, math.ceil(tensors / FOREACH_TENSORS))
-    return accesses * 4 * params / gpu.bandwidth + launches * KERNEL_FLOOR_S
+def optimizer_s(params: float, gpu: GpuFigures, accesses: float) -> float:
+    """Seconds of a foreach optimizer step on the device: its fp32 words per parameter at the bandwidth
+    reached. Its multi-tensor-apply launches (a few per foreach op and chunk of tensors) are issued
+    back to back and cost the host, not the device, their time (core/estimate/timing.py's overhead);
+    they are not divided among shards when the states are sharded."""
+    return accesses * 4 * params / gpu.bandwidth
 
 
 def mixed_precision_s(precision: str, matmul_params: float, params: float, gpu: GpuFigures, n_weights: int) -> float:
@@ -253,10 +261,11 @@ def step_kernels(
     memory_format: str,
     compile_model: bool,
     element_accesses: dict[str, float],
+    measured: Mapping[str, Any] | None = None,
 ) -> tuple[float, float]:
     """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
     memory-bound kernels)."""
-    gpu = figures(device)
+    gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     compute = memory = 0.0
     for op in ops:

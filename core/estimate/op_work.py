@@ -207,7 +207,7 @@ def op_times(
     (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
     if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
         return _gpu_op_times(
-            model, ops, tensor_sizes, device, b, precision, optimizer, checkpointing, memory_format, compile_model
+            model, ops, device, b, precision, optimizer, checkpointing, memory_format, compile_model, cal
         )
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
@@ -237,7 +237,6 @@ def op_times(
 def _gpu_op_times(
     model: ModelAnalysis,
     ops: Sequence[OpWork],
-    tensor_sizes: Sequence[float],
     device: DeviceSpec,
     b: int,
     precision: str,
@@ -245,13 +244,14 @@ def _gpu_op_times(
     checkpointing: bool,
     memory_format: str,
     compile_model: bool,
+    cal: Mapping[str, Any],
 ) -> tuple[float, float, float]:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
-    attention; elementwise kernels, the loss and autocast's and GradScaler's per-step work; the
-    foreach optimizer."""
-    gpu = gpu_kernels.figures(device)
+    attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
+    kernels, the loss and autocast's and GradScaler's per-step work; the foreach optimizer."""
+    gpu = gpu_kernels.figures(device, cal)
     compute, memory = gpu_kernels.step_kernels(
-        ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES
+        ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES, cal
     )
     memory += gpu_kernels.loss_s(model.output_elems * b, gpu)
     matmul = float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k)) + float(
@@ -259,7 +259,7 @@ def _gpu_op_times(
     )
     weights = sum(1 for o in ops if o.rate)
     memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
-    opt = gpu_kernels.optimizer_s(optimizer, model.parameters, len(tensor_sizes), gpu, OPTIMIZER_ACCESSES[optimizer])
+    opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
     return compute, memory, opt
 
 

@@ -4,8 +4,9 @@ kernel that did no work) is impossible; `calibrate` measures again, then refuses
 impossible, with a message, and never stores it (telemetry/calibrate.py).
 
 Bounds, each with a margin for clocks above the figure used:
-* CPU: physical cores × clock (the highest readable, else 6 GHz, above any shipping CPU's boost) ×
-  FP32 FLOP per cycle from its vector units (telemetry.machine.fp32_flops_per_cycle) × 1.5; bf16
+* CPU: its cores (hardware threads counted) × its maximum clock (where none is readable, 6 GHz,
+  above any shipping CPU's boost) × FP32 FLOP per cycle from its vector units
+  (telemetry.machine.fp32_flops_per_cycle) × 1.5 — a bound, not an estimate; bf16
   matmuls × 16 on top (Intel AMX: 1,024 bf16 FLOP per cycle and core, 16 × AVX-512's FP32 64).
 * GPU: the catalogue model NVML's name matches (its datasheet peaks per precision and bandwidth)
   × 1.15; a GPU the catalogue does not know: the highest figure of any catalogue GPU × 1.15.
@@ -40,9 +41,9 @@ class RefusedRate:
     message: str
 
 
-def cpu_peak_flops(physical_cores: int, clock_hz: float | None, flops_per_cycle: int) -> float:
+def cpu_peak_flops(cores: int, clock_hz: float | None, flops_per_cycle: int) -> float:
     """The highest FP32 FLOP/s this machine's CPU can reach, with CPU_MARGIN."""
-    return max(1, physical_cores) * (clock_hz or UNKNOWN_CLOCK_HZ) * flops_per_cycle * CPU_MARGIN
+    return max(1, cores) * (clock_hz or UNKNOWN_CLOCK_HZ) * flops_per_cycle * CPU_MARGIN
 
 
 def impossible_rates(

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from core.errors import WorkloadError
-from core.estimate import gpu_kernels, sizing, timing
+from core.estimate import sizing, timing
 from core.estimate.memory import breakdown_at, gpu_workspace_bytes, phase_lines
-from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES, parameter_tensor_sizes
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import Workload, parse_workload
@@ -30,15 +30,6 @@ def workload(doc: dict[str, Any], **training: Any) -> Workload:
 
 def device(name: str) -> Any:
     return find_device(name, CATALOGUE)
-
-
-def gpu_optimizer_s(w: Workload, dev: Any) -> float:
-    """AdamW's step on an NVIDIA GPU as the kernel model prices it (core/estimate/gpu_kernels.py): its
-    fp32 words per parameter at 80 % of the bandwidth, plus one launch per chunk of 48 tensors for
-    each of its 9 foreach ops."""
-    sizes = parameter_tensor_sizes(w.analysis)
-    gpu = gpu_kernels.figures(dev)
-    return gpu_kernels.optimizer_s("adamw", w.analysis.parameters, len(sizes), gpu, OPTIMIZER_ACCESSES["adamw"])
 
 
 def accumulating_total(w: Workload, name: str, micro: int) -> int:
@@ -79,8 +70,7 @@ def test_a_step_in_micro_batches_pays_each_micro_step_and_one_optimizer_step() -
     # 512 samples in micro-batches of 8 on one RTX 4090: 64 micro-steps. The step is compute- and
     # memory-bound (the framework overhead, ~10 ms per micro-step, is hidden behind the kernels), so
     # step(512 in 8s) = 64 × step(batch 8) − 63 × the optimizer's memory-bound work: AdamW moves 25
-    # fp32 words per parameter at 80 % of the 4090's 1,008 GB/s, plus its foreach kernels' launches
-    # (core/estimate/gpu_kernels.py: 9 foreach ops × ⌈196 tensors / 48⌉ = 5 launches of 3 µs).
+    # fp32 words per parameter at 80 % of the 4090's 1,008 GB/s.
     w8 = workload(GPT2, batch_size=8)
     w = workload(GPT2, micro_batch_size=8)
     one, acc = size_candidate(w8, device("RTX 4090"), 1).step, size_candidate(w, device("RTX 4090"), 1).step
@@ -88,8 +78,6 @@ def test_a_step_in_micro_batches_pays_each_micro_step_and_one_optimizer_step() -
     dev = device("RTX 4090")
     optimizer = OPTIMIZER_ACCESSES["adamw"] * 4 * w.analysis.parameters / (dev.bandwidth * BANDWIDTH_EFFICIENCY["gpu"])
     assert optimizer == pytest.approx(15.4e-3, rel=0.01)  # 25 × 4 B × 124.4 M / 806 GB/s
-    optimizer = gpu_optimizer_s(w, dev)
-    assert optimizer == pytest.approx(15.4e-3 + 9 * 5 * 3e-6, rel=0.01)  # + 9 foreach ops × 5 launches
     assert acc.step_s == pytest.approx(64 * one.step_s - 63 * optimizer, rel=1e-9)
     assert acc.micro_step_s == pytest.approx(one.step_s - optimizer, rel=1e-9)
     assert acc.compute_s == pytest.approx(64 * one.compute_s, rel=1e-9)  # the whole batch's matrix products
@@ -111,7 +99,7 @@ def test_the_all_reduce_runs_once_per_step_not_per_micro_step() -> None:
     assert acc.comm_s == one.comm_s == pytest.approx(comm, rel=1e-3) == pytest.approx(15.8e-3, rel=0.01)
     hidden = comm - 2 / 3 * one.compute_s  # the part backward does not hide
     assert hidden > 0
-    optimizer = gpu_optimizer_s(w, dev)
+    optimizer = OPTIMIZER_ACCESSES["adamw"] * 4 * w.analysis.parameters / (dev.bandwidth * BANDWIDTH_EFFICIENCY["gpu"])
     assert acc.step_s == pytest.approx(256 * one.step_s - 255 * (optimizer + hidden), rel=1e-3)
 
 
