@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from core.hardware.catalogue import DeviceSpec
 
 if TYPE_CHECKING:
@@ -252,6 +254,71 @@ def mixed_precision_s(precision: str, matmul_params: float, params: float, gpu: 
     return seconds
 
 
+@dataclass(frozen=True)
+class _MatrixOps:
+    """A graph's linear layers and convolutions as arrays, built once per op list (the what-if loop
+    re-times the same graph at other batches, precisions and GPUs)."""
+
+    rows: np.ndarray  # forward GEMM rows per sample
+    n: np.ndarray
+    k: np.ndarray
+    first: np.ndarray  # reads the network's input: no input gradient
+    conv: np.ndarray  # a convolution larger than 1 × 1 (cuDNN's efficiency)
+    is_conv: np.ndarray  # any convolution (NCHW transposes)
+    io_elems: np.ndarray  # input + output elements per sample
+    flops_only: float  # forward FLOPs per sample of matrix ops without a shape (traced models)
+    flops_only_first: float  # of those, on the network's input
+    others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
+    elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
+
+
+_MATRIX_CACHE: dict[int, tuple[Sequence[OpWork], _MatrixOps]] = {}
+
+
+def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
+    hit = _MATRIX_CACHE.get(id(ops))
+    if hit is not None and hit[0] is ops:
+        return hit[1]
+    shaped = [o for o in ops if o.rate and not o.rnn and o.name != "sdpa" and o.gemm_k and o.gemm_n and o.gemm_rows]
+    unshaped = [
+        o for o in ops if o.rate and not o.rnn and o.name != "sdpa" and not (o.gemm_k and o.gemm_n and o.gemm_rows)
+    ]
+    kinds: dict[str, list[float]] = {}
+    for o in ops:
+        for kind, elems in o.elementwise:
+            kinds.setdefault(kind, []).append(elems)
+    built = _MatrixOps(
+        rows=np.array([o.gemm_rows for o in shaped], dtype=float),
+        n=np.array([o.gemm_n for o in shaped], dtype=float),
+        k=np.array([o.gemm_k for o in shaped], dtype=float),
+        first=np.array([o.first for o in shaped], dtype=bool),
+        conv=np.array([o.rate == "conv" and not o.pointwise for o in shaped], dtype=bool),
+        is_conv=np.array([o.rate == "conv" for o in shaped], dtype=bool),
+        io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
+        flops_only=float(sum(o.flops for o in unshaped if not o.first)),
+        flops_only_first=float(sum(o.flops for o in unshaped if o.first)),
+        others=tuple(o for o in ops if o.rnn or o.name == "sdpa"),
+        elementwise=tuple((kind, np.array(v, dtype=float)) for kind, v in kinds.items()),
+    )
+    if len(_MATRIX_CACHE) > 256:
+        _MATRIX_CACHE.clear()
+    _MATRIX_CACHE[id(ops)] = (ops, built)
+    return built
+
+
+def _gemm_array(
+    m: np.ndarray, n: np.ndarray, k: np.ndarray, peak: float, gpu: GpuFigures, nbytes: int, eff: np.ndarray
+) -> np.ndarray:
+    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and floor)."""
+    tiles = np.ceil(m / TILE) * np.ceil(n / TILE)
+    split_ok = (tiles < gpu.sms) & (k >= 2 * 256)
+    splits = np.where(split_ok, np.maximum(1, np.minimum(gpu.sms // np.maximum(tiles, 1), np.floor(k / 256))), 1)
+    waves = np.ceil(tiles * splits / gpu.sms)
+    compute = waves * 2.0 * TILE * TILE * (k / splits) / (peak / gpu.sms * eff)
+    traffic = (m * k + k * n + m * n) * nbytes / gpu.bandwidth
+    return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(np.maximum(compute, traffic), KERNEL_FLOOR_S), 0.0)
+
+
 def step_kernels(
     ops: Sequence[OpWork],
     b: int,
@@ -264,19 +331,37 @@ def step_kernels(
     measured: Mapping[str, Any] | None = None,
 ) -> tuple[float, float]:
     """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
-    memory-bound kernels)."""
+    memory-bound kernels). The same sums as matrix_op_s, rnn_op_s, attention_op_s and
+    elementwise_s op by op, over arrays built once per op list."""
     gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
-    compute = memory = 0.0
-    for op in ops:
+    mo = _matrix_ops(ops)
+    peak, mbytes = _peak(precision, gpu)
+    tensor_cores = peak > gpu.fp32
+    base = gpu.gemm_efficiency(tensor_cores)
+    eff = np.where(mo.conv, base * CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"], base)
+    m = mo.rows * b
+    fwd = _gemm_array(m, mo.n, mo.k, peak, gpu, mbytes, eff)
+    dgrad = _gemm_array(m, mo.k, mo.n, peak, gpu, mbytes, eff)
+    wgrad = _gemm_array(mo.n, mo.k, m, peak, gpu, mbytes, eff)
+    seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
+    compute = float(seconds.sum())
+    if peak == gpu.half and tensor_cores and memory_format != "channels_last":
+        compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[mo.is_conv].sum()) * b * mbytes / gpu.bandwidth
+    extra = 1 if checkpointing else 0
+    compute += ((3 + extra) * mo.flops_only + (2 + extra) * mo.flops_only_first) * b / (peak * base)
+    for op in mo.others:
         if op.rnn:
             compute += rnn_op_s(op, b, precision, gpu)
-        elif op.name == "sdpa":
+        else:
             compute += attention_op_s(op, b, precision, gpu, checkpointing)
-        elif op.rate:
-            compute += matrix_op_s(op, b, precision, gpu, checkpointing, memory_format)
-        for k, elems in op.elementwise:
-            memory += elementwise_s(k, elems * b, nbytes, gpu, compile_model, element_accesses[k])
+    memory = 0.0
+    for kind, elems in mo.elementwise:
+        moved = element_accesses[kind] * nbytes * elems * b / gpu.bandwidth
+        if compile_model:
+            memory += float(moved.sum()) * 0.5
+        else:
+            memory += float(np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S).sum())
     return compute, memory
 
 

@@ -119,3 +119,31 @@ def test_bad_kernel_options_are_refused_with_the_key() -> None:
         parse_workload({"model": {"preset": "resnet-50"}, "training": {"memory_format": "nhwc"}})
     with pytest.raises(WorkloadError, match=r"training\.compile"):
         parse_workload({"model": {"preset": "resnet-50"}, "training": {"compile": "yes"}})
+
+
+@pytest.mark.parametrize("preset", ["resnet-50", "tiny-gpt", "lstm-lm", "seed-mlp"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16_mixed"])
+def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str) -> None:
+    # step_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
+    # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op
+    from core.estimate.gpu_kernels import attention_op_s, elementwise_s, matrix_op_s, rnn_op_s, step_kernels
+    from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
+    from core.network.model import analyze_model
+    from core.network.presets import accuracy_models
+
+    ops, _ = forward_work(analyze_model(accuracy_models()[preset]))
+    dev, b = device("A100 80GB SXM"), 48
+    gpu = figures(dev)
+    nbytes = 2 if precision == "bf16_mixed" else 4
+    compute = memory = 0.0
+    for op in ops:
+        if op.rnn:
+            compute += rnn_op_s(op, b, precision, gpu)
+        elif op.name == "sdpa":
+            compute += attention_op_s(op, b, precision, gpu, False)
+        elif op.rate:
+            compute += matrix_op_s(op, b, precision, gpu, False, "contiguous")
+        for kind, elems in op.elementwise:
+            memory += elementwise_s(kind, elems * b, nbytes, gpu, False, ELEMENT_ACCESSES[kind])
+    got = step_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES)
+    assert got == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))
