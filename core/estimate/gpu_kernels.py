@@ -270,6 +270,8 @@ class _MatrixOps:
     flops_only_first: float  # of those, on the network's input
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
+    matmul_weights: float  # elements of the matrix weights autocast copies to half precision
+    weight_ops: int  # ops holding matrix weights (one cast kernel each)
 
 
 _MATRIX_CACHE: dict[int, tuple[Sequence[OpWork], _MatrixOps]] = {}
@@ -299,6 +301,11 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         flops_only_first=float(sum(o.flops for o in unshaped if o.first)),
         others=tuple(o for o in ops if o.rnn or o.name == "sdpa"),
         elementwise=tuple((kind, np.array(v, dtype=float)) for kind, v in kinds.items()),
+        matmul_weights=float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k))
+        + float(
+            sum(o.rnn[0] * (4 if o.name == "lstm" else 3) * o.rnn[1] * (o.rnn[1] + o.rnn[2]) for o in ops if o.rnn)
+        ),
+        weight_ops=sum(1 for o in ops if o.rate),
     )
     if len(_MATRIX_CACHE) > 256:
         _MATRIX_CACHE.clear()
@@ -341,9 +348,18 @@ def step_kernels(
     base = gpu.gemm_efficiency(tensor_cores)
     eff = np.where(mo.conv, base * CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"], base)
     m = mo.rows * b
-    fwd = _gemm_array(m, mo.n, mo.k, peak, gpu, mbytes, eff)
-    dgrad = _gemm_array(m, mo.k, mo.n, peak, gpu, mbytes, eff)
-    wgrad = _gemm_array(mo.n, mo.k, m, peak, gpu, mbytes, eff)
+    count = len(m)
+    # forward, input gradient and weight gradient GEMMs of every op in one array call
+    three = _gemm_array(
+        np.concatenate((m, m, mo.n)),
+        np.concatenate((mo.n, mo.k, mo.k)),
+        np.concatenate((mo.k, mo.n, m)),
+        peak,
+        gpu,
+        mbytes,
+        np.concatenate((eff, eff, eff)),
+    )
+    fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
     compute = float(seconds.sum())
     if peak == gpu.half and tensor_cores and memory_format != "channels_last":
@@ -363,6 +379,12 @@ def step_kernels(
         else:
             memory += float(np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S).sum())
     return compute, memory
+
+
+def matrix_weights(ops: Sequence[OpWork]) -> tuple[float, int]:
+    """(matrix weight elements autocast casts each step, ops holding them), once per op list."""
+    mo = _matrix_ops(ops)
+    return mo.matmul_weights, mo.weight_ops
 
 
 def loss_s(elems: float, gpu: GpuFigures) -> float:

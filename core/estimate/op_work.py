@@ -254,10 +254,7 @@ def _gpu_op_times(
         ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES, cal
     )
     memory += gpu_kernels.loss_s(model.output_elems * b, gpu)
-    matmul = float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k)) + float(
-        sum(o.rnn[0] * (4 if o.name == "lstm" else 3) * o.rnn[1] * (o.rnn[1] + o.rnn[2]) for o in ops if o.rnn)
-    )
-    weights = sum(1 for o in ops if o.rate)
+    matmul, weights = gpu_kernels.matrix_weights(ops)
     memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
     opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
     return compute, memory, opt
