@@ -34,8 +34,10 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         return 0
     g = 1e9
     print(f"Calibrated with {env.message} in {result['seconds']} s ({result['threads']} CPU threads)")
+    for message in result.get("refused", []):  # measured twice above the device's physical peak: not stored
+        print(f"  {message}")
     print(
-        f"  CPU matmul: fp32 {result['cpu_fp32_matmul_flops'] / g:,.1f} GFLOP/s"
+        f"  CPU matmul: fp32 {_rate(result.get('cpu_fp32_matmul_flops'), g)} GFLOP/s"
         + (f", bf16 {result['cpu_bf16_matmul_flops'] / g:,.1f} GFLOP/s" if result.get("cpu_bf16_matmul_flops") else "")
     )
     prof = result.get("cpu_profile") or {}
@@ -53,8 +55,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         print(f"  optimizer step, µs per parameter tensor: {fixed}")
     else:
         print(
-            f"  CPU training step rates: linear {result['cpu_linear_train_flops'] / g:,.1f}, "
-            f"convolution {result['cpu_conv_train_flops'] / g:,.1f} GFLOP/s"
+            f"  CPU training step rates: linear {_rate(result.get('cpu_linear_train_flops'), g)}, "
+            f"convolution {_rate(result.get('cpu_conv_train_flops'), g)} GFLOP/s"
         )
     print(f"  memory bandwidth {result['cpu_memory_bandwidth_bps'] / g:,.1f} GB/s")
     o = result["step_overhead"]
@@ -69,12 +71,17 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         )
     for gpu in result.get("gpus", []):
         print(
-            f"  {gpu['name']}: fp32 {gpu['fp32_matmul_flops'] / 1e12:,.1f}, "
-            f"tf32 {gpu['tf32_matmul_flops'] / 1e12:,.1f}, bf16 {gpu['bf16_matmul_flops'] / 1e12:,.1f} TFLOP/s; "
-            f"{gpu['memory_bandwidth_bps'] / g:,.0f} GB/s"
+            f"  {gpu['name']}: fp32 {_rate(gpu.get('fp32_matmul_flops'), 1e12)}, "
+            f"tf32 {_rate(gpu.get('tf32_matmul_flops'), 1e12)}, bf16 {_rate(gpu.get('bf16_matmul_flops'), 1e12)} "
+            f"TFLOP/s; {_rate(gpu.get('memory_bandwidth_bps'), g)} GB/s"
         )
     s = result["storage"]
     read = "unknown" if s["read_bps"] is None else f"{s['read_bps'] / 1e6:,.0f} MB/s"
     print(f"  storage read in {s['folder']}: {read} ({s['note']})")
     print(what_calibration_applies(result) if store is not None else "")
     return 0
+
+
+def _rate(value: float | None, unit: float) -> str:
+    """A measured rate in ``unit``s, or "refused" where calibrate refused it as impossible."""
+    return "refused" if value is None else f"{value / unit:,.1f}"

@@ -15,16 +15,47 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import TrainRigError
+from core.estimate.rate_limits import cpu_peak_flops, drop_refused, impossible_rates
+from core.hardware.catalogue import load_catalogue
 from core.paths import resource_path
+from telemetry.machine import fp32_flops_per_cycle, probe_machine
 
 WORKER = "workers/calibrate.py"
 READ_TEST_BYTES = 256 * 2**20
 
 
 def run_calibration(python: str | None = None, folder: Path | None = None, timeout_s: float = 120) -> dict[str, Any]:
-    """Measure this machine; raises TrainRigError with the reason when the worker fails."""
+    """Measure this machine; raises TrainRigError with the reason when the worker fails. A rate above
+    the physical peak of the device it ran on (core/estimate/rate_limits.py) is measured again; what
+    is still impossible is dropped from the result and named under ``refused``, never stored."""
     py = python or sys.executable
     t0 = time.perf_counter()
+    result = _measure(py, timeout_s)
+    cpu_peak, gpu_memory = _machine_limits()
+    refused = impossible_rates(result, cpu_peak, load_catalogue(), gpu_memory)
+    if refused:  # a busy machine or a broken timer: measure once more
+        result = _measure(py, timeout_s)
+        refused = impossible_rates(result, cpu_peak, load_catalogue(), gpu_memory)
+        drop_refused(result, refused)
+    result["storage"] = measure_read(folder or Path(tempfile.gettempdir()))
+    result["python"] = py
+    result["seconds"] = round(time.perf_counter() - t0, 2)
+    result["measured_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return result
+
+
+def _machine_limits() -> tuple[float, list[int | None]]:
+    """This machine's CPU peak bound and its GPUs' memory (to match them to the catalogue)."""
+    m = probe_machine()
+    # only a maximum clock bounds the rate: the clock read at one moment (or a base clock) is below
+    # what the cores boost to; hyper-threads are counted as cores, to bound rather than estimate
+    clock = m.clock_mhz * 1e6 if m.clock_mhz and "max" in m.clock_source else None
+    cores = max(m.physical_cores, m.logical_cores)
+    return cpu_peak_flops(cores, clock, fp32_flops_per_cycle(m)), [g.memory_bytes for g in m.gpus]
+
+
+def _measure(py: str, timeout_s: float) -> dict[str, Any]:
+    """One run of the calibration worker: its JSON answer."""
     try:
         proc = subprocess.run([py, str(resource_path(WORKER))], capture_output=True, text=True, timeout=timeout_s)
     except FileNotFoundError:
@@ -38,10 +69,6 @@ def run_calibration(python: str | None = None, folder: Path | None = None, timeo
         result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise TrainRigError(f"calibration gave an unreadable answer: {proc.stdout[:200]!r}") from None
-    result["storage"] = measure_read(folder or Path(tempfile.gettempdir()))
-    result["python"] = py
-    result["seconds"] = round(time.perf_counter() - t0, 2)
-    result["measured_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return result
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from core.estimate import gpu_kernels
 from core.hardware.catalogue import DeviceSpec
-from core.network.graph import Graph
+from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
 from core.vocabulary import PRECISION_BYTES
 
@@ -75,6 +76,17 @@ class OpWork:
     cpu_scores: float = 0.0  # L×L score elements per sample PyTorch's math attention keeps (CPU, dropout)
     first: bool = False  # reads the network's input: backward computes no input gradient
     pointwise: bool = False  # a 1×1 convolution: a matrix product over pixels
+    # what the GPU kernel model (core/estimate/gpu_kernels.py) needs, from the layer graph: the op's
+    # name, its forward GEMM's rows per sample, n and k, its input and output elements per sample,
+    # a recurrent layer's (directions, hidden, input features, time steps), attention's causal mask
+    name: str = ""
+    gemm_rows: float = 0.0
+    gemm_n: float = 0.0
+    gemm_k: float = 0.0
+    in_elems: float = 0.0
+    out_elems: float = 0.0
+    rnn: tuple[int, int, int, int] = ()  # type: ignore[assignment]
+    causal: bool = False
 
 
 def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
@@ -98,6 +110,28 @@ def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
     return ops, int(trace.get("op_calls", len(ops)))
 
 
+def _gemm_fields(g: Graph, op: Op) -> dict[str, Any]:
+    """The GPU kernel model's view of one graph op: its forward GEMM's shape (rows per sample × k)
+    · (k × n) from its FLOPs, weights and input, or a recurrent layer's sizes."""
+    fields: dict[str, Any] = {
+        "name": op.name,
+        "in_elems": float(g.tensors[op.input_id].elems),
+        "out_elems": float(g.tensors[op.output_id].elems),
+        "causal": op.causal,
+    }
+    if op.name in ("lstm", "gru") and len(op.tensor_sizes) >= 2:
+        gates = 4 if op.name == "lstm" else 3
+        hidden = max(1, round(math.sqrt(op.tensor_sizes[1] / gates)))
+        in_f = max(1, round(op.tensor_sizes[0] / (gates * hidden)))
+        dirs = max(1, round(op.matmul_params / (gates * hidden * (in_f + hidden))))
+        fields["rnn"] = (dirs, hidden, in_f, max(1, round(fields["out_elems"] / (dirs * hidden))))
+    elif op.flops and op.matmul_params and op.name != "sdpa":
+        rows = op.flops / (2 * op.matmul_params)
+        n = fields["out_elems"] / rows
+        fields.update(gemm_rows=rows, gemm_n=n, gemm_k=op.matmul_params / n)
+    return fields
+
+
 @lru_cache(maxsize=256)
 def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
     """A layer graph's ops as timing work, built once per graph (the what-if loop re-times it)."""
@@ -113,6 +147,7 @@ def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
             cpu_scores=float(op.math_scores),
             first=op.input_id == 0,
             pointwise=op.kernel_area == 1,
+            **_gemm_fields(g, op),
         )
         for op in g.ops
     )
@@ -161,9 +196,19 @@ def op_times(
     checkpointing: bool,
     peak_rate: float,
     cal: Mapping[str, Any],
+    *,
+    memory_format: str = "contiguous",
+    compile_model: bool = False,
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
-    optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements."""
+    optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements.
+
+    On an NVIDIA GPU without measured GPU rates, the kernels' times come from the GPU kernel model
+    (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
+    if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
+        return _gpu_op_times(
+            model, ops, device, b, precision, optimizer, checkpointing, memory_format, compile_model, cal
+        )
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -186,6 +231,32 @@ def op_times(
         opt = sum(interpolate_rate(curve, size) * size for size in tensor_sizes)
     else:
         opt = OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
+    return compute, memory, opt
+
+
+def _gpu_op_times(
+    model: ModelAnalysis,
+    ops: Sequence[OpWork],
+    device: DeviceSpec,
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    memory_format: str,
+    compile_model: bool,
+    cal: Mapping[str, Any],
+) -> tuple[float, float, float]:
+    """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
+    attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
+    kernels, the loss and autocast's and GradScaler's per-step work; the foreach optimizer."""
+    gpu = gpu_kernels.figures(device, cal)
+    compute, memory = gpu_kernels.step_kernels(
+        ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES, cal
+    )
+    memory += gpu_kernels.loss_s(model.output_elems * b, gpu)
+    matmul, weights = gpu_kernels.matrix_weights(ops)
+    memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
+    opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
     return compute, memory, opt
 
 

@@ -190,6 +190,8 @@ def step_time(
     max_loader_cores: int | None = None,
     loop: LoopSpec | None = None,
     host_cpu: str | None = None,
+    memory_format: str = "contiguous",
+    compile_model: bool = False,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
@@ -237,6 +239,7 @@ def step_time(
             cal,
             shards,
             speed,
+            (memory_format, compile_model),
         )
 
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
@@ -321,8 +324,8 @@ def step_time(
         if acc_host is not None:
             host_s += (k - 1) * acc_host.total_s
             loader_s += (k - 1) * (acc_host.loader_s + acc_host.copy_s)
-    if compute and "linear_train" in cal:
-        eff = flops / compute / peak
+    if compute and ("linear_train" in cal or (kind == "gpu" and device.runs_cuda and ops)):
+        eff = flops / compute / peak  # what the measured rates or the GPU kernel model reach
     terms = {
         "compute": compute,
         "memory bandwidth": memory,
@@ -402,6 +405,7 @@ def _pass(
     cal: Mapping[str, Any],
     shards: int = 1,
     speed: float = 1.0,
+    kernel_options: tuple[str, bool] = ("contiguous", False),
 ) -> _Pass:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
     memory-bound work and framework calls kept apart (they run once per optimizer step).
@@ -429,7 +433,19 @@ def _pass(
         n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
     else:
         compute, memory_no_opt, opt = op_times(
-            model, ops, sizes, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal
+            model,
+            ops,
+            sizes,
+            device,
+            kind,
+            b,
+            precision,
+            optimizer,
+            checkpointing,
+            peak_rate,
+            cal,
+            memory_format=kernel_options[0],
+            compile_model=kernel_options[1],
         )
         opt /= shards
         memory = memory_no_opt + opt

@@ -57,6 +57,8 @@ class DeviceSpec:
     # the user's own price for one device (a vendor's quote), set in the workload (hardware.prices),
     # converted to USD at the workload's exchange rate: it replaces the catalogue's estimates
     quoted_price_usd: float | None = None
+    sm_count: int | None = None  # streaming multiprocessors (whitepaper): matrix products run in waves over them
+    l2_bytes: float | None = None  # L2 cache, bytes
 
     @property
     def is_this_machine(self) -> bool:
@@ -158,6 +160,8 @@ def device_from_entry(entry: Mapping[str, Any], origin: str = "catalogue") -> De
         cloud_usd_per_hour=entry.get("cloud_usd_per_hour"),
         cloud_price_date=entry.get("cloud_price_date"),
         cloud_price_source=entry.get("cloud_price_source"),
+        sm_count=int(entry["sm_count"]) if entry.get("sm_count") else None,
+        l2_bytes=float(entry["l2_cache_mb"]) * 2**20 if entry.get("l2_cache_mb") else None,
     )
 
 
@@ -298,7 +302,9 @@ def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
         e["form_factor"] = get_choice(e, "form_factor", path, FORM_FACTORS, default=None)
     if e.get("p2p") is not None:
         e["p2p"] = get_bool(e, "p2p", path, default=False)
-    for key in ("cuda_cores", "boost_clock_mhz"):
+    if e.get("l2_cache_mb") is not None:
+        e["l2_cache_mb"] = get_float(e, "l2_cache_mb", path, minimum=0, exclusive_min=True, maximum=1e5)
+    for key in ("cuda_cores", "boost_clock_mhz", "sm_count"):
         if e.get(key) is not None:
             e[key] = get_int(e, key, path, maximum=10**7)
     e.setdefault("tf32_tflops", None)
@@ -331,6 +337,8 @@ USER_DEVICE_KEYS = (
     "host_link",
     "cuda_cores",
     "boost_clock_mhz",
+    "sm_count",
+    "l2_cache_mb",
     "source",
 )
 

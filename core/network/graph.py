@@ -33,6 +33,8 @@ class Op:
     flops: int = 0  # forward matrix-product FLOPs per sample (0 for elementwise ops)
     kernel_area: int = 0  # a convolution's kernel height × width
     tensor_sizes: tuple[int, ...] = ()  # elements of each trainable tensor (the optimizer steps each)
+    heads: int = 0  # attention: query heads (the GPU kernel model sizes its score tiles by them)
+    causal: bool = False  # attention: causal mask (flash kernels skip the masked half)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,15 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
 
 
 def _attention(
-    path: str, shape: Shape, x: int, g: Graph, heads: int, kv_heads: int, bias: bool, dropout: float
+    path: str,
+    shape: Shape,
+    x: int,
+    g: Graph,
+    heads: int,
+    kv_heads: int,
+    bias: bool,
+    dropout: float,
+    causal: bool = False,
 ) -> tuple[Shape, int, int, int]:
     length, dim = shape
     if dim % heads:
@@ -141,6 +149,7 @@ def _attention(
         extra=((length * heads, 4),),
         flops=4 * length * length * dim,
     )
+    g.ops[-1] = replace(g.ops[-1], heads=heads, causal=causal)
     if dropout > 0:  # PyTorch's CPU flash kernel has no dropout: the math kernel saves L×L scores
         g.ops[-1] = replace(g.ops[-1], math_scores=length * length * heads)
     y = g.op(
@@ -171,9 +180,9 @@ def multihead_attention(
     heads = get_int(spec, "num_heads", path, maximum=4096)
     kv_heads = get_int(spec, "kv_heads", path, default=heads, maximum=4096)
     p = get_float(spec, "dropout", path, default=0.0, maximum=1.0, exclusive_max=True)
-    get_bool(spec, "causal", path, default=False)
+    causal = get_bool(spec, "causal", path, default=False)
     bias = get_bool(spec, "bias", path, default=True)
-    out_shape, y, _, _ = _attention(path, shape, x, g, heads, kv_heads, bias, p)
+    out_shape, y, _, _ = _attention(path, shape, x, g, heads, kv_heads, bias, p, causal)
     return out_shape, y
 
 

@@ -80,6 +80,11 @@ class TrainingSpec:
     # how the training loop feeds the device (core/estimate/host.py); None: the default for the data
     # (a DataLoader over in-memory data, or one that decodes files for image formats)
     loop: LoopSpec | None = None
+    # the layout of image tensors: "contiguous" (PyTorch's NCHW default) or "channels_last" (NHWC:
+    # cuDNN's tensor-core convolutions need no transposes); and whether the model is compiled with
+    # torch.compile (elementwise chains fused). Both change the GPU kernel model's step time.
+    memory_format: str = "contiguous"
+    compile: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,9 @@ def _stored_resolution(d: Mapping[str, Any], image: tuple[int, int, int] | None)
     return value[0], value[1]
 
 
+MEMORY_FORMATS = ("contiguous", "channels_last")
+
+
 def _training(t: Mapping[str, Any]) -> TrainingSpec:
     allowed = {
         "batch_size",
@@ -279,6 +287,8 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "learning_rate",
         "micro_batch_size",
         "loop",
+        "memory_format",
+        "compile",
     }
     reject_unknown(t, allowed, "training")
     lr = get_float(t, "learning_rate", "training", maximum=100.0) if "learning_rate" in t else None
@@ -303,6 +313,8 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         micro_batch_size=micro,
         learning_rate=lr,
         loop=parse_loop(t["loop"]) if "loop" in t else None,
+        memory_format=get_choice(t, "memory_format", "training", MEMORY_FORMATS, default="contiguous"),
+        compile=get_bool(t, "compile", "training", default=False),
     )
 
 

@@ -89,12 +89,14 @@ def test_a_jpeg_sample_costs_published_decode_and_augmentation_time() -> None:
     assert decode_cost(workload({"model": {"preset": "resnet-50"}}, AS_NPY_IN_RAM).data).per_sample_s == 0
 
 
-@pytest.mark.parametrize(("device", "at_least"), [("A100 80GB", 8), ("H100 SXM", 16)])
+# the GPU kernel model's paces: A100 about 1,540, H100 SXM about 2,680 images/s (the Lambda benchmark
+# publishes 1,582 and 2,616 for ResNet-50 in fp16): 5.1 and 8.9 cores of decoding and augmenting
+@pytest.mark.parametrize(("device", "at_least"), [("A100 80GB", 6), ("H100 SXM", 9)])
 def test_resnet50_on_jpegs_needs_many_loader_cores_per_gpu_and_the_bill_says_so(device: str, at_least: int) -> None:
     result = sized(RESNET_JPEG, device)
     (c,) = result.candidates
     assert c.step.loader_cores >= at_least
-    assert c.step.loader_cores_needed >= 8
+    assert c.step.loader_cores_needed >= 5  # more than the 4 a GPU gets by default
     line = bom_line(result, "CPU")
     # its loader cores + one training process + one core for the system, against the CPUs its
     # platform (an HGX board server for these SXM parts) is bought with
@@ -106,12 +108,12 @@ def test_resnet50_on_jpegs_needs_many_loader_cores_per_gpu_and_the_bill_says_so(
 
 
 def test_an_a100_gets_the_loader_cores_that_keep_up_with_it() -> None:
-    # about 2,500 images/s at batch 256 (the engine's bf16 pace) × 3.30 ms of one core each: 8.2
-    # cores, so the step counts 9 and does not wait for data
+    # about 1,540 images/s at batch 256 (the GPU kernel model's bf16 pace) × 3.30 ms of one core each:
+    # 5.1 cores, so the step counts 6 and does not wait for data
     (c,) = sized(RESNET_JPEG, "A100 80GB").candidates
     pace = 256 / c.step.step_s
     assert c.step.loader_cores_needed == pytest.approx(pace * 3.30e-3, rel=0.01)
-    assert c.step.loader_cores == math.ceil(c.step.loader_cores_needed) >= 8
+    assert c.step.loader_cores == math.ceil(c.step.loader_cores_needed) >= 6
     assert c.step.bound != "input pipeline"
     assert any(f"the step counts {c.step.loader_cores}" in a for a in c.assumptions)
 
@@ -147,10 +149,11 @@ def test_decoding_that_cannot_keep_up_bounds_the_step() -> None:
 
 
 def test_loader_cores_sized_to_keep_up_do_not_bound_the_step() -> None:
-    # a 4090 trains ResNet-50 at 1,269 images/s: 4.2 cores decode that, the step counts 5 and waits
-    # for nothing — the device's own work bounds it
+    # a 4090 trains ResNet-50 at about 770 images/s: 2.5 cores decode that, the step counts the 4 a GPU
+    # gets at least and waits for nothing — the device's own work bounds it
     (c,) = sized(RESNET_JPEG, "4090").candidates
-    assert c.step.loader_cores == 5
+    assert c.step.loader_cores_needed == pytest.approx(2.5, abs=0.1)
+    assert c.step.loader_cores == 4
     assert c.step.bound in ("compute", "memory bandwidth")
     assert c.step.decode_s < c.step.step_s
 
@@ -222,10 +225,12 @@ def test_an_old_workload_without_the_new_field_sizes_as_before_for_non_image_dat
         assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.003037254868817204, input_s, 193.16940965677418)
         assert c.step.bound == "host data loading"
     bert = size_candidate(parse_workload({"model": {"preset": "bert-base"}}), dev("A100 80GB"), 1)
+    # its step re-recorded when the GPU kernel model replaced the datasheet peak × default efficiency
+    # (0.158 s before) and the host side was modelled; the input figure is unchanged
     assert (bert.step.step_s, bert.step.input_s, bert.train_time_s) == (
-        0.15971858168203407,  # re-recorded with the host side (its loader and copy add 1.4 ms)
+        0.12661495743698697,  # with the host side: its loader and copy add 1.4 ms to the kernels' 0.125 s
         8.738133333333333e-05,
-        624.0204986317071,
+        494.68463870630814,
     )
 
 

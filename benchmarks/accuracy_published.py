@@ -1,0 +1,106 @@
+"""The engine's GPU step time against published per-GPU training throughputs
+(resources/published/gpu_throughputs.json: the Lambda deep-learning benchmark's PyTorch tables),
+predicted vs published samples/s per case, split into the fit part (H100 SXM ResNet-50: the GPU
+and network the kernel model's constants were fitted on, docs/accuracy.md) and the held-out rest,
+by network family and by GPU. No GPU and no PyTorch needed.
+
+    python3 benchmarks/accuracy_published.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.estimate.sizing import size_candidate  # noqa: E402
+from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
+from core.spec.workload import parse_workload  # noqa: E402
+
+DATA = ROOT / "resources/published/gpu_throughputs.json"
+# the (network, GPU) pairs whose kind of measurement the constants were fitted on
+FIT = {("resnet50", "NVIDIA H100 SXM")}
+
+
+def published_cases() -> list[dict]:
+    """Every published row with its network, TrainRig precision and optimizer, and fit/held-out."""
+    doc = json.loads(DATA.read_text(encoding="utf-8"))
+    cases = []
+    for r in doc["rows"]:
+        net = doc["networks"][r["benchmark"]]
+        cases.append(
+            {
+                **r,
+                "model": net["model"],
+                "optimizer": net["optimizer"],
+                "unit": net["unit"],
+                "precision": doc["precisions"][r["lambda_precision"]],
+                "part": "fit" if (r["benchmark"], r["device"]) in FIT else "held-out",
+            }
+        )
+    return cases
+
+
+def predict(case: dict) -> float:
+    """Samples/s the engine predicts for one GPU of the catalogue at the published batch."""
+    w = parse_workload(
+        {
+            "model": case["model"],
+            "data": {"samples": case["batch"] * 10},
+            "training": {
+                "batch_size": case["batch"],
+                "epochs": 1,
+                "optimizer": case["optimizer"],
+                "precision": case["precision"],
+                "micro_batch_size": case["batch"],
+            },
+        }
+    )
+    c = size_candidate(w, find_device(case["device"], tuple(load_catalogue())), 1)
+    return case["batch"] / c.step.step_s
+
+
+def errors() -> list[tuple[dict, float, float]]:
+    """(case, predicted samples/s, error of the predicted throughput)."""
+    out = []
+    for c in published_cases():
+        p = predict(c)
+        out.append((c, p, p / c["throughput"] - 1))
+    return out
+
+
+def _summary(label: str, errs: list[float]) -> str:
+    a = [abs(e) for e in errs]
+    return (
+        f"{label}: {sum(e <= 0.25 for e in a)} of {len(a)} within 25 %, mean |error| {statistics.mean(a):.0%}, "
+        f"worst {max(errs, key=abs):+.0%}"
+    )
+
+
+def main() -> None:
+    rows = errors()
+    print("| network | GPU | precision | batch | published | predicted | error | part |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c, p, e in rows:
+        print(
+            f"| {c['benchmark']} | {c['device'].replace('NVIDIA ', '')} | {c['precision']} | {c['batch']} "
+            f"| {c['throughput']:,.0f} {c['unit']} | {p:,.0f} | {e:+.0%} | {c['part']} |"
+        )
+    print()
+    by: dict[str, list[float]] = defaultdict(list)
+    for c, _, e in rows:
+        by[c["part"]].append(e)
+        if c["part"] == "held-out":
+            by[f"held-out {c['benchmark']}"].append(e)
+            by[f"held-out {c['device'].replace('NVIDIA ', '')}"].append(e)
+    for label in sorted(by):
+        print(_summary(label, by[label]))
+
+
+if __name__ == "__main__":
+    main()

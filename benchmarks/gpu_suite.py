@@ -1,0 +1,388 @@
+"""A GPU training-step benchmark anyone with an NVIDIA GPU can run: ≥ 30 networks (MLPs, CNNs in
+NCHW and channels_last, ResNets, VGG, transformer encoders and decoders at several sequence lengths,
+LSTM/GRU) in fp32, tf32, bf16 and fp16 mixed precision over batch sizes, plus a seeded generator of
+random architectures. Each measured case is one JSON line in the format of the recorded H100 steps
+(tests/fixtures/gpu/h100-sxm-fit-set.jsonl), with the TrainRig workload it ran, so the estimates can
+be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
+
+    python3 benchmarks/gpu_suite.py --out h100.jsonl               # every case on cuda:0
+    python3 benchmarks/gpu_suite.py --random 50 --seed 7 --out r.jsonl
+    python3 benchmarks/gpu_suite.py --device cpu --quick           # a smoke run without a GPU
+
+How a step is measured (as the recorded steps were): inputs are random tensors already on the
+device; the loss is cross-entropy on the logits in fp32; mixed precision is ``torch.autocast`` with
+the precision's dtype, plus ``torch.amp.GradScaler`` for fp16; fp32 turns TF32 off for matmuls and
+cuDNN, tf32 turns it on; ``cudnn.benchmark`` is on. One step = forward, loss, backward,
+``optimizer.step()``, ``zero_grad(set_to_none=True)``. ``--warmup`` steps, then the peak memory is
+reset and ``--steps`` steps are each timed with a synchronisation on both ends: ``step_time_s`` is
+the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
+``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.network.presets import accuracy_models  # noqa: E402
+
+PRECISIONS = ("fp32", "tf32", "bf16_mixed", "fp16_mixed")
+
+
+def mlp(widths: list[int], features: int = 256, classes: int = 10) -> dict[str, Any]:
+    layers: list[dict[str, Any]] = []
+    for w in widths:
+        layers += [{"type": "linear", "out_features": w}, {"type": "relu"}]
+    return {"input_shape": [features], "layers": [*layers, {"type": "linear", "out_features": classes}]}
+
+
+def vgg(cfg: list[int | str], size: int, classes: int) -> dict[str, Any]:
+    """VGG (Simonyan & Zisserman 2015) from its configuration: channel counts and "M" for pooling."""
+    layers: list[dict[str, Any]] = []
+    for c in cfg:
+        if c == "M":
+            layers.append({"type": "maxpool2d", "kernel_size": 2})
+        else:
+            layers += [{"type": "conv2d", "out_channels": c, "kernel_size": 3, "padding": 1}, {"type": "relu"}]
+    side = size // 32
+    return {
+        "input_shape": [3, size, size],
+        "layers": [
+            *layers,
+            {"type": "flatten"},
+            {"type": "linear", "out_features": 4096 if side > 1 else 512},
+            {"type": "relu"},
+            {"type": "linear", "out_features": classes},
+        ],
+    }
+
+
+def resnet(blocks: list[int], size: int, classes: int, width: int = 64) -> dict[str, Any]:
+    """A ResNet of basic blocks (He et al. 2016: ResNet-18 is [2, 2, 2, 2]) with batch norm."""
+
+    def conv(c: int, k: int, s: int) -> list[dict[str, Any]]:
+        return [
+            {"type": "conv2d", "out_channels": c, "kernel_size": k, "stride": s, "padding": k // 2, "bias": False},
+            {"type": "batchnorm2d"},
+        ]
+
+    layers: list[dict[str, Any]] = [*conv(width, 7, 2), {"type": "relu"}, {"type": "maxpool2d", "kernel_size": 2}]
+    c = width
+    for stage, n in enumerate(blocks):
+        out = width * 2**stage
+        for i in range(n):
+            s = 2 if stage > 0 and i == 0 else 1
+            block: dict[str, Any] = {
+                "type": "residual",
+                "layers": [*conv(out, 3, s), {"type": "relu"}, *conv(out, 3, 1)],
+            }
+            if s != 1 or out != c:
+                block["shortcut"] = conv(out, 1, s)
+            layers += [block, {"type": "relu"}]
+            c = out
+    layers += [
+        {"type": "adaptive_avgpool2d", "output_size": 1},
+        {"type": "flatten"},
+        {"type": "linear", "out_features": classes},
+    ]
+    return {"input_shape": [3, size, size], "layers": layers}
+
+
+def transformer(dim: int, heads: int, depth: int, seq: int, vocab: int, causal: bool) -> dict[str, Any]:
+    """An encoder (BERT-like, post-norm) or a causal decoder (GPT-like, pre-norm, tied head)."""
+    block = {
+        "type": "transformer_block",
+        "nhead": heads,
+        "dim_feedforward": 4 * dim,
+        "dropout": 0.1,
+        "activation": "gelu",
+        "norm_first": causal,
+        "causal": causal,
+    }
+    head: list[dict[str, Any]] = (
+        [{"type": "layernorm"}, {"type": "linear", "out_features": vocab, "bias": False, "tie_weights": True}]
+        if causal
+        else [{"type": "linear", "out_features": 2}]
+    )
+    return {
+        "input_shape": [seq],
+        "input_dtype": "int64",
+        "layers": [
+            {"type": "embedding", "num_embeddings": vocab, "embedding_dim": dim},
+            {"type": "positional_embedding", "num_embeddings": seq},
+            {"type": "repeat", "times": depth, "layers": [block]},
+            *head,
+        ],
+    }
+
+
+def rnn(kind: str, hidden: int, layers: int, seq: int, vocab: int) -> dict[str, Any]:
+    return {
+        "input_shape": [seq],
+        "input_dtype": "int64",
+        "layers": [
+            {"type": "embedding", "num_embeddings": vocab, "embedding_dim": hidden},
+            {"type": kind, "hidden_size": hidden, "num_layers": layers},
+            {"type": "linear", "out_features": vocab},
+        ],
+    }
+
+
+def networks() -> dict[str, tuple[dict[str, Any], str]]:
+    """Name → (TrainRig model, family). 33 networks; CNNs also run channels_last."""
+    presets = accuracy_models()
+    nets: dict[str, tuple[dict[str, Any], str]] = {
+        "mlp-2x256": (mlp([256, 256]), "mlp"),
+        "mlp-4x1024": (mlp([1024] * 4, 1024), "mlp"),
+        "mlp-8x2048": (mlp([2048] * 8, 2048), "mlp"),
+        "mlp-wide-8192": (mlp([8192, 8192], 4096, 1000), "mlp"),
+        "seed-mlp": (presets["seed-mlp"], "mlp"),
+        "lenet-5": (presets["lenet-5"], "cnn"),
+        "small-cnn": (presets["small-cnn"], "cnn"),
+        "residual-cnn": (presets["residual-cnn"], "cnn"),
+        "vgg-11-cifar": (vgg([64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"], 32, 10), "cnn"),
+        "vgg-16-cifar": (
+            vgg([64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"], 32, 10),
+            "cnn",
+        ),
+        "vgg-11": (vgg([64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"], 224, 1000), "cnn"),
+        "resnet-18-cifar": (resnet([2, 2, 2, 2], 32, 10), "resnet"),
+        "resnet-18": (resnet([2, 2, 2, 2], 224, 1000), "resnet"),
+        "resnet-34": (resnet([3, 4, 6, 3], 224, 1000), "resnet"),
+        "resnet-50": (presets["resnet-50"], "resnet"),
+        "tiny-gpt": (presets["tiny-gpt"], "decoder"),
+        "bert-base": (presets["bert-base"], "encoder"),
+        "gpt2-small": (presets["gpt2-small"], "decoder"),
+        "lstm-lm": (presets["lstm-lm"], "rnn"),
+        "lstm-512-seq64": (rnn("lstm", 512, 1, 64, 8000), "rnn"),
+        "lstm-1024x2-seq128": (rnn("lstm", 1024, 2, 128, 10000), "rnn"),
+        "gru-512x2-seq128": (rnn("gru", 512, 2, 128, 8000), "rnn"),
+        "gru-1024-seq32": (rnn("gru", 1024, 1, 32, 10000), "rnn"),
+    }
+    for seq in (128, 256, 512):
+        nets[f"encoder-512x6-seq{seq}"] = (transformer(512, 8, 6, seq, 30522, False), "encoder")
+        nets[f"encoder-768x12-seq{seq}"] = (transformer(768, 12, 12, seq, 30522, False), "encoder")
+    for seq in (256, 512, 1024):
+        nets[f"decoder-512x8-seq{seq}"] = (transformer(512, 8, 8, seq, 32000, True), "decoder")
+    nets["decoder-1024x12-seq1024"] = (transformer(1024, 16, 12, 1024, 32000, True), "decoder")
+    return nets
+
+
+def random_network(rng: random.Random) -> tuple[dict[str, Any], str]:
+    """One random architecture: an MLP, a plain CNN or a transformer, sizes drawn from ``rng``."""
+    kind = rng.choice(("mlp", "cnn", "encoder", "decoder"))
+    if kind == "mlp":
+        return mlp(
+            [rng.choice((128, 256, 512, 1024, 2048, 4096)) for _ in range(rng.randint(1, 8))],
+            rng.choice((64, 784, 3072)),
+        ), kind
+    if kind == "cnn":
+        size, layers, c = rng.choice((32, 64, 128)), [], 3
+        for _ in range(rng.randint(2, 6)):
+            c = rng.choice((16, 32, 64, 128, 256))
+            layers += [{"type": "conv2d", "out_channels": c, "kernel_size": rng.choice((1, 3, 5)), "padding": "same"}]
+            layers += [{"type": "batchnorm2d"}] if rng.random() < 0.5 else []
+            layers += [{"type": "relu"}]
+            if size > 8 and rng.random() < 0.6:
+                layers.append({"type": "maxpool2d", "kernel_size": 2})
+                size //= 2
+        for layer in layers:  # padding "same" for odd kernels
+            if layer.get("padding") == "same":
+                layer["padding"] = layer["kernel_size"] // 2
+        first = rng.choice((32, 64, 128))
+        model = {
+            "input_shape": [3, first, first],
+            "layers": [
+                *layers,
+                {"type": "adaptive_avgpool2d", "output_size": 1},
+                {"type": "flatten"},
+                {"type": "linear", "out_features": 10},
+            ],
+        }
+        return model, kind
+    dim = rng.choice((128, 256, 384, 512, 768))
+    heads = rng.choice([h for h in (2, 4, 8, 12) if dim % h == 0])
+    return transformer(
+        dim,
+        heads,
+        rng.randint(1, 8),
+        rng.choice((64, 128, 256, 512)),
+        rng.choice((1000, 8000, 32000)),
+        kind == "decoder",
+    ), kind
+
+
+def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
+    """Every (network, precision, batch, memory format) to measure; ``quick``: a few small ones."""
+    nets = networks()
+    rng = random.Random(seed)
+    for i in range(random_count):
+        model, family = random_network(rng)
+        nets[f"random-{seed}-{i}"] = (model, f"random {family}")
+    out = []
+    for name, (model, family) in nets.items():
+        image = len(model["input_shape"]) == 3
+        big = name in ("resnet-50", "vgg-11", "resnet-34", "gpt2-small", "decoder-1024x12-seq1024", "mlp-wide-8192")
+        batches = (8, 32) if big else (32, 256) if family not in ("rnn",) else (20, 64)
+        for precision in PRECISIONS:
+            for batch in batches:
+                for fmt in ("contiguous", "channels_last") if image else ("contiguous",):
+                    out.append(
+                        {
+                            "name": name,
+                            "family": family,
+                            "model": model,
+                            "batch": batch,
+                            "precision": precision,
+                            "memory_format": fmt,
+                        }
+                    )
+    if quick:
+        keep = {"seed-mlp", "lenet-5", "tiny-gpt", "lstm-lm", f"random-{seed}-0"}
+        # batch 4, fp32 and bf16, the NCHW layout: seconds on a CPU
+        out = [
+            {**c, "batch": 4}
+            for c in out
+            if c["name"] in keep
+            and c["batch"] == max(d["batch"] for d in out if d["name"] == c["name"])
+            and c["precision"] in ("fp32", "bf16_mixed")
+            and c["memory_format"] == "contiguous"
+        ]
+    return out
+
+
+def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimizer: str) -> dict[str, Any]:
+    """One case's median step, fastest step and peak memory (see the module docstring)."""
+    import torch
+
+    from torchbridge.models import build_module, example_batch, make_optimizer
+
+    torch.manual_seed(0)
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = case["precision"] == "tf32"
+        torch.backends.cudnn.allow_tf32 = case["precision"] == "tf32"
+        torch.backends.cudnn.benchmark = True
+    fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
+    module = build_module(case["model"]).to(dev, memory_format=fmt)
+    opt = make_optimizer(module, optimizer)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(case["precision"])
+    scaler = torch.amp.GradScaler(dev.type, enabled=case["precision"] == "fp16_mixed" and cuda)
+    x = example_batch(case["model"], case["batch"], device)
+    if x.dim() == 4:
+        x = x.contiguous(memory_format=fmt)
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(dev)
+
+    def step() -> None:
+        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = module(x)
+            target = torch.zeros(out.shape[:-1], dtype=torch.long, device=dev)
+            loss = loss_fn(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(warmup):
+        step()
+    sync()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(dev)
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t)
+    return {
+        "name": case["name"] + ("" if case["memory_format"] == "contiguous" else " channels_last"),
+        "family": case["family"],
+        "parameters": sum(p.numel() for p in module.parameters()),
+        "step_time_s": statistics.median(times),
+        "step_time_min_s": min(times),
+        "max_allocated": torch.cuda.max_memory_allocated(dev) if cuda else 0,
+        "max_reserved": torch.cuda.max_memory_reserved(dev) if cuda else 0,
+        "device": torch.cuda.get_device_name(dev) if cuda else "cpu",
+        "torch": torch.__version__,
+        "workload": {
+            "model": case["model"],
+            "data": {"samples": case["batch"] * 10},
+            "training": {
+                "batch_size": case["batch"],
+                "epochs": 1,
+                "optimizer": optimizer,
+                "precision": case["precision"],
+                "memory_format": case["memory_format"],
+            },
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda", help="cuda, cuda:1 or cpu (default: cuda)")
+    ap.add_argument("--quick", action="store_true", help="a few small cases, 1 warm-up and 2 timed steps")
+    ap.add_argument("--random", type=int, default=0, help="random architectures to add (seeded)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--optimizer", default="adamw")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--out", type=Path, help="append JSON lines here (default: print them)")
+    ap.add_argument("--list", action="store_true", help="list the cases and stop")
+    args = ap.parse_args(argv)
+    todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
+    if args.list:
+        for c in todo:
+            print(c["name"], c["precision"], c["batch"], c["memory_format"])
+        print(f"{len(todo)} cases, {len({c['name'] for c in todo})} networks")
+        return 0
+    warmup, steps = (1, 2) if args.quick else (args.warmup, args.steps)
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            print("gpu_suite: no CUDA GPU here; run with --device cpu --quick for a smoke run", file=sys.stderr)
+            return 2
+    sink = args.out.open("a", encoding="utf-8") if args.out else None
+    failed = 0
+    for i, case in enumerate(todo, 1):
+        try:
+            line = measure(case, args.device, warmup, steps, args.optimizer)
+        except Exception as exc:  # an out-of-memory case or a layer the device cannot run: say so, go on
+            failed += 1
+            print(
+                f"[{i}/{len(todo)}] {case['name']} {case['precision']} b{case['batch']}: failed: {exc}".splitlines()[0],
+                file=sys.stderr,
+            )
+            continue
+        text = json.dumps(line)
+        if sink:
+            sink.write(text + "\n")
+            sink.flush()
+            ms = line["step_time_s"] * 1e3
+            print(
+                f"[{i}/{len(todo)}] {line['name']} {case['precision']} b{case['batch']}: {ms:.2f} ms", file=sys.stderr
+            )
+        else:
+            print(text)
+    if sink:
+        sink.close()
+    return 1 if failed == len(todo) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,393 @@
+"""The device side of a training step on an NVIDIA GPU: the time its kernels take, op by op, from
+what the kernels do and the GPU's datasheet figures (docs/sizing.md §4c). The host's side — the
+framework issuing those kernels — is priced in core/estimate/timing.py.
+
+* Matrix products (linear layers, convolutions as implicit GEMMs, recurrent layers): each GEMM is
+  cut into 128 × 128 output tiles, the tiles run in waves over the SMs (⌈tiles / SMs⌉ waves; a
+  GEMM of SMs + 1 tiles takes two waves), each tile at the SM's share of the datasheet peak for
+  the precision × the efficiency a large GEMM reaches; small reductions run split-K. A GEMM never
+  beats moving its operands at the bandwidth reached, and no kernel takes less than
+  ``KERNEL_FLOOR_S``. Forward, input gradient and weight gradient are three GEMMs.
+* Precision: ``fp32`` is IEEE fp32 on CUDA cores (TF32 off for matmuls and cuDNN, as TrainRig's
+  recorded steps ran; PyTorch's default turns TF32 on for convolutions only); ``tf32`` everything on
+  TF32 tensor cores; mixed precision on FP16/BF16 tensor cores.
+* Memory format: in half precision or TF32, cuDNN's tensor-core convolutions work on NHWC, so an
+  NCHW (``contiguous``) network pays layout transposes of each convolution's input and output in
+  forward and backward and slower kernels; ``channels_last`` does not.
+* Elementwise ops, norms, pooling, the loss: the bytes their forward and backward kernels move at
+  the bandwidth reached; ``compile`` fuses each chain of elementwise ops into its neighbour so its
+  bytes are moved once.
+* Attention (``F.scaled_dot_product_attention``): in half precision PyTorch picks the flash kernel
+  (forward FLOPs + 2.5 × in backward, recomputing the scores, at ``ATTENTION_EFFICIENCY``); in fp32
+  the memory-efficient kernel on CUDA cores.
+* LSTM/GRU (cuDNN): the input projections of all time steps as one GEMM, then one small GEMM and
+  one pointwise kernel per time step in forward and backward, which a small batch cannot fill.
+* Autocast copies the matrix weights to half precision every step (and their gradients back);
+  GradScaler (fp16) unscales and checks every gradient for inf/NaN.
+* The optimizer: PyTorch's foreach implementations (multi-tensor apply): the bytes of its states
+  at the bandwidth reached (op_work.OPTIMIZER_ACCESSES fp32 words per parameter).
+
+Constants are datasheet figures, published measurements (named with them) or TrainRig estimates
+checked on the recorded H100 steps (docs/accuracy.md, "GPU kernel model").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.hardware.catalogue import DeviceSpec
+
+if TYPE_CHECKING:
+    from core.estimate.op_work import OpWork
+
+TILE = 128  # cuBLAS/cuDNN CTA tile edge for tensor-core GEMMs (CUTLASS default 128 × 128)
+# Fraction of the datasheet dense peak a large GEMM reaches: TrainRig estimates — cuBLAS on big
+# square problems, e.g. about 0.7–0.8 of the H100 SXM's 989 TFLOPS (clock drops under the 700 W
+# limit); checked on the recorded H100 steps (docs/accuracy.md).
+GEMM_EFFICIENCY = {"tensor": 0.72, "cuda": 0.80}
+# cuDNN convolutions reach less than a GEMM of the same size (im2col tiles, filter edges), on tensor
+# cores and on CUDA cores (fp32 without TF32, the heuristics' kernel without cudnn.benchmark):
+# TrainRig estimates fitted on the recorded ResNet-50 steps (channels_last fp16 54.3 ms, fp32 at
+# batch 32 44.5 ms, docs/accuracy.md).
+CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
+# Fraction of the datasheet bandwidth streaming kernels reach (STREAM-like copies reach 80–90 % of
+# HBM/GDDR peak; TrainRig estimate).
+BANDWIDTH_EFFICIENCY = 0.80
+# The shortest a kernel takes on the device, launch gap included (TrainRig estimate: a few µs for an
+# empty kernel on recent NVIDIA GPUs).
+KERNEL_FLOOR_S = 3e-6
+# NCHW convolutions in half precision / TF32: tensor elements transposed per element of each
+# convolution's input and output over forward and backward (NCHW → NHWC and back: fwd input and
+# output, dgrad output-gradient and input-gradient, wgrad input and output-gradient, each read and
+# written) — TrainRig estimate fitted on the fit set's ResNet-50 NCHW/channels_last pair (93.9 vs
+# 54.3 ms), the only such pair recorded; checked on the other recorded ResNet-50 steps.
+NCHW_TRANSPOSE_ACCESSES = 9.5
+# Flash attention's share of the tensor peak: FlashAttention-2 (Dao 2023, arXiv 2307.08691) reaches
+# 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
+# kernel is FlashAttention-2. Head dimension 64 is at the low end.
+ATTENTION_EFFICIENCY = {"hopper": 0.30, "other": 0.45}
+MEM_EFFICIENT_FP32_EFFICIENCY = 0.45  # the memory-efficient kernel on CUDA cores (TrainRig estimate)
+# Elementwise kinds: tensor elements read or written per element over forward and backward, and
+# kernels launched (op_work.ELEMENT_ACCESSES holds the accesses; the kernel counts are TrainRig's
+# from PyTorch's CUDA kernels: dropout forward and backward, layer norm forward, input-gradient
+# and weight-gradient kernels, embedding backward's sort and accumulate).
+KERNELS_PER_KIND = {
+    "relu": 2,
+    "tanh": 2,
+    "gelu": 2,
+    "softmax": 2,
+    "batchnorm": 2,
+    "layernorm": 3,
+    "maxpool": 2,
+    "avgpool": 2,
+    "dropout": 2,
+    "add": 2,
+    "embedding": 4,
+}
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    """What the kernel model needs of a GPU, from its datasheet."""
+
+    sms: int
+    fp32: float  # FLOP/s on CUDA cores
+    tf32: float  # FLOP/s on TF32 tensor cores (fp32 where there are none)
+    half: float  # FLOP/s on FP16/BF16 tensor cores (fp32 where there are none)
+    bandwidth: float  # bytes/s reached by streaming kernels
+    hopper: bool
+    # the fraction of the peak a large GEMM reaches on tensor cores and on CUDA cores: GEMM_EFFICIENCY,
+    # or what `calibrate` measured for the GPU's class (its largest layer's rate over the peak)
+    eff_tensor: float = GEMM_EFFICIENCY["tensor"]
+    eff_cuda: float = GEMM_EFFICIENCY["cuda"]
+
+    def gemm_efficiency(self, tensor_cores: bool) -> float:
+        return self.eff_tensor if tensor_cores else self.eff_cuda
+
+
+def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> GpuFigures:
+    """The datasheet figures of ``device``; SMs from the catalogue, else CUDA cores / 128 (Ampere
+    GA10x, Ada, Hopper, Blackwell; 64 on Volta, Turing and A100 give twice the SMs — an upper
+    bound that only matters for wave quantisation). ``measured``: a calibration's efficiencies of
+    the device's class ("fp32", "tensor"), which replace GEMM_EFFICIENCY."""
+    m = measured or {}
+    sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
+    arch = str(device.extra.get("architecture", "")).lower()
+    return GpuFigures(
+        sms=sms,
+        fp32=device.fp32_flops,
+        tf32=device.tf32_flops or device.fp32_flops,
+        half=device.half_flops or device.fp32_flops,
+        bandwidth=(device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY,
+        hopper="hopper" in arch or "blackwell" in arch,
+        eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
+        eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
+    )
+
+
+def gemm_s(m: float, n: float, k: float, peak: float, gpu: GpuFigures, elem_bytes: int, eff: float) -> float:
+    """Seconds of one GEMM (m × k) · (k × n): tiles of TILE × TILE in ⌈tiles / SMs⌉ waves, each tile
+    at the SM's share of ``peak`` × ``eff``; split-K over idle SMs when tiles are fewer than SMs and
+    the reduction is long; at least its operands' bytes at the bandwidth and one kernel's floor."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    tiles = math.ceil(m / TILE) * math.ceil(n / TILE)
+    splits = 1
+    if tiles < gpu.sms and k >= 2 * 256:
+        splits = max(1, min(gpu.sms // tiles, int(k // 256)))
+    waves = math.ceil(tiles * splits / gpu.sms)
+    per_tile = 2.0 * TILE * TILE * (k / splits)
+    compute = waves * per_tile / (peak / gpu.sms * eff)
+    traffic = (m * k + k * n + m * n) * elem_bytes / gpu.bandwidth
+    return max(compute, traffic, KERNEL_FLOOR_S)
+
+
+def waves(m: float, n: float, sms: int) -> int:
+    """Waves of TILE × TILE tiles of an m × n output over ``sms`` SMs (no split-K)."""
+    return math.ceil(math.ceil(m / TILE) * math.ceil(n / TILE) / sms)
+
+
+@lru_cache(maxsize=4096)
+def _gemm_shape(op: OpWork) -> tuple[float, float, float] | None:
+    """(rows per sample, n, k) of an op's forward GEMM, or None when its shape is unknown."""
+    if op.gemm_k and op.gemm_n and op.gemm_rows:
+        return float(op.gemm_rows), float(op.gemm_n), float(op.gemm_k)
+    return None
+
+
+def _peak(precision: str, gpu: GpuFigures) -> tuple[float, int]:
+    """The peak matrix products run at and their operands' bytes per element, for TrainRig's
+    precisions: fp32 is IEEE fp32 on CUDA cores (matmuls and convolutions with TF32 off), tf32 TF32
+    tensor cores, mixed precision FP16/BF16 tensor cores."""
+    if precision in ("fp16_mixed", "bf16_mixed"):
+        return gpu.half, 2
+    if precision == "tf32":
+        return gpu.tf32, 4
+    return gpu.fp32, 4
+
+
+def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, memory_format: str) -> float:
+    """Seconds of a linear layer's or convolution's forward and backward GEMMs at batch ``b``."""
+    conv = op.rate == "conv"
+    peak, nbytes = _peak(precision, gpu)
+    tensor_cores = peak > gpu.fp32
+    eff = gpu.gemm_efficiency(tensor_cores)
+    if conv and not op.pointwise:
+        eff *= CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"]
+    shape = _gemm_shape(op)
+    passes = (2 if op.first else 3) + (1 if checkpointing else 0)
+    if shape is None:  # a traced op: FLOPs only
+        return passes * op.flops * b / (peak * eff)
+    rows, n, k = shape
+    m = rows * b
+    fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff)
+    dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff)
+    wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff)
+    seconds = fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
+    if conv and peak == gpu.half and tensor_cores and memory_format != "channels_last":
+        seconds += NCHW_TRANSPOSE_ACCESSES * (op.in_elems + op.out_elems) * b * nbytes / gpu.bandwidth
+    return seconds
+
+
+def rnn_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures) -> float:
+    """Seconds of a cuDNN LSTM/GRU layer's forward and backward at batch ``b``: the input projections
+    of every step and the weight gradients as large GEMMs, then per time step a (b × H)·(H × gates·H)
+    GEMM and a pointwise kernel, forward and backward (cuDNN runs steps one after another)."""
+    gates = 4 if op.name == "lstm" else 3
+    dirs, hidden, in_f, steps = op.rnn
+    peak, nbytes = _peak(precision, gpu)
+    eff = gpu.gemm_efficiency(peak > gpu.fp32)
+    gh = gates * hidden
+    big = dirs * (
+        3 * gemm_s(b * steps, gh, in_f, peak, gpu, nbytes, eff)  # input projection fwd, dgrad, wgrad
+        + gemm_s(gh, hidden, b * steps, peak, gpu, nbytes, eff)  # recurrent weights' gradient
+    )
+    step = gemm_s(b, gh, hidden, peak, gpu, nbytes, eff) + max(KERNEL_FLOOR_S, 10 * b * hidden * 4 / gpu.bandwidth)
+    return big + dirs * steps * 2 * step  # forward and backward steps
+
+
+def attention_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool) -> float:
+    """Seconds of one SDPA call's forward and backward at batch ``b``: flash in half precision, the
+    memory-efficient kernel in fp32/TF32 (PyTorch's choice where the mask and dropout allow)."""
+    flops = op.flops * b * (0.5 if op.causal else 1.0)
+    passes = 3.5 + (1.0 if checkpointing else 0.0)  # forward, backward recomputes scores: 2.5 ×
+    if precision in ("fp16_mixed", "bf16_mixed"):
+        rate = gpu.half * ATTENTION_EFFICIENCY["hopper" if gpu.hopper else "other"]
+    else:
+        rate = gpu.fp32 * MEM_EFFICIENT_FP32_EFFICIENCY
+    return max(passes * flops / rate, 2 * KERNEL_FLOOR_S)
+
+
+def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: bool, accesses: float) -> float:
+    """Seconds of an elementwise kind's forward and backward kernels over ``elems`` elements;
+    ``fused`` (torch.compile): its bytes are moved once with its neighbour's, about half."""
+    moved = accesses * nbytes * elems / gpu.bandwidth
+    kernels = KERNELS_PER_KIND.get(kind, 2)
+    if fused:
+        return moved * 0.5
+    return max(moved, kernels * KERNEL_FLOOR_S)
+
+
+def optimizer_s(params: float, gpu: GpuFigures, accesses: float) -> float:
+    """Seconds of a foreach optimizer step on the device: its fp32 words per parameter at the bandwidth
+    reached. Its multi-tensor-apply launches (a few per foreach op and chunk of tensors) are issued
+    back to back and cost the host, not the device, their time (core/estimate/timing.py's overhead);
+    they are not divided among shards when the states are sharded."""
+    return accesses * 4 * params / gpu.bandwidth
+
+
+def mixed_precision_s(precision: str, matmul_params: float, params: float, gpu: GpuFigures, n_weights: int) -> float:
+    """Autocast's per-step work: each matrix weight cast to half (read 4, write 2 bytes) in forward
+    and its gradient cast back (read 2, write 4), one kernel each; GradScaler (fp16): unscale and
+    inf/NaN check over every gradient (read and write 4 bytes) and its scale update."""
+    if precision not in ("fp16_mixed", "bf16_mixed"):
+        return 0.0
+    seconds = 2 * 6 * matmul_params / gpu.bandwidth + 2 * n_weights * KERNEL_FLOOR_S
+    if precision == "fp16_mixed":
+        seconds += 8 * params / gpu.bandwidth + 4 * KERNEL_FLOOR_S
+    return seconds
+
+
+@dataclass(frozen=True)
+class _MatrixOps:
+    """A graph's linear layers and convolutions as arrays, built once per op list (the what-if loop
+    re-times the same graph at other batches, precisions and GPUs)."""
+
+    rows: np.ndarray  # forward GEMM rows per sample
+    n: np.ndarray
+    k: np.ndarray
+    first: np.ndarray  # reads the network's input: no input gradient
+    conv: np.ndarray  # a convolution larger than 1 × 1 (cuDNN's efficiency)
+    is_conv: np.ndarray  # any convolution (NCHW transposes)
+    io_elems: np.ndarray  # input + output elements per sample
+    flops_only: float  # forward FLOPs per sample of matrix ops without a shape (traced models)
+    flops_only_first: float  # of those, on the network's input
+    others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
+    elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
+    matmul_weights: float  # elements of the matrix weights autocast copies to half precision
+    weight_ops: int  # ops holding matrix weights (one cast kernel each)
+
+
+_MATRIX_CACHE: dict[int, tuple[Sequence[OpWork], _MatrixOps]] = {}
+
+
+def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
+    hit = _MATRIX_CACHE.get(id(ops))
+    if hit is not None and hit[0] is ops:
+        return hit[1]
+    shaped = [o for o in ops if o.rate and not o.rnn and o.name != "sdpa" and o.gemm_k and o.gemm_n and o.gemm_rows]
+    unshaped = [
+        o for o in ops if o.rate and not o.rnn and o.name != "sdpa" and not (o.gemm_k and o.gemm_n and o.gemm_rows)
+    ]
+    kinds: dict[str, list[float]] = {}
+    for o in ops:
+        for kind, elems in o.elementwise:
+            kinds.setdefault(kind, []).append(elems)
+    built = _MatrixOps(
+        rows=np.array([o.gemm_rows for o in shaped], dtype=float),
+        n=np.array([o.gemm_n for o in shaped], dtype=float),
+        k=np.array([o.gemm_k for o in shaped], dtype=float),
+        first=np.array([o.first for o in shaped], dtype=bool),
+        conv=np.array([o.rate == "conv" and not o.pointwise for o in shaped], dtype=bool),
+        is_conv=np.array([o.rate == "conv" for o in shaped], dtype=bool),
+        io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
+        flops_only=float(sum(o.flops for o in unshaped if not o.first)),
+        flops_only_first=float(sum(o.flops for o in unshaped if o.first)),
+        others=tuple(o for o in ops if o.rnn or o.name == "sdpa"),
+        elementwise=tuple((kind, np.array(v, dtype=float)) for kind, v in kinds.items()),
+        matmul_weights=float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k))
+        + float(
+            sum(o.rnn[0] * (4 if o.name == "lstm" else 3) * o.rnn[1] * (o.rnn[1] + o.rnn[2]) for o in ops if o.rnn)
+        ),
+        weight_ops=sum(1 for o in ops if o.rate),
+    )
+    if len(_MATRIX_CACHE) > 256:
+        _MATRIX_CACHE.clear()
+    _MATRIX_CACHE[id(ops)] = (ops, built)
+    return built
+
+
+def _gemm_array(
+    m: np.ndarray, n: np.ndarray, k: np.ndarray, peak: float, gpu: GpuFigures, nbytes: int, eff: np.ndarray
+) -> np.ndarray:
+    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and floor)."""
+    tiles = np.ceil(m / TILE) * np.ceil(n / TILE)
+    split_ok = (tiles < gpu.sms) & (k >= 2 * 256)
+    splits = np.where(split_ok, np.maximum(1, np.minimum(gpu.sms // np.maximum(tiles, 1), np.floor(k / 256))), 1)
+    waves = np.ceil(tiles * splits / gpu.sms)
+    compute = waves * 2.0 * TILE * TILE * (k / splits) / (peak / gpu.sms * eff)
+    traffic = (m * k + k * n + m * n) * nbytes / gpu.bandwidth
+    return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(np.maximum(compute, traffic), KERNEL_FLOOR_S), 0.0)
+
+
+def step_kernels(
+    ops: Sequence[OpWork],
+    b: int,
+    device: DeviceSpec,
+    precision: str,
+    checkpointing: bool,
+    memory_format: str,
+    compile_model: bool,
+    element_accesses: dict[str, float],
+    measured: Mapping[str, Any] | None = None,
+) -> tuple[float, float]:
+    """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
+    memory-bound kernels). The same sums as matrix_op_s, rnn_op_s, attention_op_s and
+    elementwise_s op by op, over arrays built once per op list."""
+    gpu = figures(device, measured)
+    nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
+    mo = _matrix_ops(ops)
+    peak, mbytes = _peak(precision, gpu)
+    tensor_cores = peak > gpu.fp32
+    base = gpu.gemm_efficiency(tensor_cores)
+    eff = np.where(mo.conv, base * CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"], base)
+    m = mo.rows * b
+    count = len(m)
+    # forward, input gradient and weight gradient GEMMs of every op in one array call
+    three = _gemm_array(
+        np.concatenate((m, m, mo.n)),
+        np.concatenate((mo.n, mo.k, mo.k)),
+        np.concatenate((mo.k, mo.n, m)),
+        peak,
+        gpu,
+        mbytes,
+        np.concatenate((eff, eff, eff)),
+    )
+    fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
+    seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
+    compute = float(seconds.sum())
+    if peak == gpu.half and tensor_cores and memory_format != "channels_last":
+        compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[mo.is_conv].sum()) * b * mbytes / gpu.bandwidth
+    extra = 1 if checkpointing else 0
+    compute += ((3 + extra) * mo.flops_only + (2 + extra) * mo.flops_only_first) * b / (peak * base)
+    for op in mo.others:
+        if op.rnn:
+            compute += rnn_op_s(op, b, precision, gpu)
+        else:
+            compute += attention_op_s(op, b, precision, gpu, checkpointing)
+    memory = 0.0
+    for kind, elems in mo.elementwise:
+        moved = element_accesses[kind] * nbytes * elems * b / gpu.bandwidth
+        if compile_model:
+            memory += float(moved.sum()) * 0.5
+        else:
+            memory += float(np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S).sum())
+    return compute, memory
+
+
+def matrix_weights(ops: Sequence[OpWork]) -> tuple[float, int]:
+    """(matrix weight elements autocast casts each step, ops holding them), once per op list."""
+    mo = _matrix_ops(ops)
+    return mo.matmul_weights, mo.weight_ops
+
+
+def loss_s(elems: float, gpu: GpuFigures) -> float:
+    """Cross-entropy over ``elems`` logits: log-softmax in fp32 (autocast runs it in fp32), NLL and
+    their backward: about 5 fp32 accesses per logit in 4 kernels."""
+    return max(5 * 4 * elems / gpu.bandwidth, 4 * KERNEL_FLOOR_S)

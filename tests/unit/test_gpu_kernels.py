@@ -1,0 +1,149 @@
+"""The GPU kernel model (core/estimate/gpu_kernels.py): wave quantisation over the SMs, GPUs scaled
+from their datasheets (a bigger GPU is faster where the work fills it, not where it does not; an H100
+PCIe is not a derated H100 SXM), memory format and torch.compile as workload options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.errors import WorkloadError
+from core.estimate.gpu_kernels import KERNEL_FLOOR_S, TILE, figures, gemm_s, waves
+from core.estimate.sizing import size_candidate
+from core.hardware.catalogue import find_device, load_catalogue
+from core.spec.workload import parse_workload
+
+CATALOGUE = load_catalogue()
+
+
+def device(name: str) -> Any:
+    return find_device(name, CATALOGUE)
+
+
+def step(preset: str, dev: str, batch: int, precision: str, optimizer: str = "sgd_momentum", **training: Any) -> Any:
+    w = parse_workload(
+        {
+            "model": {"preset": preset},
+            "data": {"samples": batch * 10},
+            "training": {"batch_size": batch, "precision": precision, "optimizer": optimizer, **training},
+        }
+    )
+    return size_candidate(w, device(dev), 1).step
+
+
+def device_work(st: Any) -> float:
+    """The kernels' time: matrix products and memory-bound work (the host's overhead left out)."""
+    return st.compute_s + st.memory_s
+
+
+def test_the_catalogue_gives_sms_from_the_whitepapers() -> None:
+    assert figures(device("H100 SXM")).sms == 132
+    assert figures(device("H100 PCIe")).sms == 114
+    assert figures(device("A100 80GB SXM")).sms == 108
+    assert figures(device("RTX 4090")).sms == 128
+    for d in CATALOGUE:  # every NVIDIA GPU with a count: SMs × CUDA cores per SM = the data sheet's cores
+        if d.runs_cuda and d.sm_count:
+            assert d.cuda_cores / d.sm_count in (64, 128), d.name
+
+
+def test_a_gemm_of_one_tile_more_than_the_sms_takes_two_waves() -> None:
+    gpu = figures(device("H100 SXM"))
+    k = 16384  # long enough to be compute-bound; the tiles fill the SMs, so no split-K
+    one = gemm_s(TILE * 11, TILE * 12, k, gpu.half, gpu, 2, 0.7)  # 132 tiles = the SMs
+    two = gemm_s(TILE * 7, TILE * 19, k, gpu.half, gpu, 2, 0.7)  # 133 tiles
+    assert waves(TILE * 11, TILE * 12, gpu.sms) == 1 and waves(TILE * 7, TILE * 19, gpu.sms) == 2
+    assert two == pytest.approx(2 * one, rel=1e-9)  # one extra tile doubles the time
+    # a full second wave (264 tiles) costs no more than that lone tile
+    assert gemm_s(TILE * 22, TILE * 12, k, gpu.half, gpu, 2, 0.7) == pytest.approx(two, rel=1e-9)
+
+
+def test_a_bigger_gpu_is_faster_where_the_work_fills_it() -> None:
+    # ResNet-50 fp16 at batch 256: H100 SXM > A100 > RTX 3090, in the order of their datasheets
+    h100, a100, r3090 = (
+        device_work(step("resnet-50", d, 256, "fp16_mixed")) for d in ("H100 SXM", "A100 80GB SXM", "RTX 3090")
+    )
+    assert h100 < a100 < r3090
+    # between the bandwidth ratio and the tensor-peak ratio of the H100 SXM over the A100
+    assert 3350 / 2039 * 0.95 < a100 / h100 < 989.4 / 312 * 1.05
+
+
+def test_a_bigger_gpu_is_not_faster_where_the_work_cannot_fill_it() -> None:
+    # a 64 × 64 × 64 product is one tile on one SM: about a kernel's floor on every GPU, though their
+    # tensor peaks differ 14-fold (T4 65, H100 SXM 989 TFLOPS)
+    times = [
+        gemm_s(64, 64, 64, g.half, g, 2, 0.7) for g in (figures(device(n)) for n in ("H100 SXM", "RTX 3090", "T4"))
+    ]
+    assert min(times) == KERNEL_FLOOR_S and max(times) / min(times) < 1.5
+    # the LSTM at batch 20 runs 35 small steps one after another: the H100 SXM's 3.2× the A100's
+    # tensor peak buys it little (its recurrent GEMMs are a few tiles each)
+    h100, a100 = (device_work(step("lstm-lm", d, 20, "bf16_mixed", "sgd")) for d in ("H100 SXM", "A100 80GB SXM"))
+    assert a100 / h100 < 1.6
+
+
+def test_an_h100_pcie_is_not_a_derated_h100_sxm() -> None:
+    sxm, pcie = figures(device("H100 SXM")), figures(device("H100 PCIe"))
+    assert (sxm.sms, pcie.sms) == (132, 114)
+    assert pcie.bandwidth / sxm.bandwidth == pytest.approx(2000 / 3350)  # HBM2e against HBM3
+    # 120 output tiles: one wave on the SXM's 132 SMs, two on the PCIe's 114 — slower than the peak
+    # ratio (756 / 989 TFLOPS) alone would make it
+    m, n, k = TILE * 12, TILE * 10, 16384
+    ratio = gemm_s(m, n, k, pcie.half, pcie, 2, 0.7) / gemm_s(m, n, k, sxm.half, sxm, 2, 0.7)
+    assert ratio > 2 * 989.4 / 756 * 114 / 132 * 0.99
+    # ResNet-50 fp16 (NCHW): between the tensor-peak and the bandwidth ratio
+    r = device_work(step("resnet-50", "H100 PCIe", 256, "fp16_mixed")) / device_work(
+        step("resnet-50", "H100 SXM", 256, "fp16_mixed")
+    )
+    assert 989.4 / 756 < r < 3350 / 2000
+
+
+def test_channels_last_saves_the_layout_transposes_in_half_precision_only() -> None:
+    nchw = step("resnet-50", "H100 SXM", 256, "fp16_mixed")
+    nhwc = step("resnet-50", "H100 SXM", 256, "fp16_mixed", memory_format="channels_last")
+    # recorded on an H100 SXM (fit set): 93.9 ms NCHW, 54.3 ms channels_last
+    assert device_work(nchw) / device_work(nhwc) == pytest.approx(93.9 / 54.3, rel=0.05)
+    fp32 = step("resnet-50", "H100 SXM", 64, "fp32")
+    fp32_cl = step("resnet-50", "H100 SXM", 64, "fp32", memory_format="channels_last")
+    assert device_work(fp32) == device_work(fp32_cl)  # CUDA-core convolutions run NCHW as they are
+
+
+def test_compile_fuses_elementwise_chains() -> None:
+    eager = step("bert-base", "A100 80GB SXM", 64, "bf16_mixed", "adamw")
+    compiled = step("bert-base", "A100 80GB SXM", 64, "bf16_mixed", "adamw", compile=True)
+    assert compiled.compute_s == eager.compute_s
+    assert compiled.memory_s < eager.memory_s
+
+
+def test_bad_kernel_options_are_refused_with_the_key() -> None:
+    with pytest.raises(WorkloadError, match=r"training\.memory_format"):
+        parse_workload({"model": {"preset": "resnet-50"}, "training": {"memory_format": "nhwc"}})
+    with pytest.raises(WorkloadError, match=r"training\.compile"):
+        parse_workload({"model": {"preset": "resnet-50"}, "training": {"compile": "yes"}})
+
+
+@pytest.mark.parametrize("preset", ["resnet-50", "tiny-gpt", "lstm-lm", "seed-mlp"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16_mixed"])
+def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str) -> None:
+    # step_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
+    # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op
+    from core.estimate.gpu_kernels import attention_op_s, elementwise_s, matrix_op_s, rnn_op_s, step_kernels
+    from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
+    from core.network.model import analyze_model
+    from core.network.presets import accuracy_models
+
+    ops, _ = forward_work(analyze_model(accuracy_models()[preset]))
+    dev, b = device("A100 80GB SXM"), 48
+    gpu = figures(dev)
+    nbytes = 2 if precision == "bf16_mixed" else 4
+    compute = memory = 0.0
+    for op in ops:
+        if op.rnn:
+            compute += rnn_op_s(op, b, precision, gpu)
+        elif op.name == "sdpa":
+            compute += attention_op_s(op, b, precision, gpu, False)
+        elif op.rate:
+            compute += matrix_op_s(op, b, precision, gpu, False, "contiguous")
+        for kind, elems in op.elementwise:
+            memory += elementwise_s(kind, elems * b, nbytes, gpu, False, ELEMENT_ACCESSES[kind])
+    got = step_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES)
+    assert got == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))

@@ -1,0 +1,51 @@
+"""benchmarks/gpu_suite.py: the GPU benchmark anyone with a GPU can run covers what issue 15 asks
+(≥ 30 networks of every family, four precisions, batch sizes, NCHW and channels_last, a seeded
+random generator) and writes the recorded steps' JSON lines; one case runs here on the CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import gpu_suite
+from core.spec.workload import parse_workload
+
+FIT_SET = Path(__file__).resolve().parents[1] / "fixtures" / "gpu" / "h100-sxm-fit-set.jsonl"
+
+
+def test_the_suite_covers_every_family_precision_and_layout() -> None:
+    todo = gpu_suite.cases(quick=False, random_count=0, seed=0)
+    names = {c["name"] for c in todo}
+    assert len(names) >= 30
+    families = {c["family"] for c in todo}
+    assert {"mlp", "cnn", "resnet", "encoder", "decoder", "rnn"} <= families
+    assert {c["precision"] for c in todo} == {"fp32", "tf32", "bf16_mixed", "fp16_mixed"}
+    assert {c["memory_format"] for c in todo if c["family"] in ("cnn", "resnet")} == {"contiguous", "channels_last"}
+    assert len({n for n in names if n.startswith(("encoder", "decoder"))}) >= 7  # several sequence lengths
+    assert any(n.startswith("lstm") for n in names) and any(n.startswith("gru") for n in names)
+    for c in todo:  # every case is a workload TrainRig sizes
+        parse_workload(
+            {
+                "model": c["model"],
+                "data": {"samples": 100},
+                "training": {"batch_size": c["batch"], "epochs": 1, "precision": c["precision"]},
+            }
+        )
+
+
+def test_the_random_architectures_are_seeded() -> None:
+    a = [c["model"] for c in gpu_suite.cases(False, 12, seed=5) if c["name"].startswith("random")]
+    b = [c["model"] for c in gpu_suite.cases(False, 12, seed=5) if c["name"].startswith("random")]
+    c = [c["model"] for c in gpu_suite.cases(False, 12, seed=6) if c["name"].startswith("random")]
+    assert a == b and a != c
+    assert len({json.dumps(m, sort_keys=True) for m in a}) == 12
+
+
+def test_one_case_runs_on_the_cpu_and_writes_a_recorded_step_line() -> None:
+    case = next(c for c in gpu_suite.cases(True, 1, 0) if c["name"] == "seed-mlp" and c["precision"] == "fp32")
+    line = gpu_suite.measure(case, "cpu", warmup=1, steps=2, optimizer="adam")
+    recorded = json.loads(FIT_SET.read_text().splitlines()[0])
+    assert set(recorded) <= set(line)  # the recorded steps' fields, and the workload it ran
+    assert line["parameters"] == 569_354 and line["step_time_s"] >= line["step_time_min_s"] > 0
+    assert line["workload"]["training"]["batch_size"] == 4
+    parse_workload(line["workload"])

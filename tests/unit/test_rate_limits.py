@@ -1,0 +1,104 @@
+"""`calibrate` refuses impossible rates (issue 15 §4): every measured rate is held against the
+physical peak of the device it ran on; an impossible one is measured again, then refused with a
+message and never stored (core/estimate/rate_limits.py, telemetry/calibrate.py)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.estimate.calibration import efficiency_from_calibration
+from core.estimate.rate_limits import cpu_peak_flops, drop_refused, impossible_rates
+from core.hardware.catalogue import load_catalogue
+from telemetry import calibrate
+
+CATALOGUE = load_catalogue()
+# a 16-core AVX-512 host at 3.5 GHz: 16 × 3.5 GHz × 64 × 1.5 = 5.4 TFLOP/s at most
+CPU_PEAK = cpu_peak_flops(16, 3.5e9, 64)
+# what the issue saw on a 16-core GPU host: convolution rates of 226,492,416 and 2,774,532,096 GFLOP/s
+BROKEN = {
+    "cpu_fp32_matmul_flops": 1.2e12,
+    "cpu_linear_train_flops": 0.9e12,
+    "cpu_conv_train_flops": 2.26492416e17,
+    "cpu_profile": {
+        "linear_train": [[8e6, 3e11], [4e9, 0.9e12]],
+        "conv_train": [[576, 2e11], [36864, 2.26492416e17], [294912, 2.774532096e18]],
+    },
+    "gpus": [
+        {
+            "name": "NVIDIA H100 80GB HBM3",
+            "fp32_matmul_flops": 50e12,
+            "tf32_matmul_flops": 380e12,
+            "bf16_matmul_flops": 2.0e15,  # twice the H100 SXM's dense 989 TFLOPS
+            "memory_bandwidth_bps": 2.9e12,
+            "profile": {"linear_train": [[1e9, 20e12], [1e12, 40e12]]},
+        }
+    ],
+}
+
+
+def test_the_issues_impossible_convolution_rates_are_found_and_plausible_ones_kept() -> None:
+    found = impossible_rates(BROKEN, CPU_PEAK, CATALOGUE, [80 * 2**30])
+    paths = {r.path for r in found}
+    assert paths == {
+        ("cpu_conv_train_flops",),
+        ("cpu_profile", "conv_train", 1),
+        ("cpu_profile", "conv_train", 2),
+        ("gpus", 0, "bf16_matmul_flops"),
+    }
+    conv = next(r for r in found if r.path == ("cpu_profile", "conv_train", 2))
+    assert "2,774,532,096 G/s" in conv.message and "this machine's CPU" in conv.message
+    gpu = next(r for r in found if r.path[0] == "gpus")
+    assert gpu.bound == pytest.approx(989.4e12 * 1.15)  # the H100 SXM's datasheet peak the name matches
+    assert "impossible, refused" in gpu.message
+
+
+def test_refused_figures_are_dropped_and_named() -> None:
+    result = drop_refused(copy.deepcopy(BROKEN), impossible_rates(BROKEN, CPU_PEAK, CATALOGUE))
+    assert result["cpu_profile"]["conv_train"] == [[576, 2e11]]  # the plausible point stays
+    assert result["cpu_conv_train_flops"] is None and result["gpus"][0]["bf16_matmul_flops"] is None
+    assert result["gpus"][0]["tf32_matmul_flops"] == 380e12
+    assert len(result["refused"]) == 4
+    rates = efficiency_from_calibration(result, "cpu")
+    assert rates["conv_train"] == [[576.0, 2e11]]  # nothing impossible reaches a sizing
+
+
+def run_with(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
+    calls = []
+
+    def measure(py: str, timeout_s: float) -> dict[str, Any]:
+        calls.append(py)
+        return copy.deepcopy(answers[min(len(calls), len(answers)) - 1])
+
+    monkeypatch.setattr(calibrate, "_measure", measure)
+    monkeypatch.setattr(calibrate, "_machine_limits", lambda: (CPU_PEAK, [80 * 2**30]))
+    monkeypatch.setattr(calibrate, "measure_read", lambda folder: {"folder": str(folder), "read_bps": 1e9, "note": ""})
+    return calibrate.run_calibration("python3", Path(".")), len(calls)
+
+
+def test_an_impossible_rate_is_measured_again_and_the_new_figure_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    sane = copy.deepcopy(BROKEN)
+    sane["cpu_conv_train_flops"] = 0.8e12
+    sane["cpu_profile"]["conv_train"] = [[576, 2e11], [36864, 0.6e12], [294912, 0.8e12]]
+    sane["gpus"][0]["bf16_matmul_flops"] = 700e12
+    result, calls = run_with(monkeypatch, [BROKEN, sane])
+    assert calls == 2
+    assert "refused" not in result and result["gpus"][0]["bf16_matmul_flops"] == 700e12
+
+
+def test_an_impossible_rate_measured_twice_is_refused_not_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    result, calls = run_with(monkeypatch, [BROKEN, BROKEN])
+    assert calls == 2
+    assert len(result["refused"]) == 4 and all("refused" in m for m in result["refused"])
+    assert result["cpu_conv_train_flops"] is None
+    assert max(r for _, r in result["cpu_profile"]["conv_train"]) < CPU_PEAK
+
+
+def test_a_plausible_calibration_is_measured_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    sane = drop_refused(copy.deepcopy(BROKEN), impossible_rates(BROKEN, CPU_PEAK, CATALOGUE))
+    del sane["refused"]
+    result, calls = run_with(monkeypatch, [sane])
+    assert calls == 1 and "refused" not in result
