@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import TrainRigError
+from core.estimate.calibration import CALIBRATIONS_USED, combine_calibrations
 from core.estimate.rate_limits import cpu_peak_flops, drop_refused, impossible_rates
 from core.hardware.catalogue import load_catalogue
 from core.paths import resource_path
+from core.storage.store import Store
 from telemetry.machine import fp32_flops_per_cycle, probe_machine
 
 WORKER = "workers/calibrate.py"
@@ -112,3 +114,23 @@ def _evict(path: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def stored_calibration(store: Store | None, fingerprint: str) -> dict[str, Any] | None:
+    """What this machine's sizings use: the median of its latest calibrations (core/estimate/
+    calibration.py combine_calibrations), None when it has none or there is no database."""
+    if store is None:
+        return None
+    return combine_calibrations(store.recent_calibrations(fingerprint, CALIBRATIONS_USED))
+
+
+def spread_text(combined: dict[str, Any]) -> str:
+    """ "median of the last 3 calibrations; they measured linear layers 120–157 GFLOP/s, …"."""
+    rounds = int(combined.get("rounds", 1))
+    if rounds < 2:
+        return "one calibration (calibrate again: sizings use the median of the last three)"
+    parts = [
+        f"{label.split(' (')[0]} {lo:,.3g}–{hi:,.3g} {label.split('(')[1][:-1]}"
+        for label, (lo, hi) in (combined.get("spread") or {}).items()
+    ]
+    return f"median of the last {rounds} calibrations, which measured " + ", ".join(parts)

@@ -15,6 +15,7 @@ from core.hardware.candidates import resolve_candidates as resolve_names
 from core.hardware.catalogue import DeviceSpec, load_catalogue, merge_user_devices
 from core.spec.workload import Workload
 from core.storage.store import Store
+from telemetry.calibrate import stored_calibration
 from telemetry.inventory import collect_inventory
 from telemetry.machine import (
     MachineSummary,
@@ -72,7 +73,7 @@ def recommend_here(
     devices, machine = resolve_candidates(
         names, workload, summary_from_inventory(inventory), store.user_devices() if store else ()
     )
-    cal = store.latest_calibration(inventory["fingerprint"]) if store is not None else None
+    cal = stored_calibration(store, inventory["fingerprint"])  # the median of its latest calibrations
     rec = recommend(
         workload,
         devices,

@@ -315,6 +315,21 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
 
         return int(self._write(insert))
 
+    def recent_calibrations(self, fingerprint: str, limit: int = 3) -> list[dict[str, Any]]:
+        """This machine's latest calibrations, newest first, each with ``measured_at`` (when stored)."""
+        sql = "select result, created from calibrations where fingerprint = ? order by id desc limit ?"
+        rows = self._read(lambda: self.db.execute(sql, [fingerprint, int(limit)]).fetchall())
+        out = []
+        for result, created in rows:
+            try:
+                r = json.loads(result)
+            except ValueError:
+                continue
+            if isinstance(r, dict):
+                r.setdefault("measured_at", created)
+                out.append(r)
+        return out
+
     def latest_calibration(self, fingerprint: str) -> dict[str, Any] | None:
         sql = "select result from calibrations where fingerprint = ? order by id desc limit 1"
         row = self._read(lambda: self.db.execute(sql, [fingerprint]).fetchone())

@@ -27,7 +27,7 @@ from core.hardware.catalogue import DeviceSpec, load_catalogue, match_detected_c
 from core.storage.store import Store
 from core.units import fmt_bytes
 from gui.workers import Job, start_job
-from telemetry.calibrate import run_calibration
+from telemetry.calibrate import run_calibration, spread_text, stored_calibration
 from telemetry.inventory import collect_inventory, inventory_to_text
 from telemetry.pytorch_env import TorchEnvironment, find_torch_environment
 
@@ -149,17 +149,22 @@ class InventoryTab(QWidget):
         self.progress.setVisible(False)
         self.calibrate_button.setEnabled(True)
         self.calibration = result
+        used = result
         if self.store is not None:
             self.store.save_calibration(fingerprint, result)
-        self.torch_status.setText(f"Calibrated in {result['seconds']} s: {calibration_summary(result)}")
-        self.calibrated.emit(result)
+            used = stored_calibration(self.store, fingerprint) or result
+        text = f"Calibrated in {result['seconds']} s: {calibration_summary(result)}"
+        if used.get("rounds", 1) > 1:
+            text += f" Sizings use the {spread_text(used)}."
+        self.torch_status.setText(text)
+        self.calibrated.emit(used)
 
     def show_stored_calibration(self, fingerprint: str) -> None:
         """At start: the calibration this machine's sizings use, stored by an earlier session."""
         if self.store is None or self.calibration is not None or self._cal_job is not None:
             return
         try:
-            stored = self.store.latest_calibration(fingerprint)
+            stored = stored_calibration(self.store, fingerprint)
         except TrainRigError:
             return  # the database's own message is shown where it is opened
         if stored is None:
@@ -168,7 +173,17 @@ class InventoryTab(QWidget):
         try:
             summary = calibration_summary(stored)
         except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
-            summary = "its figures are from an older version of TrainRig; calibrate again to refresh them"
+            self.torch_status.setText(
+                f"The calibration stored for this machine ({when + ' UTC' if when else 'an earlier session'}) is "
+                "from an older version of TrainRig: calibrate again to refresh it."
+            )
+            return
+        if stored.get("rounds", 1) > 1:
+            self.torch_status.setText(
+                f"Using the {spread_text(stored)} (the latest of {when + ' UTC' if when else 'an earlier session'}, "
+                f"stored for this machine): {summary} Calibrate again to add a round."
+            )
+            return
         self.torch_status.setText(
             f"Using the calibration of {when + ' UTC' if when else 'an earlier session'} (stored for this machine): "
             f"{summary} Calibrate again to measure afresh."

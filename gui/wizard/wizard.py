@@ -34,6 +34,7 @@ from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.guides import GUIDES
 from gui.wizard.model_page import ModelPage
 from gui.wizard.results_page import ResultsPage
+from telemetry.calibrate import stored_calibration
 from telemetry.candidates import calibrated_rates, resolve_candidates
 from telemetry.machine import MachineSummary, summary_from_inventory, this_machine_device
 
@@ -286,7 +287,7 @@ class SizingWizard(WizardFiles, QWidget):
         self.inventory = inventory
         self.machine = summary_from_inventory(inventory)
         if self.store is not None and self.calibration is None:
-            self.calibration = self.store.latest_calibration(inventory["fingerprint"])
+            self.calibration = stored_calibration(self.store, inventory["fingerprint"])
         self.candidates.set_this_machine(this_machine_device(self.machine, self.catalogue))
         self.results.measure_panel.set_machine(self.machine)
         self.recompute()

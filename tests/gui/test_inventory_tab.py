@@ -193,4 +193,37 @@ def test_an_unreadable_stored_calibration_says_to_calibrate_again(qtbot, main_wi
     w = main_window(store)
     qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
     text = w.inventory_tab.torch_status.text()
-    assert "Using the calibration of an earlier session" in text and "calibrate again to refresh them" in text
+    # the date it was stored, and what to do
+    assert text.startswith("The calibration stored for this machine (20")
+    assert text.endswith("calibrate again to refresh it.")
+
+
+def test_three_stored_calibrations_are_combined_and_their_spread_shown(qtbot, main_window) -> None:
+    from core.storage.store import Store
+    from telemetry.inventory import collect_inventory
+
+    store = Store.open(None)
+    fingerprint = collect_inventory()["fingerprint"]
+    for linear, when in (
+        (80e9, "2026-11-20T09:00:00+00:00"),
+        (120e9, "2026-11-21T09:00:00+00:00"),
+        (100e9, "2026-11-22T09:15:00+00:00"),
+    ):
+        store.save_calibration(
+            fingerprint,
+            {
+                "cpu_fp32_matmul_flops": 1.0e11,
+                "cpu_linear_train_flops": linear,
+                "cpu_conv_train_flops": 4.0e10,
+                "step_overhead": {"per_op_s": 5e-6, "per_step_s": 2e-4},
+                "seconds": 61.2,
+                "measured_at": when,
+            },
+        )
+    w = main_window(store)
+    qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
+    text = w.inventory_tab.torch_status.text()
+    assert text.startswith("Using the median of the last 3 calibrations, which measured linear layers 80–120 GFLOP/s")
+    assert "(the latest of 2026-11-22 09:15 UTC, stored for this machine)" in text
+    assert "training steps reach 100 GFLOP/s on linear" in text  # the median
+    assert w.sizing_tab.calibration["cpu_linear_train_flops"] == 100e9 and w.sizing_tab.calibration["rounds"] == 3
