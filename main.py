@@ -26,7 +26,7 @@ def qt_installed() -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cli import calibrate, catalogue, inventory, monitor, report, size
+    from cli import calibrate, catalogue, inventory, monitor, report, runs, size
     from cli import run as run_command
 
     parser = argparse.ArgumentParser(
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_parser(sub)
     run_command.add_parser(sub)
     monitor.add_parser(sub)
+    runs.add_parser(sub)
     return parser
 
 

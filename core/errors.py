@@ -29,3 +29,7 @@ class StoreError(TrainRigError):
 
 class OutputError(TrainRigError):
     """A file (a report, an export) could not be written; the file that was there is untouched."""
+
+
+class ArchiveError(TrainRigError):
+    """A results archive cannot be read (damaged, truncated, not an archive); nothing was imported."""

@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from core.storage import results_index, samples
+
 
 def _m1_workloads_sizings(db: sqlite_utils.Database) -> None:
     db["workloads"].create({"id": int, "name": str, "created": str, "document": str}, pk="id", if_not_exists=True)
@@ -74,11 +76,26 @@ def _m5_runs_samples(db: sqlite_utils.Database) -> None:
     db["samples"].create_index(["run_id", "t"], if_not_exists=True)
 
 
+def _m6_results_index_and_compact_samples(db: sqlite_utils.Database) -> None:
+    # the results browser: where a run and a sizing were made, one index row per item with the
+    # figures it lists, and the samples as float32 chunks instead of one JSON row per sample
+    for table in ("runs", "sizings"):
+        if "machine" not in db[table].columns_dict:
+            db[table].add_column("machine", str)
+    if "inventory_id" not in db["runs"].columns_dict:
+        db["runs"].add_column("inventory_id", int)
+    samples.create(db)
+    samples.migrate_json_rows(db)
+    results_index.create(db)
+    results_index.rebuild(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _m1_workloads_sizings,
     _m2_user_devices,
     _m3_inventories,
     _m4_calibrations,
     _m5_runs_samples,
+    _m6_results_index_and_compact_samples,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,6 +8,7 @@ beside it (``trainrig.db.v1.bak``).
 from __future__ import annotations
 
 import json
+import platform
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -18,7 +19,12 @@ from typing import Any
 import sqlite_utils
 
 from core.errors import StoreError
+from core.storage import results_index
+from core.storage import samples as sample_chunks
+from core.storage.archive import ArchiveMixin
 from core.storage.migrations import MIGRATIONS, SCHEMA_VERSION
+from core.storage.results import ResultsMixin
+from core.storage.sample_export import SamplesMixin
 from core.storage.sqlite_file import check_is_sqlite, exclusive_lock, explain
 
 RUN_STATUSES = ("running", "finished", "failed", "cancelled")
@@ -26,8 +32,10 @@ BUSY_POLL_S = 1.0  # SQLite's own wait before it reports a busy database
 BUSY_WAIT_S = 60.0  # how long TrainRig waits for another program's write before giving up
 
 
-class Store:
-    """TrainRig's database. Open with ``Store.open(path)``; methods take and return plain values."""
+class Store(ResultsMixin, SamplesMixin, ArchiveMixin):
+    """TrainRig's database. Open with ``Store.open(path)``; methods take and return plain values.
+    The results browser's queries, a run's sample series and results archives are in the mixins
+    (core.storage.results, sample_export, archive)."""
 
     def __init__(
         self,
@@ -203,9 +211,12 @@ class Store:
                     "created": _now(),
                     "candidates": json.dumps(candidates),
                     "result": json.dumps(result),
+                    "machine": this_host(),
                 }
             )
-            return wid, int(table.last_pk)
+            sid = int(table.last_pk)
+            results_index.refresh(self.db, "sizing", sid)
+            return wid, sid
 
         return tuple(self._write(both))  # type: ignore[return-value]
 
@@ -256,7 +267,9 @@ class Store:
                     "snapshot": json.dumps(snapshot, sort_keys=True),
                 }
             )
-            return int(table.last_pk)
+            iid = int(table.last_pk)
+            results_index.refresh(self.db, "inventory", iid)
+            return iid
 
         return int(self._write(insert))
 
@@ -281,7 +294,9 @@ class Store:
         def insert() -> int:
             table = self.db["calibrations"]
             table.insert({"created": _now(), "fingerprint": fingerprint, "result": json.dumps(result)})
-            return int(table.last_pk)
+            cid = int(table.last_pk)
+            results_index.refresh(self.db, "calibration", cid)
+            return cid
 
         return int(self._write(insert))
 
@@ -302,8 +317,14 @@ class Store:
         prediction: dict[str, Any] | None = None,
         sampling: dict[str, Any] | None = None,
     ) -> int:
-        """Record a run that is starting (status "running"); returns its id."""
-        with self.lock:
+        """Record a run that is starting (status "running") on this machine (its host name and
+        the id of its latest inventory snapshot); returns its id."""
+
+        def insert() -> int:
+            host = this_host()
+            inv = self.db.execute(
+                "select id from inventories where host = ? order by id desc limit 1", [host]
+            ).fetchone()
             table = self.db["runs"]
             table.insert(
                 {
@@ -316,19 +337,35 @@ class Store:
                     "status": "running",
                     "prediction": json.dumps(prediction) if prediction is not None else None,
                     "sampling": json.dumps(sampling or {}),
+                    "machine": host,
+                    "inventory_id": inv[0] if inv else None,
                 }
             )
-            return int(table.last_pk)
+            rid = int(table.last_pk)
+            results_index.refresh(self.db, "run", rid)
+            return rid
+
+        with self.lock:
+            return int(self._in_transaction(insert))
 
     def add_samples(self, run_id: int, rows: Sequence[tuple[float, Sequence[float | None]]]) -> None:
-        """Append samples ``(t, values)`` in one transaction; NaN is stored as null."""
-        data = [(run_id, t, json.dumps([None if v is None or v != v else v for v in vals])) for t, vals in rows]
+        """Append samples ``(t, values)`` as one chunk in one transaction (None and NaN: missing).
+        Called about once a second during a run: one INSERT."""
         with self.lock:
-            conn = self.db.conn
-            if not conn.in_transaction:
-                conn.execute("BEGIN")
-            conn.executemany("insert into samples (run_id, t, value_list) values (?, ?, ?)", data)
-            conn.commit()
+            self._in_transaction(lambda: sample_chunks.append(self.db, run_id, rows))
+
+    def _in_transaction(self, action: Callable[[], Any]) -> Any:
+        """``action`` in a transaction of its own (without _write's busy wait: a run's writes come
+        from its threads, which record a failure as the run's event and carry on)."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = action()
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
 
     def finish_run(self, run_id: int, status: str, **fields: Any) -> None:
         """Close a run: ``status`` (finished, failed, cancelled) and any of reason, exit_code,
@@ -338,8 +375,14 @@ class Store:
         values: dict[str, Any] = {"status": status, "ended": _now()}
         for k, v in fields.items():
             values[k] = json.dumps(v) if isinstance(v, dict | list) else v
-        with self.lock:
+
+        def update() -> None:
             self.db["runs"].update(run_id, values)
+            sample_chunks.compact(self.db, run_id)
+            results_index.refresh(self.db, "run", run_id)
+
+        with self.lock:
+            self._in_transaction(update)
 
     def runs(self) -> list[dict[str, Any]]:
         """Runs, newest first: id, created, kind, name, device, status, reason, exit_code, duration_s."""
@@ -364,12 +407,13 @@ class Store:
         return _decoded(dict(rows[0])) if rows else None
 
     def run_samples(self, run_id: int) -> tuple[list[str], list[tuple[float, list[float | None]]]]:
-        """The run's sampling columns and its samples in time order (None where unreadable)."""
+        """The run's sampling columns and its samples in time order (None where unreadable); the
+        list form of ``run_series`` for callers that want Python values."""
         run = self.run(run_id)
         columns = list((run or {}).get("sampling", {}).get("columns", []))
-        with self.lock:
-            rows = self.db.execute("select t, value_list from samples where run_id = ? order by t", [run_id]).fetchall()
-        return columns, [(t, json.loads(v)) for t, v in rows]
+        _names, t, values = self.run_series(run_id)
+        rows = [(ti, [None if x != x else x for x in row]) for ti, row in zip(t.tolist(), values.tolist(), strict=True)]
+        return columns, rows
 
     def close(self) -> None:
         self.db.close()
@@ -397,6 +441,11 @@ def _decoded(run: dict[str, Any]) -> dict[str, Any]:
         if run.get(k) is not None:
             run[k] = json.loads(run[k])
     return run
+
+
+def this_host() -> str:
+    """The machine's name as results list it ("" when the system does not say)."""
+    return platform.node()
 
 
 def _now() -> str:

@@ -22,7 +22,7 @@ def test_migration_from_schema_4_adds_runs_and_samples_after_a_backup(tmp_path: 
     db["calibrations"].insert({"created": "2026-01-01", "fingerprint": "abc", "result": '{"x": 1}'})
     db.close()
     store = Store.open(p)
-    assert store.schema_version == SCHEMA_VERSION == 5
+    assert store.schema_version == SCHEMA_VERSION == 6
     assert store.latest_calibration("abc") == {"x": 1}
     run_id = store.start_run("trained", "seed MLP", sampling={"columns": ["cpu_percent"]})
     store.add_samples(run_id, [(0.0, [12.5]), (0.1, [math.nan])])
