@@ -32,20 +32,21 @@ KIND_LABELS = {
 
 # (header, row key the store sorts by, tooltip saying what the figure is and where it comes from)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
-    (
-        "Kind",
-        "kind",
-        "What the entry is: a sizing, a training run, an experiment, an inventory snapshot or a calibration",
-    ),
-    ("Name", "name", "The workload's name (a run: the workload it trained; rename it with F2)"),
-    ("Date", "created", "When it was recorded, in this computer's time zone"),
+    ("Kind", "kind", "What the entry is: a sizing, a training run, an experiment, an inventory or a calibration"),
+    ("Name", "name", "The workload's name (a run: the workload it trained); Rename… (F2) changes it"),
+    ("Date", "created", "When it was recorded (a run: when it started), in this computer's time zone"),
     ("Machine", "machine", "The computer it was recorded on (its host name, from its inventory)"),
-    ("Device(s)", "devices", "A run: the device it trained on; a sizing: the candidates it compared"),
+    (
+        "Device(s)",
+        "devices",
+        "A run: the device it trained on (and, in brackets, the one its prediction was sized for); a sizing: the "
+        "candidates it compared; an inventory or calibration: the machine's CPU and GPUs",
+    ),
     (
         "Predicted step",
         "predicted_step_s",
-        "The time of one training step the sizing predicted (a run: the this-machine prediction it was started "
-        "with; a sizing: its first candidate)",
+        "The time of one training step a sizing predicted. A run: the this-machine prediction it was started "
+        "with; a sizing: its chosen candidate (the one its decision buys, else the first that fits)",
     ),
     (
         "Measured step",
@@ -55,19 +56,20 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "Training time",
         "training_time_s",
-        "A run: the training time it measured; a sizing: the predicted time of the whole training on its first "
-        "candidate",
+        "A run: the training time the trainer measured; a sizing: the chosen candidate's predicted time of the "
+        "whole training",
     ),
     (
         "Peak memory",
         "peak_memory_bytes",
-        "A run: the peak memory the trainer measured (torch.cuda.max_memory_allocated on a GPU, the process's "
-        "peak RSS on the CPU); a sizing: the predicted memory per device",
+        "A run: the training step's memory it measured (on a GPU torch.cuda.max_memory_allocated; on the CPU how "
+        "far the process's peak RSS grew once PyTorch and the data were loaded); a sizing: the chosen candidate's "
+        "predicted memory per device",
     ),
     ("Accuracy", "accuracy", "The held-out accuracy the run measured on its test split (fixed seeds)"),
     ("F1", "f1", "The held-out macro F1 the run measured (the mean of the per-class F1 scores)"),
-    ("Tags", "tags", "Your tags (Tag… or the context menu); filter by one with the Tag box"),
-    ("Notes", "notes", "Your notes (Notes… or the context menu)"),
+    ("Tags", "tags", "Your tags (Tag…); the Tag box filters by one. Not sortable: a list"),
+    ("Notes", "notes", "Your notes (Notes…)"),
 )
 (
     COL_KIND,
@@ -162,6 +164,7 @@ class ResultsModel(QAbstractTableModel):
         self._rows: list[dict[str, Any]] = []
         self._texts: list[list[str]] = []  # formatted once per row, read on every paint
         self._sorts: list[list[Any]] = []
+        self._resetting = False
 
     # --- queries --------------------------------------------------------------------------------
     def set_filters(self, **filters: Any) -> None:
@@ -181,7 +184,13 @@ class ResultsModel(QAbstractTableModel):
             except Exception as exc:  # a damaged database: the table stays empty and says why
                 self.total, self._rows, self._texts, self._sorts = 0, [], [], []
                 self.error = str(exc) if isinstance(exc, TrainRigError) else unexpected_message(exc, "results table")
-        self.endResetModel()
+        # a slot of modelReset that asks for more rows (a view, Qt's model tester) would insert them
+        # while the reset is still being announced; it gets them on its next ask
+        self._resetting = True
+        try:
+            self.endResetModel()
+        finally:
+            self._resetting = False
 
     def _query(self, offset: int, limit: int) -> list[dict[str, Any]]:
         assert self.store is not None
@@ -200,7 +209,7 @@ class ResultsModel(QAbstractTableModel):
         return not parent.isValid() and len(self._rows) < self.total
 
     def fetchMore(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> None:  # noqa: B008
-        if parent.isValid() or self.store is None:
+        if parent.isValid() or self.store is None or self._resetting:
             return
         try:
             rows = self._query(len(self._rows), self.page)

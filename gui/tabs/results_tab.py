@@ -151,11 +151,12 @@ class ResultsTab(ResultsActions, QWidget):
         self.pane = QTabWidget()
         self.pane.addTab(self.details, "Details")
         self.pane.addTab(self.compare, "Compare")
-        split = QSplitter(Qt.Orientation.Vertical)
+        self.split = split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(self.pane)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
+        split.setSizes([280, 420])  # about ten rows above the details and plots
         split.setChildrenCollapsible(False)
 
         # --- status line -----------------------------------------------------------------------
@@ -248,7 +249,7 @@ class ResultsTab(ResultsActions, QWidget):
         self.table.resizeColumnsToContents()
         header = self.table.horizontalHeader()
         for col in range(len(COLUMNS)):
-            limit = 320 if col == COL_NAME else 200
+            limit = 240 if col == COL_NAME else 170
             if col != COL_NOTES and header.sectionSize(col) > limit:
                 header.resizeSection(col, limit)
 
@@ -382,6 +383,9 @@ class ResultsTab(ResultsActions, QWidget):
                 return
             self.compare.set_runs(runs)
             self.pane.setCurrentWidget(self.compare)
+            sizes = self.split.sizes()
+            if sum(sizes) > 500 and sizes[0] > 170:  # the plots need the height; five rows stay in view
+                self.split.setSizes([170, sum(sizes) - 170])
             counts = self.compare.curve_counts()
             self.say(f"Comparing {len(runs)} run{'s' if len(runs) != 1 else ''} on {len(counts)} metrics.", error=False)
 

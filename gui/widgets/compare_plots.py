@@ -1,4 +1,5 @@
-"""Compare runs: one plot per metric, one curve per run, with the runs' names in each legend;
+"""Compare runs: one plot per metric, one curve per run in the same colour on every plot, named in
+one legend above them;
 normalised or in units, a moving-average window, x in seconds or iterations; below, for the runs
 that came from a sizing, what was predicted against what was measured and the prediction's error.
 
@@ -6,6 +7,7 @@ The runs' samples are read by the tab off the GUI thread (``RunCurves``); this w
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +20,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QSpinBox,
-    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -30,6 +31,7 @@ from gui.widgets.telemetry_plots import COLOURS, series_for
 from telemetry.series import iterations_at, moving_average
 
 MAX_RUNS = 100  # curves per plot; past this a legend is unreadable (TensorBoard draws 10–100)
+TABLE_ROWS = 4  # rows of the predicted-against-measured table shown before it scrolls
 PROGRESS_METRICS = (
     ("loss", "Training loss", 1.0, ""),
     ("accuracy", "Training accuracy", 1.0, ""),
@@ -99,18 +101,21 @@ class ComparePlots(QWidget):
         self.table.horizontalHeaderItem(3).setToolTip("Predicted ÷ measured − 1: + when the sizing predicted too much")
         self.table.horizontalHeaderItem(6).setToolTip("Predicted ÷ measured − 1: + when the sizing predicted too much")
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.view)
-        split.addWidget(self.table)
-        split.setStretchFactor(0, 4)
-        split.setStretchFactor(1, 1)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setToolTip("Each run has one colour on every plot; a dashed line is its predicted step time")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
-        layout.addWidget(split, 1)
+        layout.addWidget(self.legend)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.table)
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, list[pg.PlotDataItem]] = {}
+        self._pool: dict[str, pg.PlotItem] = {}
         self.normalised.toggled.connect(self.redraw)
         self.smoothing.valueChanged.connect(self.redraw)
         self.x_axis.currentIndexChanged.connect(self.redraw)
@@ -133,6 +138,7 @@ class ComparePlots(QWidget):
                 )
         self.note.setText("; ".join(notes))
         self._fill_table()
+        self._fill_legend()
         self.redraw()
 
     def _metrics(self) -> list[tuple[str, str, str, float, str]]:
@@ -150,6 +156,8 @@ class ComparePlots(QWidget):
 
     # --- drawing --------------------------------------------------------------------------------
     def redraw(self) -> None:
+        # The plots are kept (self._pool) and only taken out of the layout: a PlotItem deleted with
+        # its legend still anchored to its ViewBox raises "already deleted" from the event loop
         self.view.clear()
         self.plots, self.curves = {}, {}
         if not self.runs:
@@ -157,18 +165,26 @@ class ComparePlots(QWidget):
         metrics = self._metrics()
         iterations = self.x_axis.currentIndex() == 1
         normalised, window = self.normalised.isChecked(), self.smoothing.value()
-        ncols = 2 if len(metrics) > 3 else 1
+        ncols = 1 if len(metrics) <= 2 else 2 if len(metrics) <= 4 else 3
+
         first: pg.PlotItem | None = None
         for i, (key, title, _group, scale, unit) in enumerate(metrics):
-            plot = self.view.addPlot(row=i // ncols, col=i % ncols, title=title)
-            plot.setDownsampling(auto=True, mode="peak")
-            plot.setClipToView(True)
-            plot.addLegend(offset=(5, 5), labelTextSize="8pt")
-            plot.getAxis("left").enableAutoSIPrefix(False)
-            plot.setLabel("left", "fraction of full scale" if normalised else unit or "")
-            plot.setLabel("bottom", "iteration" if iterations else "s")
+            plot = self._plot(key)
+            plot.clear()  # its curves and their legend entries
+            plot.setTitle(title, size="9pt")
+            plot.setLabel("left", "fraction" if normalised else unit or "")
+            if normalised:  # [0, 1] on every plot, as Finocchiaro draws them: comparable at a glance
+                plot.setYRange(0.0, 1.05, padding=0)
+            else:
+                plot.enableAutoRange(axis="y")
+            # the x axis is shared: drawn and named only under the lowest plot of each column
+            lowest = i + ncols >= len(metrics)
+            plot.setLabel("bottom", ("iteration" if iterations else "s") if lowest else None)
+            plot.showAxis("bottom", lowest)  # after setLabel, which shows the axis
+            self.view.addItem(plot, row=i // ncols, col=i % ncols)
             if first is None:
                 first = plot
+                plot.setXLink(None)
             else:
                 plot.setXLink(first)
             self.plots[key] = plot
@@ -177,7 +193,7 @@ class ComparePlots(QWidget):
                 xy = self._series(run, key, scale, iterations=iterations, normalised=normalised, window=window)
                 if xy is None:
                     continue
-                colour = COLOURS[j] if len(self.runs) <= len(COLOURS) else pg.intColor(j, hues=len(self.runs))
+                colour = self.colour(j)
                 curve = plot.plot(
                     xy[0],
                     xy[1],
@@ -191,6 +207,16 @@ class ComparePlots(QWidget):
                 if key == "step_s" and predicted and not normalised:
                     dash = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine)
                     plot.addItem(pg.InfiniteLine(predicted * 1e3, angle=0, pen=dash, movable=False))
+
+    def _plot(self, key: str) -> pg.PlotItem:
+        plot = self._pool.get(key)
+        if plot is None:
+            plot = pg.PlotItem()
+            plot.setDownsampling(auto=True, mode="peak")
+            plot.setClipToView(True)
+            plot.getAxis("left").enableAutoSIPrefix(False)
+            self._pool[key] = plot
+        return plot
 
     def _series(
         self, run: RunCurves, key: str, scale: float, *, iterations: bool, normalised: bool, window: int
@@ -222,6 +248,16 @@ class ComparePlots(QWidget):
             y = y * scale
         return np.asarray(x, dtype=float), y
 
+    def colour(self, j: int) -> Any:
+        return COLOURS[j] if len(self.runs) <= len(COLOURS) else pg.intColor(j, hues=len(self.runs))
+
+    def _fill_legend(self) -> None:
+        def name(j: int, run: RunCurves) -> str:
+            colour = pg.mkColor(self.colour(j)).name()
+            return f'<span style="color:{colour}; font-weight:bold">━━</span>&nbsp;{html.escape(run.label())}'
+
+        self.legend.setText(" &nbsp;&nbsp; ".join(name(j, r) for j, r in enumerate(self.runs)))
+
     def _fill_table(self) -> None:
         self.table.setRowCount(len(self.runs))
         for i, run in enumerate(self.runs):
@@ -239,6 +275,11 @@ class ComparePlots(QWidget):
                     item.setToolTip("This run was not started from a sizing: nothing was predicted")
                 self.table.setItem(i, c, item)
         self.table.resizeColumnsToContents()
+        # only where a run came from a sizing; as tall as its rows (up to TABLE_ROWS, then it scrolls)
+        self.table.setVisible(any(r.detail.get("prediction") for r in self.runs))
+        rows = min(len(self.runs), TABLE_ROWS)
+        height = self.table.horizontalHeader().height() + rows * self.table.verticalHeader().defaultSectionSize()
+        self.table.setMaximumHeight(height + 2 * self.table.frameWidth() + 2)
 
     def curve_counts(self) -> dict[str, int]:
         """Curves per metric plot (what a test or the status line checks)."""

@@ -26,6 +26,7 @@ class ResultDetails(QWidget):
         self.split.addWidget(self.plots)
         self.split.setStretchFactor(0, 2)
         self.split.setStretchFactor(1, 3)
+        self.split.setSizes([460, 900])  # the figures' tables readable beside the plots
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.split)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
+from gui.models.results_model import local_date
 from telemetry.inventory.text import inventory_to_text
 
 Cell = str | float | int | None
@@ -104,7 +105,7 @@ def run_html(run: dict[str, Any], samples: int | None = None) -> str:
             ("Status", status),
             ("Kind", run.get("kind")),
             ("Device", run.get("device")),
-            ("Started", run.get("created")),
+            ("Started", local_date(run.get("created"))),
             ("Duration", _opt(run.get("duration_s"), fmt_seconds)),
             ("Exit code", _opt(run.get("exit_code"), str)),
         ]
@@ -124,6 +125,17 @@ def run_html(run: dict[str, Any], samples: int | None = None) -> str:
                 if m.get("peak_memory_bytes") is None
                 else f"{fmt_bytes(m['peak_memory_bytes'])} ({m.get('peak_memory_kind') or 'kind not recorded'})",
             ),
+            (
+                "Training step's memory",
+                _opt(measured.get("training_memory_bytes"), fmt_bytes)
+                + (
+                    " (the peak's growth once PyTorch and the data were loaded)"
+                    if "RSS" in str(m.get("peak_memory_kind"))
+                    else ""
+                )
+                if measured.get("training_memory_bytes") is not None
+                else None,
+            ),
             ("Peak RSS (sampled)", _opt(measured.get("sampled_peak_rss_bytes"), fmt_bytes)),
         ]
     )
@@ -132,7 +144,8 @@ def run_html(run: dict[str, Any], samples: int | None = None) -> str:
     if pvm:
         where = (run.get("prediction") or {}).get("device", "this machine")
         parts += [f"<h4>Predicted (sized on {esc(where)}) against measured</h4>"]
-        parts.append(table(["", "Predicted", "Measured", "Prediction's error"], pvm))
+        parts.append(table(["", "Predicted", "Measured", "Error"], pvm))
+        parts.append("<p><small>Error: predicted ÷ measured − 1 (+: the sizing predicted too much).</small></p>")
     else:
         parts.append("<p><i>This run was not started from a sizing: there is no prediction to compare.</i></p>")
     cols = sampling.get("columns") or []
@@ -198,10 +211,8 @@ def sizing_html(detail: dict[str, Any]) -> str:
             ),
         ]
     decision = result.get("decision") or {}
-    if isinstance(decision, dict) and decision:
-        lines = [f"{k.replace('_', ' ')}: {_scalar(v)}" for k, v in decision.items() if not isinstance(v, dict | list)]
-        if lines:
-            parts.append("<h4>Decision</h4><p>" + "<br>".join(esc(x) for x in lines) + "</p>")
+    if isinstance(decision, dict) and decision.get("text"):
+        parts.append(f"<h4>Buy or rent</h4><p>{esc(decision['text'])}</p>")
     notes = result.get("notes") or []
     if notes:
         parts.append("<h4>Notes</h4><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes[:20]) + "</ul>")
@@ -259,7 +270,7 @@ def calibration_html(detail: dict[str, Any]) -> str:
             "<h4>GPUs</h4>",
             table(["GPU", "fp32 matmul", "tf32 matmul", "bf16 matmul", "Memory bandwidth"], gpus),
         ]
-    return page(f"Calibration #{detail.get('id', '?')}", *parts)
+    return page(f"{detail.get('name') or 'Calibration'} (#{detail.get('id', '?')})", *parts)
 
 
 def _storage(s: dict[str, Any]) -> str | None:

@@ -49,7 +49,7 @@ def test_every_kind_is_listed_newest_first_with_figures_in_units() -> None:
     text = {c: model.index(r, c).data(DISPLAY) for c in range(len(COLUMNS))}
     assert text[COL_MEASURED] == "10 ms" and text[COL_PREDICTED] == "8 ms"
     assert text[COL_TIME] == "20 s" and text[COL_ACCURACY] == "0.860" and text[COL_F1] == "0.810"
-    assert text[COL_MEMORY].endswith("GiB")
+    assert text[COL_MEMORY] == "768 MiB"  # the step's memory: the peak RSS's growth over the 256 MiB before
     assert model.index(r, COL_MEASURED).data(SORT_ROLE) == 0.010  # the raw seconds sort, not the text
     assert "median training step" in model.index(r, COL_MEASURED).data(Qt.ItemDataRole.ToolTipRole)
     a = _row_named(model, "mlp-a wide")

@@ -43,7 +43,7 @@ def _select_runs(t: ResultsTab, *names: str) -> None:
 
 
 def test_typing_filters_and_two_runs_overlay_with_two_curves_per_metric(qtbot, tab) -> None:
-    qtbot.keyClicks(tab.search, "mlp")
+    qtbot.keyClicks(tab.search, "mlp-")
     qtbot.waitUntil(lambda: sorted(_names(tab)) == ["mlp-a wide", "mlp-b deep"], timeout=3000)
     assert tab.count.text() == "2 results"
     _select_runs(tab, "mlp-a wide", "mlp-b deep")
@@ -63,18 +63,20 @@ def test_typing_filters_and_two_runs_overlay_with_two_curves_per_metric(qtbot, t
         "step_s",
     }
     assert set(counts.values()) == {2}
-    legend = [label.text for _, label in tab.compare.plots["loss"].legend.items]
-    assert sorted(legend) == sorted(f"#{tab.ids[k]} {n}" for k, n in (("mlp-a", "mlp-a wide"), ("mlp-b", "mlp-b deep")))
-    x, y = tab.compare.curves["proc_rss_bytes"][0].getData()
+    labels = [f"#{tab.ids[k]} {n}" for k, n in (("mlp-a", "mlp-a wide"), ("mlp-b", "mlp-b deep"))]
+    assert sorted(c.name() for c in tab.compare.curves["loss"]) == sorted(labels)
+    assert all(label in tab.compare.legend.text() for label in labels)  # one legend names the runs
+    curve = tab.compare.curves["proc_rss_bytes"][0]
+    x, y = curve.xData, curve.yData  # all of it (getData is what the view clips and downsamples)
     assert x[-1] == pytest.approx(19.9) and 0.5 < np.nanmax(y) <= 1.5  # GiB, in seconds
     # normalised: a fraction of full scale (the CPU's 100 %, the machine's RAM)
     tab.compare.normalised.setChecked(True)
-    _, cpu = tab.compare.curves["cpu_percent"][0].getData()
+    cpu = tab.compare.curves["cpu_percent"][0].yData
     assert 0.05 < np.nanmax(cpu) <= 1.0
     # x in iterations: both runs stored their progress, so the option is there and rescales x
     assert tab.compare.x_axis.model().item(1).isEnabled()
     tab.compare.x_axis.setCurrentIndex(1)
-    x_it, _ = next(c for c in tab.compare.curves["loss"] if c.name().endswith("mlp-b deep")).getData()
+    x_it = next(c for c in tab.compare.curves["loss"] if c.name().endswith("mlp-b deep")).xData
     assert x_it[-1] == 2000  # 20 s at 100 iterations a second
     tab.compare.smoothing.setValue(50)
     assert set(tab.compare.curve_counts().values()) == {2}
@@ -95,7 +97,8 @@ def test_details_show_a_runs_figures_and_its_telemetry(qtbot, tab) -> None:
     assert "Held-out accuracy" in text and "0.860" in text and "Predicted (sized on this machine)" in text
     assert "-20%" in text and "200 samples at 10 Hz" in text
     assert tab.details.plots.isVisible()
-    x, y = tab.details.plots.curves["proc_rss_bytes"].getData()
+    curve = tab.details.plots.curves["proc_rss_bytes"]
+    x, y = curve.xData, curve.yData
     assert len(x) == 200 and np.nanmax(y) > 0.5
     # a calibration's figures as a table, not JSON
     row = [tab.model.index(r, COL_KIND).data() for r in range(tab.model.rowCount())].index("Calibration")
@@ -169,24 +172,26 @@ def test_an_archive_moves_results_to_another_database_once(qtbot, tab, tmp_path)
     other.store.close()
 
 
-def test_ten_thousand_results_load_a_page_at_a_time(qtbot, tmp_path) -> None:
+@pytest.fixture
+def big_tab(qtbot):
+    """A tab on 10,000 runs (held by the fixture: the tab is deleted after the test, not in it)."""
     from core.storage.store import Store
 
     store = Store.open(None)
-    with store.lock:
-        store.db["runs"].insert_all(
-            {
-                "created": f"2026-01-01T00:00:{i % 60:02d}+00:00",
-                "kind": "trained",
-                "name": f"bulk {i}",
-                "status": "finished",
-            }
-            for i in range(10_000)
-        )
+    for i in range(10_000):
+        store.start_run("trained", f"bulk {i}", device="cpu")
     t = ResultsTab(store)
     qtbot.addWidget(t)
+    t.resize(1366, 800)
     t.show()
+    yield t
+    store.close()
+
+
+def test_ten_thousand_results_load_a_page_at_a_time(qtbot, big_tab) -> None:
+    t = big_tab
     assert t.model.total == 10_000 and t.model.rowCount() == PAGE  # not 10,000 rows formatted at once
+    assert t.count.text() == "10,000 results"
     t.table.scrollToBottom()
     qtbot.waitUntil(lambda: t.model.rowCount() > PAGE, timeout=3000)  # the view asks for the next page
 
