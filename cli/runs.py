@@ -16,7 +16,7 @@ from core.units import fmt_bytes, fmt_seconds
 
 SORT_KEYS = sorted(set(COLUMNS) - {"tags"})
 NAME_WIDTH = 40
-DEVICES_WIDTH = 32
+DEVICES_WIDTH = 40
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

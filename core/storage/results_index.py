@@ -175,7 +175,7 @@ def derive(db: sqlite_utils.Database, kind: str, item_id: int) -> dict[str, Any]
         x = _loads(metrics) or {}
         devices = device or ""
         if p.get("device") and p.get("device") != device:
-            devices = f"{devices} ({p['device']})" if devices else str(p["device"])
+            devices = f"{devices}: {p['device']}" if devices else str(p["device"])
         peak = m.get("training_memory_bytes", m.get("peak_memory_bytes", x.get("peak_memory_bytes")))
         return {
             "name": name or f"run #{item_id}",

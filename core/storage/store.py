@@ -54,6 +54,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin):
         # a run's reader and sampler threads write through this connection too (it is opened
         # with check_same_thread=False); the lock keeps their transactions whole
         self.lock = threading.RLock()
+        self.live_runs: set[int] = set()  # runs this store is recording now (started, not finished)
 
     @classmethod
     def open(
@@ -346,7 +347,9 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin):
             return rid
 
         with self.lock:
-            return int(self._in_transaction(insert))
+            rid = int(self._in_transaction(insert))
+            self.live_runs.add(rid)
+            return rid
 
     def add_samples(self, run_id: int, rows: Sequence[tuple[float, Sequence[float | None]]]) -> None:
         """Append samples ``(t, values)`` as one chunk in one transaction (None and NaN: missing).
@@ -383,6 +386,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin):
 
         with self.lock:
             self._in_transaction(update)
+            self.live_runs.discard(run_id)
 
     def runs(self) -> list[dict[str, Any]]:
         """Runs, newest first: id, created, kind, name, device, status, reason, exit_code, duration_s."""

@@ -78,7 +78,7 @@ def test_every_kind_is_listed_newest_first_with_its_figures(store: Store) -> Non
     assert wide["key"] == f"run:{wide['id']}" and wide["status"] == "finished"
     assert (wide["predicted_step_s"], wide["measured_step_s"], wide["accuracy"]) == (0.008, 0.010, 0.95)
     assert wide["f1"] == pytest.approx(0.85) and wide["training_time_s"] == 3.5
-    assert wide["peak_memory_bytes"] == 5_000_000 and wide["devices"].startswith("cpu (this machine")
+    assert wide["peak_memory_bytes"] == 5_000_000 and wide["devices"] == "cpu: this machine (AMD EPYC, 2 cores)"
     inv, cal = store.results(kind="inventory")[0], store.results(kind="calibration")[0]
     assert inv["machine"] == cal["machine"] == "lab-box" and inv["devices"] == "AMD EPYC"
     assert inv["predicted_step_s"] is None and inv["tags"] == [] and inv["notes"] == ""
@@ -184,3 +184,44 @@ def test_samples_export_as_csv_and_nothing_is_written_without_samples(store: Sto
     empty = store.start_run("monitored", "no samples")
     assert store.export_samples_csv([empty], tmp_path / "none.csv") == 0
     assert not (tmp_path / "none.csv").exists()
+
+
+def test_undo_survives_closing_the_database_and_a_second_delete_replaces_it(tmp_path: Path) -> None:
+    p = tmp_path / "u.db"
+    store = Store.open(p)
+    first = _run(store, "first", step=0.1, measured=0.1, acc=0.5)
+    second = _run(store, "second", step=0.1, measured=0.1, acc=0.5)
+    store.delete_results([("run", first)])
+    store.close()
+    store = Store.open(p)  # the window was closed and opened again: the delete can still be undone
+    assert store.can_undo_delete()
+    store.delete_results([("run", second)])  # ... until the next delete, which is what undo brings back now
+    assert store.undo_delete() == 1
+    assert [r["name"] for r in store.results()] == ["second"] and store.sample_count(second) == 40
+    assert not store.can_undo_delete() and store.undo_delete() == 0
+    store.close()
+
+
+def test_a_run_still_being_recorded_is_not_deleted(store: Store) -> None:
+    rid = store.start_run("trained", "live", sampling={"columns": ["a"]})
+    done = store.results(kind="run")[-1]["id"]
+    with pytest.raises(TrainRigError, match=f"run #{rid} is still running: cancel it first; nothing was deleted"):
+        store.delete_results([("run", done), ("run", rid)])
+    assert store.results_count(kind="run") == 4
+    store.finish_run(rid, "cancelled")
+    assert store.delete_results([("run", rid)]) == 1
+
+
+def test_kinds_without_items_yet_and_bad_dates(store: Store) -> None:
+    assert store.results(kind="experiment") == [] and store.results_count(kind="experiment") == 0
+    with pytest.raises(TrainRigError, match="'yesterday' is not a date"):
+        store.results(since="yesterday")
+
+
+def test_a_samples_csv_into_a_missing_folder_is_refused_by_name(store: Store, tmp_path: Path) -> None:
+    from core.errors import OutputError
+
+    target = tmp_path / "missing" / "s.csv"
+    with pytest.raises(OutputError, match="does not exist"):
+        store.export_samples_csv([store.results(kind="run")[0]["id"]], target)
+    assert not target.parent.exists()

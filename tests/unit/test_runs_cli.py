@@ -83,3 +83,11 @@ def test_a_bad_archive_or_an_empty_export_is_an_error_that_names_it(cli, _isolat
     assert code == 2 and str(bad) in err and "not a TrainRig results archive" in err and "Traceback" not in err
     code, _, err = cli("runs", "--tag", "nothing-has-it", "--export-archive", str(tmp_path / "none.zip"))
     assert code == 2 and "no archive was written" in err and not (tmp_path / "none.zip").exists()
+
+
+def test_a_bad_date_or_limit_is_refused_in_one_line(cli, _isolated_db: Path) -> None:
+    _fill(_isolated_db)
+    code, _, err = cli("runs", "--since", "last week")
+    assert code == 2 and "'last week' is not a date" in err and "Traceback" not in err
+    code, _, err = cli("runs", "--limit", "0")
+    assert code == 2 and "--limit must be 1 or more" in err
