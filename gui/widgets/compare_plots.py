@@ -198,7 +198,7 @@ class ComparePlots(QWidget):
                     xy[0],
                     xy[1],
                     name=run.label(),
-                    pen=pg.mkPen(colour, width=1.5),
+                    pen=pg.mkPen(colour, width=1),
                     skipFiniteCheck=True,
                     connect="finite",
                 )
