@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
@@ -9,6 +11,7 @@ from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
 from core import __version__
 from core.storage.store import Store
 from gui.tabs.inventory_tab import InventoryTab
+from gui.tabs.results_tab import ResultsTab
 from gui.tabs.telemetry_tab import TelemetryTab
 from gui.wizard.wizard import SizingWizard
 
@@ -25,6 +28,9 @@ class MainWindow(QMainWindow):
         self.telemetry_tab = TelemetryTab(store, self.sizing_tab, self._python_for_runs)
         self.tabs.addTab(self.sizing_tab, "&Sizing wizard")
         self.tabs.addTab(self.telemetry_tab, "&Telemetry")
+        self.results_tab = ResultsTab(store, self.sizing_tab)
+        self.tabs.addTab(self.results_tab, "&Results")
+        self.results_tab.show_wizard.connect(lambda: self.tabs.setCurrentWidget(self.sizing_tab))
         self.sizing_tab.results.run_here.connect(self._run_here)
         self.sizing_tab.python_for_runs = self._python_for_runs
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
@@ -43,16 +49,18 @@ class MainWindow(QMainWindow):
 
     def _menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        wiz = self.sizing_tab
+        wiz, res = self.sizing_tab, self.results_tab
         self.file_actions: dict[str, QAction] = {}
         for key, label, shortcut, slot in (
             ("open", "&Open workload…", QKeySequence(QKeySequence.StandardKey.Open), wiz.open_dialog),
             ("save_as", "Save workload &as…", QKeySequence("Ctrl+Shift+S"), wiz.save_dialog),
             ("save_sizing", "&Save sizing", QKeySequence(QKeySequence.StandardKey.Save), wiz.save_sizing),
             ("export", "&Export report…", QKeySequence("Ctrl+E"), wiz.export_dialog),
+            ("export_archive", "Export results a&rchive…", QKeySequence(), self._results(res.export_archive)),
+            ("import_archive", "&Import results archive…", QKeySequence(), self._results(res.import_archive)),
             ("quit", "&Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close),
         ):
-            if key == "quit":
+            if key in ("export_archive", "quit"):
                 file_menu.addSeparator()
             action = QAction(label, self, shortcut=shortcut)
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
@@ -63,6 +71,15 @@ class MainWindow(QMainWindow):
         about = QAction("&About TrainRig", self)
         about.triggered.connect(self._about)
         help_menu.addAction(about)
+
+    def _results(self, slot: Callable[[], None]) -> Callable[[], None]:
+        """A Results tab action from the File menu: the tab is shown, then the action runs."""
+
+        def shown_then_run() -> None:
+            self.tabs.setCurrentWidget(self.results_tab)
+            slot()
+
+        return shown_then_run
 
     def _about(self) -> None:
         QMessageBox.about(

@@ -77,6 +77,9 @@ def _run(app: Any, screenshots: Path | None, t0: float) -> int:
                     shots += _grab(window, screenshots, f"{i + 1}-{name}-{page + 1}")
                 if wizard.result is None:
                     raise RuntimeError("the wizard produced no sizing")
+            elif name == "results":
+                _visit_results(window, app)
+                shots += _grab(window, screenshots, f"{i + 1}-{name}")
             else:
                 shots += _grab(window, screenshots, f"{i + 1}-{name}")
         window.close()
@@ -90,6 +93,24 @@ def _run(app: Any, screenshots: Path | None, t0: float) -> int:
         f"{window.tabs.count()} tabs" + (f", {shots} screenshots in {screenshots}" if screenshots else "")
     )
     return 0
+
+
+def _visit_results(window: Any, app: Any) -> None:
+    """The wizard's sizing saved (in the self-test's in-memory database) must be listed in the
+    Results tab, and its details must load when it is selected."""
+    window.sizing_tab.save_sizing()
+    tab = window.results_tab
+    tab.refresh()
+    kinds = [tab.model.row(r)["kind"] for r in range(tab.model.rowCount())]
+    if "sizing" not in kinds:
+        raise RuntimeError(f"the Results tab does not list the saved sizing ({tab.message.text() or kinds})")
+    tab.select_rows([kinds.index("sizing")])
+    deadline = time.time() + 10
+    while tab.details.kind != "sizing" and time.time() < deadline:
+        app.processEvents()
+        time.sleep(0.02)
+    if tab.details.kind != "sizing":
+        raise RuntimeError("the Results tab did not show the sizing's details within 10 s")
 
 
 def _grab(window: object, folder: Path | None, name: str) -> int:

@@ -10,7 +10,8 @@ def test_self_test_visits_every_tab_and_page(tmp_path: Path, cli) -> None:
     assert code == 0, err
     assert "self-test passed" in out
     names = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert names[0] == "1-inventory.png" and len(names) == 8 and names[-1] == "3-telemetry.png"
+    assert names[0] == "1-inventory.png" and len(names) == 9 and names[-2:] == ["3-telemetry.png", "4-results.png"]
+    assert "4 tabs" in out  # the Results tab listed the wizard's saved sizing and showed its details
 
 
 def test_the_self_test_leaves_the_users_settings_alone(tmp_path: Path, cli) -> None:

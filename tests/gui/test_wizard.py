@@ -281,6 +281,8 @@ def test_every_shortcut_has_one_owner_and_the_file_menu_lists_them(qtbot, main_w
         "Save workload as…": "Ctrl+Shift+S",
         "Save sizing": QKeySequence(QKeySequence.StandardKey.Save).toString(),
         "Export report…": "Ctrl+E",
+        "Export results archive…": "",
+        "Import results archive…": "",
         "Quit": QKeySequence(QKeySequence.StandardKey.Quit).toString(),
     }
     # the Open action reaches the wizard's dialog

@@ -1,0 +1,286 @@
+"""Compare runs: one plot per metric, one curve per run in the same colour on every plot, named in
+one legend above them;
+normalised or in units, a moving-average window, x in seconds or iterations; below, for the runs
+that came from a sizing, what was predicted against what was measured and the prediction's error.
+
+The runs' samples are read by the tab off the GUI thread (``RunCurves``); this widget only draws."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui.widgets.result_html import predicted_vs_measured
+from gui.widgets.telemetry_plots import COLOURS, series_for
+from telemetry.series import iterations_at, moving_average
+
+MAX_RUNS = 100  # curves per plot; past this a legend is unreadable (TensorBoard draws 10–100)
+TABLE_ROWS = 4  # rows of the predicted-against-measured table shown before it scrolls
+PROGRESS_METRICS = (
+    ("loss", "Training loss", 1.0, ""),
+    ("accuracy", "Training accuracy", 1.0, ""),
+    ("step_s", "Step time", 1e3, "ms"),
+)
+
+
+@dataclass
+class RunCurves:
+    """One run's stored telemetry, read from the store for a comparison."""
+
+    run_id: int
+    name: str
+    columns: list[str]
+    t: np.ndarray
+    values: np.ndarray  # n × len(columns), NaN where a sample was missing
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    limits: dict[str, float] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_iterations(self) -> bool:
+        return any(p.get("iteration") is not None and p.get("t") is not None for p in self.progress)
+
+    def label(self) -> str:
+        return f"#{self.run_id} {self.name}"
+
+
+def _unit(column: str, plot: str) -> str:
+    if column.endswith("_temp_c"):
+        return "°C"
+    if column.endswith("_power_w"):
+        return "W"
+    return "GiB" if plot == "memory" else "%"
+
+
+class ComparePlots(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.runs: list[RunCurves] = []
+        self.normalised = QCheckBox("Normalised [0, 1]")
+        self.normalised.setToolTip(
+            "Each figure as a fraction of its full scale (the machine's RAM, 100 % load, the GPU's memory and "
+            "power limit), or of the run's own maximum where there is none (loss, step time)"
+        )
+        self.smoothing = QSpinBox()
+        self.smoothing.setRange(1, 5000)
+        self.smoothing.setSpecialValueText("none")
+        self.smoothing.setToolTip("Moving-average window in samples (1: none; Finocchiaro used 50 and 100)")
+        self.x_axis = QComboBox()
+        self.x_axis.addItems(["seconds", "iterations"])
+        self.x_axis.setToolTip("Iterations come from the trainer's progress messages stored with each run")
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        bar = QHBoxLayout()
+        bar.addWidget(self.normalised)
+        bar.addWidget(QLabel("Smoothing"))
+        bar.addWidget(self.smoothing)
+        bar.addWidget(QLabel("x axis"))
+        bar.addWidget(self.x_axis)
+        bar.addWidget(self.note, 1)
+        self.view = pg.GraphicsLayoutWidget()
+        self.table = QTableWidget(0, 7)
+        self.table.setHorizontalHeaderLabels(
+            ["Run", "Predicted step", "Measured step", "Error", "Predicted memory", "Measured memory", "Error"]
+        )
+        self.table.horizontalHeaderItem(3).setToolTip("Predicted ÷ measured − 1: + when the sizing predicted too much")
+        self.table.horizontalHeaderItem(6).setToolTip("Predicted ÷ measured − 1: + when the sizing predicted too much")
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setToolTip("Each run has one colour on every plot; a dashed line is its predicted step time")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.legend)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.table)
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.curves: dict[str, list[pg.PlotDataItem]] = {}
+        self._pool: dict[str, pg.PlotItem] = {}
+        self.normalised.toggled.connect(self.redraw)
+        self.smoothing.valueChanged.connect(self.redraw)
+        self.x_axis.currentIndexChanged.connect(self.redraw)
+
+    # --- data -----------------------------------------------------------------------------------
+    def set_runs(self, runs: list[RunCurves]) -> None:
+        self.runs = runs[:MAX_RUNS]
+        notes = []
+        if len(runs) > MAX_RUNS:
+            notes.append(f"the first {MAX_RUNS} of {len(runs)} runs are drawn")
+        iterations = bool(self.runs) and all(r.has_iterations for r in self.runs)
+        item = self.x_axis.model().item(1)  # type: ignore[attr-defined]
+        item.setEnabled(iterations)
+        if not iterations:
+            self.x_axis.setCurrentIndex(0)
+            if self.runs:
+                without = [r.label() for r in self.runs if not r.has_iterations]
+                notes.append(
+                    f"x in iterations: not stored for {', '.join(without[:3])}{'…' if len(without) > 3 else ''}"
+                )
+        self.note.setText("; ".join(notes))
+        self._fill_table()
+        self._fill_legend()
+        self.redraw()
+
+    def _metrics(self) -> list[tuple[str, str, str, float, str]]:
+        """(key, title, plot group, scale to units, unit) of every metric one of the runs has."""
+        columns = list(dict.fromkeys(c for r in self.runs for c in r.columns))
+        out = []
+        for s in series_for(columns, 1):
+            title = s.label.split(" (")[0] if s.column == "proc_cpu_percent" else s.label
+            unit = _unit(s.column, s.plot)
+            out.append((s.column, title.replace(" (°C)", "").replace(" (W)", ""), s.plot, s.scale, unit))
+        for key, title, scale, unit in PROGRESS_METRICS:
+            if any(any(p.get(key) is not None for p in r.progress) for r in self.runs):
+                out.append((key, title, "progress", scale, unit))
+        return out
+
+    # --- drawing --------------------------------------------------------------------------------
+    def redraw(self) -> None:
+        # The plots are kept (self._pool) and only taken out of the layout: a PlotItem deleted with
+        # its legend still anchored to its ViewBox raises "already deleted" from the event loop
+        self.view.clear()
+        self.plots, self.curves = {}, {}
+        if not self.runs:
+            return
+        metrics = self._metrics()
+        iterations = self.x_axis.currentIndex() == 1
+        normalised, window = self.normalised.isChecked(), self.smoothing.value()
+        ncols = 1 if len(metrics) <= 2 else 2 if len(metrics) <= 4 else 3
+
+        first: pg.PlotItem | None = None
+        for i, (key, title, _group, scale, unit) in enumerate(metrics):
+            plot = self._plot(key)
+            plot.clear()  # its curves and their legend entries
+            plot.setTitle(title, size="9pt")
+            plot.setLabel("left", "fraction" if normalised else unit or "")
+            if normalised:  # [0, 1] on every plot, as Finocchiaro draws them: comparable at a glance
+                plot.setYRange(0.0, 1.05, padding=0)
+            else:
+                plot.enableAutoRange(axis="y")
+            # the x axis is shared: drawn and named only under the lowest plot of each column
+            lowest = i + ncols >= len(metrics)
+            plot.setLabel("bottom", ("iteration" if iterations else "s") if lowest else None)
+            plot.showAxis("bottom", lowest)  # after setLabel, which shows the axis
+            self.view.addItem(plot, row=i // ncols, col=i % ncols)
+            if first is None:
+                first = plot
+                plot.setXLink(None)
+            else:
+                plot.setXLink(first)
+            self.plots[key] = plot
+            self.curves[key] = []
+            for j, run in enumerate(self.runs):
+                xy = self._series(run, key, scale, iterations=iterations, normalised=normalised, window=window)
+                if xy is None:
+                    continue
+                colour = self.colour(j)
+                curve = plot.plot(
+                    xy[0],
+                    xy[1],
+                    name=run.label(),
+                    pen=pg.mkPen(colour, width=1),
+                    skipFiniteCheck=True,
+                    connect="finite",
+                )
+                self.curves[key].append(curve)
+                predicted = (run.detail.get("prediction") or {}).get("step_s")
+                if key == "step_s" and predicted and not normalised:
+                    dash = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine)
+                    plot.addItem(pg.InfiniteLine(predicted * 1e3, angle=0, pen=dash, movable=False))
+
+    def _plot(self, key: str) -> pg.PlotItem:
+        plot = self._pool.get(key)
+        if plot is None:
+            plot = pg.PlotItem()
+            plot.setDownsampling(auto=True, mode="peak")
+            plot.setClipToView(True)
+            plot.getAxis("left").enableAutoSIPrefix(False)
+            self._pool[key] = plot
+        return plot
+
+    def _series(
+        self, run: RunCurves, key: str, scale: float, *, iterations: bool, normalised: bool, window: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        prog_t = np.array([p.get("t", np.nan) for p in run.progress], dtype=float)
+        prog_it = np.array([p.get("iteration", np.nan) for p in run.progress], dtype=float)
+        if key in run.columns:
+            j = run.columns.index(key)
+            if j >= run.values.shape[1] or not len(run.t):
+                return None
+            y = moving_average(run.values[:, j].astype(float), window)
+            x = iterations_at(run.t, prog_t, prog_it) if iterations else run.t
+            full = run.limits.get(key)
+        elif key in ("loss", "accuracy", "step_s"):
+            y = np.array([p.get(key, np.nan) for p in run.progress], dtype=float)
+            if not np.isfinite(y).any():
+                return None
+            y = moving_average(y, window)
+            x = prog_it if iterations else prog_t
+            full = 1.0 if key == "accuracy" else None
+        else:
+            return None
+        if normalised:
+            if not full:
+                finite = y[np.isfinite(y)]
+                full = float(np.max(np.abs(finite))) if len(finite) else None
+            y = y / full if full else y * np.nan
+        else:
+            y = y * scale
+        return np.asarray(x, dtype=float), y
+
+    def colour(self, j: int) -> Any:
+        return COLOURS[j] if len(self.runs) <= len(COLOURS) else pg.intColor(j, hues=len(self.runs))
+
+    def _fill_legend(self) -> None:
+        def name(j: int, run: RunCurves) -> str:
+            colour = pg.mkColor(self.colour(j)).name()
+            return f'<span style="color:{colour}; font-weight:bold">━━</span>&nbsp;{html.escape(run.label())}'
+
+        self.legend.setText(" &nbsp;&nbsp; ".join(name(j, r) for j, r in enumerate(self.runs)))
+
+    def _fill_table(self) -> None:
+        self.table.setRowCount(len(self.runs))
+        for i, run in enumerate(self.runs):
+            rows = {r[0]: r for r in predicted_vs_measured(run.detail)}
+            step = rows.get("Step time", ("", None, None, None))
+            mem = rows.get("Training memory", ("", None, None, None))
+            cells = [run.label(), step[1], step[2], step[3], mem[1], mem[2], mem[3]]
+            if not run.detail.get("prediction"):
+                cells[1] = cells[4] = "no sizing"
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem("—" if text in (None, "") else str(text))
+                if c:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if c == 1 and text == "no sizing":
+                    item.setToolTip("This run was not started from a sizing: nothing was predicted")
+                self.table.setItem(i, c, item)
+        self.table.resizeColumnsToContents()
+        # only where a run came from a sizing; as tall as its rows (up to TABLE_ROWS, then it scrolls)
+        self.table.setVisible(any(r.detail.get("prediction") for r in self.runs))
+        rows = min(len(self.runs), TABLE_ROWS)
+        height = self.table.horizontalHeader().height() + rows * self.table.verticalHeader().defaultSectionSize()
+        self.table.setMaximumHeight(height + 2 * self.table.frameWidth() + 2)
+
+    def curve_counts(self) -> dict[str, int]:
+        """Curves per metric plot (what a test or the status line checks)."""
+        return {k: len(v) for k, v in self.curves.items()}

@@ -1,0 +1,61 @@
+"""The details of one result: a readable page of its figures and, for a run, its telemetry plotted
+as the Telemetry tab plots a live run (the same widget, fed from the store instead of the buffer)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QTextBrowser, QVBoxLayout, QWidget
+
+from gui.widgets.result_html import details_html, page, run_of
+from gui.widgets.telemetry_plots import TelemetryPlots
+
+
+class ResultDetails(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.text = QTextBrowser()
+        self.text.setOpenExternalLinks(False)
+        self.plots = TelemetryPlots()
+        self.plots.setMinimumWidth(360)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.addWidget(self.text)
+        self.split.addWidget(self.plots)
+        self.split.setStretchFactor(0, 2)
+        self.split.setStretchFactor(1, 3)
+        self.split.setSizes([460, 900])  # the figures' tables readable beside the plots
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.split)
+        self.kind: str | None = None
+        self.detail: dict[str, Any] | None = None
+        self.show_message("Select a result to see its details; select several runs and Compare to overlay them.")
+
+    def show_message(self, text: str) -> None:
+        self.kind, self.detail = None, None
+        self.text.setHtml(page("", f"<p>{text}</p>"))
+        self.plots.setVisible(False)
+
+    def show_result(self, kind: str, detail: dict[str, Any], series: Any = None) -> None:
+        """``series`` is a run's ``(columns, t, values)`` from the store (None for other kinds)."""
+        self.kind, self.detail = kind, detail
+        self.text.setHtml(details_html(kind, detail))
+        self.text.verticalScrollBar().setValue(0)
+        has_plot = kind == "run" and series is not None
+        self.plots.setVisible(has_plot)
+        if has_plot:
+            self._plot_run(run_of(detail), *series)
+
+    def _plot_run(self, run: dict[str, Any], columns: list[str], t: np.ndarray, values: np.ndarray) -> None:
+        sampling = run.get("sampling") or {}
+        prediction = run.get("prediction")
+        on_gpu = str(run.get("device") or "cpu") != "cpu"
+        self.plots.configure(columns, sampling.get("limits") or {}, os.cpu_count() or 1, prediction, on_gpu)
+        metrics = run.get("metrics") or {}
+        if metrics.get("rss_before_bytes"):
+            self.plots.set_memory_base(float(metrics["rss_before_bytes"]))
+        values = values if values.ndim == 2 else np.empty((len(t), len(columns)))
+        self.plots.update(t, values, list(run.get("progress") or []), normalised=False, window=1, iterations=False)

@@ -1,0 +1,215 @@
+"""The Results tab offscreen on a store of recorded runs: filter as you type, details, compare two
+runs (two curves on every metric's plot), delete with undo, exports and a damaged archive."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from gui.models.results_model import COL_KIND, COL_NAME, PAGE
+from gui.tabs.results_tab import ResultsTab
+from tests.gui.results_data import filled_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def tab(qtbot, tmp_path):
+    store, ids = filled_store(tmp_path / "results.db")
+    t = ResultsTab(store)
+    qtbot.addWidget(t)
+    t.resize(1366, 800)
+    t.show()
+    qtbot.waitUntil(lambda: t.model.rowCount() == 6, timeout=5000)
+    t.ids = ids
+    yield t
+    store.close()
+
+
+def _names(t: ResultsTab) -> list[str]:
+    return [t.model.index(r, COL_NAME).data() for r in range(t.model.rowCount())]
+
+
+def _select_runs(t: ResultsTab, *names: str) -> None:
+    rows = [_names(t).index(n) for n in names]
+    t.select_rows(rows)
+    assert sorted(t.selected_run_ids()) == sorted(t.model.key(r)[1] for r in rows)
+
+
+def test_typing_filters_and_two_runs_overlay_with_two_curves_per_metric(qtbot, tab) -> None:
+    qtbot.keyClicks(tab.search, "mlp-")
+    qtbot.waitUntil(lambda: sorted(_names(tab)) == ["mlp-a wide", "mlp-b deep"], timeout=3000)
+    assert tab.count.text() == "2 results"
+    _select_runs(tab, "mlp-a wide", "mlp-b deep")
+    assert tab.buttons["compare"].isEnabled() and not tab.buttons["rename"].isEnabled()
+    qtbot.mouseClick(tab.buttons["compare"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(tab.compare.curves), timeout=10_000)
+    assert tab.pane.currentWidget() is tab.compare
+    counts = tab.compare.curve_counts()
+    # each sampled figure and each of the trainer's progress figures: one plot, one curve per run
+    assert set(counts) == {
+        "cpu_percent",
+        "proc_cpu_percent",
+        "ram_used_bytes",
+        "proc_rss_bytes",
+        "loss",
+        "accuracy",
+        "step_s",
+    }
+    assert set(counts.values()) == {2}
+    labels = [f"#{tab.ids[k]} {n}" for k, n in (("mlp-a", "mlp-a wide"), ("mlp-b", "mlp-b deep"))]
+    assert sorted(c.name() for c in tab.compare.curves["loss"]) == sorted(labels)
+    assert all(label in tab.compare.legend.text() for label in labels)  # one legend names the runs
+    curve = tab.compare.curves["proc_rss_bytes"][0]
+    x, y = curve.xData, curve.yData  # all of it (getData is what the view clips and downsamples)
+    assert x[-1] == pytest.approx(19.9) and 0.5 < np.nanmax(y) <= 1.5  # GiB, in seconds
+    # normalised: a fraction of full scale (the CPU's 100 %, the machine's RAM)
+    tab.compare.normalised.setChecked(True)
+    cpu = tab.compare.curves["cpu_percent"][0].yData
+    assert 0.05 < np.nanmax(cpu) <= 1.0
+    # x in iterations: both runs stored their progress, so the option is there and rescales x
+    assert tab.compare.x_axis.model().item(1).isEnabled()
+    tab.compare.x_axis.setCurrentIndex(1)
+    x_it = next(c for c in tab.compare.curves["loss"] if c.name().endswith("mlp-b deep")).xData
+    assert x_it[-1] == 2000  # 20 s at 100 iterations a second
+    tab.compare.smoothing.setValue(50)
+    assert set(tab.compare.curve_counts().values()) == {2}
+    # predicted against measured for the run that came from a sizing; the other says it had none
+    table = tab.compare.table
+    rows = {table.item(r, 0).text(): [table.item(r, c).text() for c in range(7)] for r in range(table.rowCount())}
+    b = rows[f"#{tab.ids['mlp-b']} mlp-b deep"]
+    assert b[1:4] == ["8 ms", "10 ms", "-20%"]
+    assert rows[f"#{tab.ids['mlp-a']} mlp-a wide"][1] == "no sizing"
+    if os.environ.get("TRAINRIG_SCREENSHOTS"):
+        tab.grab().save(str(ROOT / "docs/screenshot-results-compare.png"))
+
+
+def test_details_show_a_runs_figures_and_its_telemetry(qtbot, tab) -> None:
+    _select_runs(tab, "mlp-b deep")
+    qtbot.waitUntil(lambda: tab.details.kind == "run", timeout=5000)
+    text = tab.details.text.toPlainText()
+    assert "Held-out accuracy" in text and "0.860" in text and "Predicted (sized on this machine)" in text
+    assert "-20%" in text and "200 samples at 10 Hz" in text
+    assert tab.details.plots.isVisible()
+    curve = tab.details.plots.curves["proc_rss_bytes"]
+    x, y = curve.xData, curve.yData
+    assert len(x) == 200 and np.nanmax(y) > 0.5
+    # a calibration's figures as a table, not JSON
+    row = [tab.model.index(r, COL_KIND).data() for r in range(tab.model.rowCount())].index("Calibration")
+    tab.select_rows([row])
+    qtbot.waitUntil(lambda: tab.details.kind == "calibration", timeout=5000)
+    text = tab.details.text.toPlainText()
+    assert "120.0 GFLOP/s" in text and "1,500 MB/s" in text and "{" not in text
+    assert not tab.details.plots.isVisible()
+    row = [tab.model.index(r, COL_KIND).data() for r in range(tab.model.rowCount())].index("Sizing")
+    tab.select_rows([row])
+    qtbot.waitUntil(lambda: tab.details.kind == "sizing", timeout=5000)
+    text = tab.details.text.toPlainText()
+    assert "Candidates (2)" in text and "RTX 4090" in text and "Training FLOPs" in text
+
+
+def test_delete_asks_then_undo_brings_the_run_and_its_samples_back(qtbot, tab, monkeypatch) -> None:
+    store, run_id = tab.store, tab.ids["cnn"]
+    samples_before = len(store.run_series(run_id)[1])
+    asked: list[str] = []
+    answer = [QMessageBox.StandardButton.No]
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or answer[0])
+    _select_runs(tab, "small cnn")
+    tab.delete_selected()
+    assert "samples are deleted" in asked[0] and tab.model.total == 6  # said No: nothing gone
+    answer[0] = QMessageBox.StandardButton.Yes
+    tab.table.setFocus()
+    qtbot.keyClick(tab.table, Qt.Key.Key_Delete)
+    qtbot.waitUntil(lambda: tab.model.total == 5, timeout=5000)
+    assert "small cnn" not in _names(tab) and store.result_detail("run", run_id) is None
+    assert tab.undo_button.isVisible() and tab.message.text().startswith("Deleted 1 result")
+    qtbot.keyClick(tab.table, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: tab.model.total == 6, timeout=5000)
+    assert "small cnn" in _names(tab) and not tab.undo_button.isVisible()
+    assert len(store.run_series(run_id)[1]) == samples_before == 100
+
+
+def test_exports_the_selected_runs_samples_and_refuses_a_damaged_archive(qtbot, tab, tmp_path) -> None:
+    _select_runs(tab, "mlp-a wide", "small cnn")
+    out = tmp_path / "samples.csv"
+    tab.export_samples_to(out, tab.selected_run_ids())
+    qtbot.waitUntil(lambda: tab.message.text().startswith("Wrote") or "not written" in tab.message.text(), timeout=5000)
+    assert tab.message.text().startswith("Wrote 300 samples of 2 runs")
+    with out.open(newline="") as f:
+        rows = list(csv.reader(f))
+    assert len(rows) == 301  # a header and every sample, full resolution
+    bad = tmp_path / "broken.trainrig-results.zip"
+    bad.write_bytes(b"PK\x03\x04 this is not a whole archive")
+    tab.import_archive_from(bad)
+    qtbot.waitUntil(lambda: not tab.busy, timeout=5000)
+    assert "broken.trainrig-results.zip was not imported, nothing was changed" in tab.message.text()
+    assert "Traceback" not in tab.message.text() and "unexpected error" not in tab.message.text()
+    assert tab.model.total == 6
+
+
+def test_an_archive_moves_results_to_another_database_once(qtbot, tab, tmp_path) -> None:
+    archive = tmp_path / "all.trainrig-results.zip"
+    tab.export_archive_to(archive, None)
+    qtbot.waitUntil(lambda: not tab.busy, timeout=10_000)
+    assert tab.message.text().startswith("Wrote 6 results"), tab.message.text()
+    from core.storage.store import Store
+
+    other = ResultsTab(Store.open(tmp_path / "other.db"))
+    qtbot.addWidget(other)
+    other.show()
+    assert other.model.total == 0
+    for _ in range(2):
+        other.import_archive_from(archive)
+        qtbot.waitUntil(lambda: not other.busy, timeout=10_000)
+    assert other.model.total == 6 and "already here, skipped" in other.message.text()
+    assert sorted(_names(other)) == sorted(_names(tab))
+    other.store.close()
+
+
+@pytest.fixture
+def big_tab(qtbot):
+    """A tab on 10,000 runs (held by the fixture: the tab is deleted after the test, not in it)."""
+    from core.storage.store import Store
+
+    store = Store.open(None)
+    for i in range(10_000):
+        store.start_run("trained", f"bulk {i}", device="cpu")
+    t = ResultsTab(store)
+    qtbot.addWidget(t)
+    t.resize(1366, 800)
+    t.show()
+    yield t
+    store.close()
+
+
+def test_ten_thousand_results_load_a_page_at_a_time(qtbot, big_tab) -> None:
+    t = big_tab
+    assert t.model.total == 10_000 and t.model.rowCount() == PAGE  # not 10,000 rows formatted at once
+    assert t.count.text() == "10,000 results"
+    t.table.scrollToBottom()
+    qtbot.waitUntil(lambda: t.model.rowCount() > PAGE, timeout=3000)  # the view asks for the next page
+
+
+def test_a_saved_sizing_opens_in_the_wizard_from_the_results_tab(qtbot, main_window) -> None:
+    from gui.wizard.wizard import starter_document
+
+    w = main_window()
+    wizard = w.sizing_tab
+    qtbot.waitUntil(lambda: wizard.result is not None, timeout=10_000)
+    wizard.save_sizing()
+    wizard.load_document({**starter_document(), "name": "something else"})
+    w.tabs.setCurrentWidget(w.results_tab)
+    tab = w.results_tab
+    qtbot.waitUntil(lambda: "Sizing" in [tab.model.index(r, COL_KIND).data() for r in range(tab.model.rowCount())])
+    row = [tab.model.index(r, COL_KIND).data() for r in range(tab.model.rowCount())].index("Sizing")
+    tab.select_rows([row])
+    assert tab.buttons["open_wizard"].isEnabled()
+    qtbot.mouseClick(tab.buttons["open_wizard"], Qt.MouseButton.LeftButton)
+    assert w.tabs.currentWidget() is wizard and wizard.doc["name"] == "seed MLP"
+    assert tab.message.text().startswith("Opened sizing #")
