@@ -300,8 +300,56 @@ def generic(detail: dict[str, Any], depth: int = 0) -> str:
 
 
 def experiment_html(detail: dict[str, Any]) -> str:
+    """An experiment's summary as the command printed it: per value of its factor (one-factor), per
+    thread count (thread scaling) or per location (storage)."""
     name = detail.get("name") or ""
-    return page(f"Experiment #{detail.get('id', '?')}: {name}", generic(detail))
+    exp = detail.get("experiment") if isinstance(detail.get("experiment"), dict) else {}
+    summary = exp.get("summary") or {}
+    runs = exp.get("run_ids") or []
+    head = pairs(
+        [
+            ("kind", exp.get("kind")),
+            ("varied", exp.get("factor")),
+            ("status", exp.get("status")),
+            ("runs in this database", ", ".join(f"#{i}" for i in runs) or "none"),
+        ]
+    )
+
+    def spread(x: Any, fmt: str) -> str:
+        if not isinstance(x, dict):
+            return "—"
+        return fmt.format(x["mean"]) + (f" ± {fmt.format(x['sd'])}" if x.get("n", 1) > 1 else "")
+
+    if exp.get("kind") == "one-factor":
+        body = table(
+            [str(exp.get("factor")), "time (s)", "accuracy", "macro F1", "step measured", "step predicted", "runs"],
+            [
+                [
+                    _scalar(r.get("value")),
+                    spread(r.get("training_time_s"), "{:.2f}"),
+                    spread(r.get("accuracy"), "{:.3f}"),
+                    spread(r.get("macro_f1"), "{:.3f}"),
+                    f"{r['step_s']['mean'] * 1e3:.3g} ms" if isinstance(r.get("step_s"), dict) else "—",
+                    f"{r['predicted_step_s'] * 1e3:.3g} ms" if r.get("predicted_step_s") else "—",
+                    f"{r.get('runs', 0)}" + (f" ({r['failed']} failed)" if r.get("failed") else ""),
+                ]
+                for r in summary.get("rows", [])
+            ],
+        )
+    elif exp.get("kind") == "threads":
+        body = (
+            table(
+                ["threads", "step", "samples/s"],
+                [
+                    [p["threads"], f"{p['step_s'] * 1e3:.3g} ms", f"{64 / p['step_s']:,.0f}"]
+                    for p in summary.get("points", [])
+                ],
+            )
+            + f"<p>{esc(summary.get('verdict', ''))} — {esc(summary.get('source', ''))}</p>"
+        )
+    else:
+        body = generic(summary)
+    return page(f"Experiment #{detail.get('id', '?')}: {name}", head, body)
 
 
 def _scalar(v: Any) -> str:

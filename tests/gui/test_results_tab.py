@@ -213,3 +213,52 @@ def test_a_saved_sizing_opens_in_the_wizard_from_the_results_tab(qtbot, main_win
     qtbot.mouseClick(tab.buttons["open_wizard"], Qt.MouseButton.LeftButton)
     assert w.tabs.currentWidget() is wizard and wizard.doc["name"] == "seed MLP"
     assert tab.message.text().startswith("Opened sizing #")
+
+
+def test_an_experiment_shows_its_summary_table(qtbot) -> None:
+    from core.storage.store import Store
+    from gui.widgets.result_html import details_html
+
+    store = Store.open(None)
+    ids = []
+    for b in (64, 128):
+        rid = store.start_run("trained", f"seed MLP: training.batch_size={b}", device="cpu")
+        store.finish_run(rid, "finished", metrics={"training_time_s": 3.0, "accuracy": 0.8})
+        ids.append(rid)
+    rows = [
+        {
+            "value": 64,
+            "runs": 1,
+            "failed": 0,
+            "training_time_s": {"mean": 12.5, "sd": 0.0, "n": 1},
+            "accuracy": {"mean": 0.801, "sd": 0.01, "n": 2},
+            "macro_f1": None,
+            "step_s": {"mean": 0.004, "sd": 0, "n": 1},
+            "predicted_step_s": 0.003,
+        },
+        {
+            "value": 128,
+            "runs": 0,
+            "failed": 1,
+            "training_time_s": None,
+            "accuracy": None,
+            "macro_f1": None,
+            "step_s": None,
+            "predicted_step_s": None,
+        },
+    ]
+    eid = store.save_experiment(
+        "seed MLP: training.batch_size", "one-factor", "training.batch_size", {}, ids, {"rows": rows}
+    )
+    html = details_html("experiment", store.result_detail("experiment", eid))
+    for text in (
+        "Experiment #1: seed MLP: training.batch_size",
+        "one-factor",
+        "#1, #2",
+        "12.50",
+        "0.801 ± 0.010",
+        "4 ms",
+        "3 ms",
+        "0 (1 failed)",
+    ):
+        assert text in html, text
