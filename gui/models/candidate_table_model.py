@@ -55,6 +55,10 @@ class CandidateTableModel(QAbstractTableModel):
         self._raws: list[list[Any]] = []
         self._measured: ScaleResult | None = None
 
+    @property
+    def measured(self) -> ScaleResult | None:
+        return self._measured
+
     def set_measured(self, measured: ScaleResult | None) -> None:
         """The measure-and-scale result the "Measured & scaled" column shows (None clears it)."""
         self._measured = measured

@@ -37,7 +37,7 @@ from core.estimate.sizing import SizingResult
 from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
-from gui.models.candidate_table_model import ROW_ROLE, SORT_ROLE, CandidateTableModel
+from gui.models.candidate_table_model import COL_MEASURED, ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
 from gui.wizard.base import combo, spin
 from gui.wizard.measure_panel import MeasurePanel
@@ -125,8 +125,12 @@ class ResultsPage(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # the device's name takes what is left of a wide window (no empty band right of the table)
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        # every column as wide as its contents (the device's name whole), the last one takes what is
+        # left of a wide window (no empty band right of the table)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        # the "Measured & scaled" column only once something was measured on this GPU
+        self.model.modelReset.connect(lambda: self.table.setColumnHidden(COL_MEASURED, self.model.measured is None))
+        self.table.setColumnHidden(COL_MEASURED, True)
         self.table.verticalHeader().hide()
         self.memory_bar = MemoryBar()
         self.scatter = pg.PlotWidget(axisItems={"bottom": TimeAxis(orientation="bottom")})

@@ -94,8 +94,10 @@ def test_the_table_marks_the_candidates_that_use_the_measured_step(qtbot, main_w
     result = scale_profile(
         read_profile_file(FIXTURES / "h100-sxm-bert-base-bf16.trace.json"), find_device("H100 SXM", cat), devices
     )
+    assert wiz.results.table.isColumnHidden(COL_MEASURED)  # nothing measured: no empty column
     wiz._measuring_key = _key(wiz)
     wiz._measured(result)
+    assert not wiz.results.table.isColumnHidden(COL_MEASURED)
     proxy = wiz.results.proxy
     rows = {proxy.index(r, COL_DEVICE).data(): r for r in range(proxy.rowCount())}
     pcie = proxy.index(rows["NVIDIA H100 PCIe"], COL_MEASURED)
@@ -108,7 +110,7 @@ def test_the_table_marks_the_candidates_that_use_the_measured_step(qtbot, main_w
     assert proxy.headerData(COL_MEASURED, Qt.Orientation.Horizontal) == "Measured & scaled"
     # another batch: the measurement no longer describes this step and is dropped
     wiz._what_if({"batch_size": 17, "gpus": 1, "precision": wiz.doc["training"].get("precision", "fp32")})
-    assert wiz.measured is None
+    assert wiz.measured is None and wiz.results.table.isColumnHidden(COL_MEASURED)
     assert proxy.index(rows["NVIDIA H100 PCIe"], COL_MEASURED).data() == ""
     assert "measure again" in wiz.results.measure_panel.status.text()
 
