@@ -18,6 +18,23 @@ if str(ROOT) not in sys.path:
 
 pytest_plugins = ["tests.skip_guard"]  # CI: a skipped test fails the run (TRAINRIG_REQUIRE_ALL=1)
 
+PROFILES = ROOT / "tests" / "fixtures" / "profiles"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The hand-built H100 trace fixtures are generated, not kept in git: build them when missing
+    (tests/fixtures/profiles/build_fixtures.py, a quarter of a second)."""
+    import contextlib
+    import io
+    import runpy
+
+    if not all(
+        (PROFILES / f).exists() for f in ("h100-sxm-resnet50-fp16.trace.json", "h100-sxm-bert-base-bf16.trace.json")
+    ):
+        with contextlib.redirect_stdout(io.StringIO()):
+            runpy.run_path(str(PROFILES / "build_fixtures.py"), run_name="__main__")
+
+
 SEED_MLP_LAYERS = [
     {"type": "linear", "out_features": 512},
     {"type": "leaky_relu"},
