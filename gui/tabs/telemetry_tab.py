@@ -183,6 +183,10 @@ class TelemetryTab(QWidget):
         self, document: Any, prediction: dict[str, Any] | None, origin: str, code_dir: Path | None = None
     ) -> None:
         """Size (if no prediction is given), check the PyTorch environment and start the trainer."""
+        if self.run is not None and self.run.done and self.timer.isActive():
+            # the last run ended after the latest frame: show its end now, so that its message does
+            # not replace what this start says a moment later
+            self.refresh()
         if self.running:
             self._say("A run is in progress: cancel it first.", error=True)
             return
