@@ -177,3 +177,26 @@ def loader_cores(needed: float, device_kind: str) -> int:
     floor = MIN_LOADER_CORES_CPU if device_kind == "cpu" else LOADER_CORES_PER_GPU
     want = math.ceil(needed - 1e-9) if math.isfinite(needed) else MAX_LOADER_CORES_PER_DEVICE
     return min(MAX_LOADER_CORES_PER_DEVICE, max(floor, want))
+
+
+def input_note(cost: DecodeCost | None, pace: float, needed: float, cores: int, kind: str, decode_bound: bool) -> str:
+    """The assumption the sizing shows about the loader: what a sample costs, the cores that keep up
+    and the cores the step counts; when they cannot keep up, why and what to do."""
+    if cost is None or not cost.per_sample_s:
+        return ""
+    per = "GPU" if kind != "cpu" else "device"
+    text = (
+        f"input pipeline: {cost.describe()} takes {cost.per_sample_s * 1e3:.3g} ms of one CPU core per sample "
+        f"(published figures, docs/sizing.md); at {pace:,.0f} samples/s per {per} that needs "
+        f"{needed:.1f} loader cores per {per}; the step counts {cores}"
+    )
+    if needed > MAX_LOADER_CORES_PER_DEVICE:
+        waits = "steps wait for the decoding; " if decode_bound else ""
+        if kind == "cpu":
+            text += f", the most TrainRig gives a device: {waits}store the data smaller or already decoded"
+        else:
+            text += (
+                f", the most a host gives a GPU ({MAX_LOADER_CORES_PER_DEVICE}, an 8-GPU DGX A100's share): "
+                f"{waits}{GPU_DECODE_ADVICE}"
+            )
+    return text

@@ -26,10 +26,8 @@ from core.estimate import host as host_model
 from core.estimate import input_pipeline
 from core.estimate.host import HostTime
 from core.estimate.input_pipeline import (
-    GPU_DECODE_ADVICE,
-    MAX_LOADER_CORES_PER_DEVICE,
-    DecodeCost,
     decode_cost,
+    input_note,
     loader_cores,
     loader_cores_needed,
 )
@@ -338,7 +336,7 @@ def step_time(
     # that arrives in time, as the loader cores sized to keep up make it, bounds nothing)
     waits = last.input_s > busy or (acc is not None and acc.input_s > a_busy)
     bound = max((t for t in terms if waits or t != "input pipeline"), key=lambda t: terms[t])
-    note = _input_note(cost, pace, needed, cores, kind, waits and decode_s > read_s)
+    note = input_note(cost, pace, needed, cores, kind, waits and decode_s > read_s)
     return StepTime(
         compute,
         memory,
@@ -365,29 +363,6 @@ def step_time(
         loader_s,
         last_host,
     )
-
-
-def _input_note(cost: DecodeCost | None, pace: float, needed: float, cores: int, kind: str, decode_bound: bool) -> str:
-    """The assumption the sizing shows about the loader: what a sample costs, the cores that keep up
-    and the cores the step counts; when they cannot keep up, why and what to do."""
-    if cost is None or not cost.per_sample_s:
-        return ""
-    per = "GPU" if kind != "cpu" else "device"
-    text = (
-        f"input pipeline: {cost.describe()} takes {cost.per_sample_s * 1e3:.3g} ms of one CPU core per sample "
-        f"(published figures, docs/sizing.md); at {pace:,.0f} samples/s per {per} that needs "
-        f"{needed:.1f} loader cores per {per}; the step counts {cores}"
-    )
-    if needed > MAX_LOADER_CORES_PER_DEVICE:
-        waits = "steps wait for the decoding; " if decode_bound else ""
-        if kind == "cpu":
-            text += f", the most TrainRig gives a device: {waits}store the data smaller or already decoded"
-        else:
-            text += (
-                f", the most a host gives a GPU ({MAX_LOADER_CORES_PER_DEVICE}, an 8-GPU DGX A100's share): "
-                f"{waits}{GPU_DECODE_ADVICE}"
-            )
-    return text
 
 
 def _pass(
