@@ -35,6 +35,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             runpy.run_path(str(PROFILES / "build_fixtures.py"), run_name="__main__")
 
 
+# a classifier small enough to train in a second: 8 features, 3 classes (experiments and thread scaling)
+TINY_MLP = {
+    "name": "tiny MLP",
+    "model": {
+        "input_shape": [8],
+        "layers": [{"type": "linear", "out_features": 16}, {"type": "relu"}, {"type": "linear", "out_features": 3}],
+    },
+    "data": {"samples": 300, "outputs": 3},
+    "training": {"batch_size": 32, "epochs": 1, "optimizer": "sgd", "precision": "fp32"},
+}
+
 SEED_MLP_LAYERS = [
     {"type": "linear", "out_features": 512},
     {"type": "leaky_relu"},

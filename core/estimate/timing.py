@@ -439,25 +439,15 @@ def _pass(
         known = overhead_known and bool(ops)
         opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
         overhead = per_step + per_op * 3 * calls + opt_calls
-        return _Pass(
-            compute * s,
-            memory * s,
-            opt * s,
-            work * s,
-            work_no_opt * s,
-            0.0,
-            overhead * s,
-            (per_step + per_op * 3 * calls) * s,
-            float(flops),
-        )
-    per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
-    per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
-    per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
-    if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
-        tensors = len(sizes) if ops else n_ops
-        overhead = per_step + per_op * 3 * calls + float(per_tensor) * tensors
     else:
-        overhead = per_step + per_op * (3 * calls + (2 if optimizer != "sgd" else 1) * n_ops)
+        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
+        per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
+        per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
+        if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
+            tensors = len(sizes) if ops else n_ops
+            overhead = per_step + per_op * 3 * calls + float(per_tensor) * tensors
+        else:
+            overhead = per_step + per_op * (3 * calls + (2 if optimizer != "sgd" else 1) * n_ops)
     return _Pass(
         compute * s,
         memory * s,

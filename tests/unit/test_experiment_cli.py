@@ -9,18 +9,11 @@ import os
 import pytest
 
 from core.storage.store import Store
+from tests.conftest import TINY_MLP
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals as on POSIX")
 
-TINY = {
-    "name": "tiny MLP",
-    "model": {
-        "input_shape": [8],
-        "layers": [{"type": "linear", "out_features": 16}, {"type": "relu"}, {"type": "linear", "out_features": 3}],
-    },
-    "data": {"samples": 300, "outputs": 3},
-    "training": {"batch_size": 32, "epochs": 1, "optimizer": "sgd", "precision": "fp32"},
-}
+TINY = TINY_MLP
 
 
 def test_a_batch_size_sweep_trains_each_value_and_tabulates_them(cli, write_json, _isolated_db) -> None:

@@ -12,16 +12,9 @@ import pytest
 from core.spec.workload import parse_workload
 from telemetry import page_cache
 from telemetry.storage_ab import tier_of, write_dataset
+from tests.conftest import TINY_MLP
 
-TINY = {
-    "name": "tiny MLP",
-    "model": {
-        "input_shape": [8],
-        "layers": [{"type": "linear", "out_features": 16}, {"type": "relu"}, {"type": "linear", "out_features": 3}],
-    },
-    "data": {"samples": 300, "outputs": 3},
-    "training": {"batch_size": 32, "epochs": 1, "optimizer": "sgd"},
-}
+TINY = TINY_MLP
 
 
 def test_every_file_is_evicted_after_its_pages_reach_the_disk(tmp_path: Path, monkeypatch) -> None:

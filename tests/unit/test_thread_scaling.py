@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from core.output.thread_scaling import ThreadPoint, thread_counts, verdict
+from tests.conftest import TINY_MLP
 
 
 def test_counts_go_past_the_physical_cores_and_include_them() -> None:
@@ -31,15 +32,7 @@ def test_nothing_past_the_cores_cannot_check_the_rule() -> None:
 
 
 def test_a_thread_scaling_run_at_1_and_2_threads_completes(cli, write_json) -> None:
-    doc = {
-        "name": "tiny MLP",
-        "model": {
-            "input_shape": [8],
-            "layers": [{"type": "linear", "out_features": 16}, {"type": "relu"}, {"type": "linear", "out_features": 3}],
-        },
-        "data": {"samples": 300, "outputs": 3},
-        "training": {"batch_size": 32, "epochs": 1, "optimizer": "sgd"},
-    }
+    doc = TINY_MLP
     code, out, err = cli("experiment", str(write_json(doc)), "--threads", "1,2", "--json")
     assert code == 0, out + err
     data = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
