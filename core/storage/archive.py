@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,7 +170,7 @@ def _manifest(path: Path, zf: zipfile.ZipFile) -> dict[str, Any]:
         raise _refuse(path, f"is a zip file but not a TrainRig results archive (no {MANIFEST} and {ITEMS})")
     try:
         manifest = json.loads(zf.read(MANIFEST))
-    except (ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
+    except (ValueError, zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
         raise _refuse(path, f"has a damaged {MANIFEST} ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _refuse(path, "is a zip file but not a TrainRig results archive (unknown format)")
@@ -200,7 +201,7 @@ def _lines(path: Path, zf: zipfile.ZipFile) -> Iterator[tuple[int, bytes]]:
     try:
         with zf.open(ITEMS) as raw:
             yield from enumerate(raw, start=1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:  # a CRC error, a cut-off stream
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:  # CRC, cut-off or bad deflate
         raise _refuse(path, f"is damaged ({exc})") from None
 
 

@@ -204,3 +204,24 @@ def test_a_damaged_or_foreign_archive_is_refused_and_changes_nothing(source: Sto
         target.import_archive(tmp_path / "missing.zip")
     assert target.import_archive(good)["added"] == 5  # the good one still imports
     target.close()
+
+
+def test_a_broken_deflate_stream_is_refused_not_a_traceback(source: Store, tmp_path: Path) -> None:
+    """A byte flipped inside the compressed items can break the deflate stream itself (zlib.error,
+    which is neither an OSError nor a ValueError): the archive is refused by name all the same."""
+    import zipfile
+
+    good = tmp_path / "good.zip"
+    source.export_archive(good)
+    data = bytearray(good.read_bytes())
+    with zipfile.ZipFile(good) as zf:
+        info = zf.getinfo("items.jsonl")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start : start + 8] = b"\xff" * 8  # deflate block type 3 does not exist: "invalid block type"
+    bad = tmp_path / "bad-deflate.zip"
+    bad.write_bytes(bytes(data))
+    target = Store.open(tmp_path / "t.db")
+    with pytest.raises(ArchiveError, match="is damaged") as caught:
+        target.import_archive(bad)
+    assert str(bad) in str(caught.value) and "nothing was imported" in str(caught.value)
+    assert target.results_count() == 0
