@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,10 +102,3 @@ def summary_row(name: str, written: WrittenSet, tier: str | None, eviction: str,
         "predicted_read_s": predicted_read_s(read, tier),
         "page_cache": eviction,
     }
-
-
-def on_same_device(a: Path, b: Path) -> bool:
-    try:
-        return os.stat(a).st_dev == os.stat(b).st_dev
-    except OSError:
-        return False

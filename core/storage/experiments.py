@@ -5,7 +5,7 @@ with its plan and its summary table; the results browser lists it with kind "exp
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,10 +37,8 @@ def create(db: sqlite_utils.Database) -> None:
 
 class ExperimentsMixin:
     db: sqlite_utils.Database
-
-    def _write(self, action: Any) -> Any: ...  # provided by Store
-
-    def _read(self, action: Any) -> Any: ...  # provided by Store
+    _read: Callable[[Callable[[], Any]], Any]  # Store's
+    _write: Callable[[Callable[[], Any]], Any]
 
     def save_experiment(
         self,

@@ -173,19 +173,8 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
                 explain(sqlite3.DatabaseError("database disk image is malformed"), self.path, "nothing was saved")
             )
 
-        def transaction() -> Any:
-            conn = self.db.conn
-            conn.execute("BEGIN IMMEDIATE")  # explicit transaction: all of the action or none of it
-            try:
-                result = action()
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
-
         with self.lock:
-            return self._retry(transaction, "nothing was saved")
+            return self._retry(lambda: self._in_transaction(action), "nothing was saved")
 
     @property
     def schema_version(self) -> int:
@@ -387,8 +376,9 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
             self._in_transaction(lambda: sample_chunks.append(self.db, run_id, rows))
 
     def _in_transaction(self, action: Callable[[], Any]) -> Any:
-        """``action`` in a transaction of its own (without _write's busy wait: a run's writes come
-        from its threads, which record a failure as the run's event and carry on)."""
+        """``action`` in an explicit transaction: all of it or none of it (``_write`` adds the checks
+        and the busy wait; a run's sample writes call it directly: their threads record a failure as
+        the run's event and carry on)."""
         conn = self.db.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
