@@ -19,6 +19,7 @@ from core.errors import WorkloadError
 from core.hardware.catalogue import normalise_device_entry
 from core.network.model import ModelAnalysis, analyze_model
 from core.network.presets import get_preset
+from core.spec.large import DEFAULT_LARGE, LARGE_KEYS, LargeModelSpec, parse_checkpointing, parse_large
 from core.spec.loop import LoopSpec, parse_loop
 from core.validate import (
     get_bool,
@@ -85,6 +86,16 @@ class TrainingSpec:
     # torch.compile (elementwise chains fused). Both change the GPU kernel model's step time.
     memory_format: str = "contiguous"
     compile: bool = False
+    # the large-model settings (core/spec/large.py): checkpointing policy, attention kernel, precision
+    # layout, fp8, offload, optimizer implementation, tensor/pipeline/sequence/context parallelism
+    large: LargeModelSpec = DEFAULT_LARGE
+
+    @property
+    def checkpoint_policy(self) -> str:
+        """ "none", "selective" or "full" (full when ``checkpointing`` is set)."""
+        if self.checkpointing:
+            return "full"
+        return "selective" if self.large.selective_checkpointing else "none"
 
 
 @dataclass(frozen=True)
@@ -289,6 +300,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "loop",
         "memory_format",
         "compile",
+        *LARGE_KEYS,
     }
     reject_unknown(t, allowed, "training")
     lr = get_float(t, "learning_rate", "training", maximum=100.0) if "learning_rate" in t else None
@@ -300,13 +312,16 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
             raise WorkloadError(
                 "training.micro_batch_size", f"{micro} is larger than the batch ({batch}): at most training.batch_size"
             )
+    full, _ = parse_checkpointing(t)
+    sharding = get_choice(t, "sharding", "training", SHARDINGS, default="none")
+    precision = get_choice(t, "precision", "training", PRECISION_BYTES, default="fp32")
     return TrainingSpec(
         batch_size=batch,
         epochs=get_int(t, "epochs", "training", maximum=10**7),
         optimizer=get_choice(t, "optimizer", "training", OPTIMIZER_STATES, default="adam"),
-        precision=get_choice(t, "precision", "training", PRECISION_BYTES, default="fp32"),
-        checkpointing=get_bool(t, "checkpointing", "training", default=False),
-        sharding=get_choice(t, "sharding", "training", SHARDINGS, default="none"),
+        precision=precision,
+        checkpointing=full,
+        sharding=sharding,
         nodes=get_int(t, "nodes", "training", default=1, maximum=10**4),
         reserve_percent=get_float(t, "reserve_percent", "training", default=0.0, maximum=100.0),
         scaling_model=get_choice(t, "scaling_model", "training", SCALING_MODELS, default="analytic"),
@@ -315,6 +330,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         loop=parse_loop(t["loop"]) if "loop" in t else None,
         memory_format=get_choice(t, "memory_format", "training", MEMORY_FORMATS, default="contiguous"),
         compile=get_bool(t, "compile", "training", default=False),
+        large=parse_large(t, sharding, precision),
     )
 
 
