@@ -22,6 +22,7 @@ import numpy as np
 
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec
 from core.vocabulary import (
     OPTIMIZER_STATES,
     PRECISION_BYTES,
@@ -253,6 +254,7 @@ def phase_lines(
     target_bytes_per_sample: int = 8,
     workspace_bytes: int = 0,
     accumulating: bool = False,
+    large: LargeModelSpec = DEFAULT_LARGE,
 ) -> PhaseLines:
     """Memory of every instant of a steady-state step, linear in the per-device batch.
 
@@ -328,6 +330,7 @@ def estimate_peak_memory(
     reserve_fraction: float = 0.0,
     target_bytes_per_sample: int = 8,
     workspace_bytes: int = 0,
+    large: LargeModelSpec = DEFAULT_LARGE,
 ) -> MemoryBreakdown:
     """Peak memory of one device in bytes for one steady-state step.
 
@@ -349,6 +352,7 @@ def estimate_peak_memory(
         checkpointing=checkpointing,
         target_bytes_per_sample=target_bytes_per_sample,
         workspace_bytes=workspace_bytes,
+        large=large,
     )
     return breakdown_at(lines, -(-batch_size // max(1, devices)), device_kind, reserve_fraction)
 

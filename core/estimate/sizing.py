@@ -33,6 +33,7 @@ from core.hardware.catalogue import GIB, DeviceSpec
 from core.hardware.platforms import PlatformChoice, platform_for
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
+from core.spec.large import check_degrees
 from core.spec.loop import loop_for
 from core.spec.workload import Workload
 from core.units import fmt_bytes, fmt_seconds
@@ -165,6 +166,7 @@ def size_candidate(
             target_bytes_per_sample=target_bytes,
             workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
             accumulating=accumulating,
+            large=t.large,
         )
 
     lines = lines_for(False)
@@ -183,6 +185,9 @@ def size_candidate(
     steps_acc = accumulation_steps(per_device, micro)
     mem = breakdown_at(lines_for(steps_acc > 1), micro, runtime, reserve)
     fits = None if capacity is None else mem.total <= capacity
+    layout_problem = check_degrees(t.large, devices)
+    if layout_problem is not None:  # the model-parallel groups do not divide these devices
+        fits = False
     largest = None
     if capacity is not None:  # held at once, without accumulation; never more than the dataset
         largest = min(largest_batch_per_device(lines, capacity, runtime, reserve) * devices, d.samples)
@@ -207,6 +212,7 @@ def size_candidate(
         host_cpu=choice.platform.cpu if choice is not None and kind == "gpu" else None,
         memory_format=t.memory_format,
         compile_model=t.compile,
+        large=t.large,
     )
     steps = math.ceil(d.samples / t.batch_size)
     total = st.step_s * steps * t.epochs
@@ -228,6 +234,7 @@ def size_candidate(
         *([st.input_note] if st.input_note else []),
         *host_assumptions(st),
         *([ram_note] if ram_note else []),
+        *([f"cannot run this layout: {layout_problem}"] if layout_problem else []),
     ]
     if uses_gpu_kernel_model(device, m) and t.memory_format != "channels_last" and t.precision in HALF:
         if m.graph is not None and _has_spatial_conv(m.graph):

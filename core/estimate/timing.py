@@ -41,6 +41,7 @@ from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.model import ModelAnalysis
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec
 from core.spec.loop import DEFAULT_LOOP, LoopSpec
 from core.spec.workload import DataSpec
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
@@ -190,6 +191,7 @@ def step_time(
     host_cpu: str | None = None,
     memory_format: str = "contiguous",
     compile_model: bool = False,
+    large: LargeModelSpec = DEFAULT_LARGE,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one

@@ -1,7 +1,7 @@
 """Settings practitioners choose for large models (workload ``training``, docs/workload.md): the
 activation-checkpointing policy, the attention kernel, the precision layout of DeepSpeed, FSDP,
 Megatron or Transformer Engine, offload, tensor / pipeline / sequence / context parallelism, hybrid
-sharding and the optimizer's implementation. core/estimate/ prices each (docs/sizing.md §5).
+sharding and the optimizer's implementation. core/estimate/ prices each (docs/sizing.md §4e).
 
 Every setting defaults to what plain PyTorch does, so a workload that names none of them sizes as
 before: autocast, no recompute beyond ``checkpointing``, SDPA's own kernel choice, no offload, data
