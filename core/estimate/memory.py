@@ -9,8 +9,10 @@ optimizer state exists; gradients set to None by ``zero_grad()``):
 * optimizer step: all gradients, state, and the optimizer's temporaries.
 
 The peak is the largest of these instants, so the total is not the plain sum of the parts.
-Activation checkpointing keeps only each segment's input (a top-level layer or one iteration of
-a ``repeat``) and recomputes one segment at a time during backward.
+Full activation checkpointing keeps only each segment's input (a top-level layer or one iteration
+of a ``repeat``) and recomputes one segment at a time during backward; selective checkpointing also
+keeps the segment's matrix-product and attention outputs; the attention kernel and the
+model-parallel split change what each tensor weighs (core.estimate.activations).
 """
 
 from __future__ import annotations
@@ -20,6 +22,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from core.estimate.activations import (
+    DEFAULT_POLICY,
+    ActivationPolicy,
+    activation_policy,
+    math_score_saves,
+    stored_under,
+    tensor_split,
+)
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
 from core.spec.large import DEFAULT_LARGE, LargeModelSpec
@@ -53,8 +63,8 @@ class MemoryProfile:
     act_fixed: np.ndarray  # bytes per sample of bool/int tensors alive
     temp_float: np.ndarray  # float elements per sample of temporaries (gradients of activations)
     grad_params: np.ndarray  # parameter elements whose gradients exist
-    saved_float: int  # all saved activations at the end of forward
-    saved_fixed: int
+    saved_float: float  # all saved activations at the end of forward
+    saved_fixed: float
     step_mask: np.ndarray  # 1 for forward/backward instants, 0 for the optimizer step (last row)
     loss_saved: np.ndarray  # bytes per sample: the loss's fp32 log-softmax, alive through backward
     loss_grad: np.ndarray  # bytes per sample: the loss gradient (fp32) as backward starts
@@ -87,49 +97,61 @@ class MemoryBreakdown:
         return dict(self.__dict__)
 
 
-def memory_profile(model: ModelAnalysis, checkpointing: bool, math_attention: bool = False) -> MemoryProfile:
-    """The step replay of ``model``; ``math_attention``: attention with dropout runs the math
-    kernel, which keeps the L×L scores (PyTorch on the CPU), instead of a memory-efficient one."""
+def memory_profile(model: ModelAnalysis, policy: ActivationPolicy = DEFAULT_POLICY) -> MemoryProfile:
+    """The step replay of ``model`` under ``policy`` (checkpointing, attention kernel, device kind,
+    model-parallel split: core.estimate.activations)."""
     assert model.graph is not None
-    return _profile(model.graph, model.output_elems, checkpointing, math_attention)
+    return _profile(model.graph, model.output_elems, policy)
 
 
 @lru_cache(maxsize=256)
-def _profile(g: Graph, output_elems: int, checkpointing: bool, math_attention: bool) -> MemoryProfile:
+def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryProfile:
     ops = list(g.ops)
+    frac = tensor_split(g, policy)
     # float tensors scale with the activation precision; fp32-kept and fixed-type ones do not
-    size_f = [t.elems if t.dtype_bytes is None and not t.fp32 else 0 for t in g.tensors]
-    size_x = [t.elems * (t.dtype_bytes or 4) if t.dtype_bytes is not None or t.fp32 else 0 for t in g.tensors]
-    size_f[0] = size_x[0] = 0  # the input batch is counted as data
-    if math_attention:
-        for i, op in enumerate(ops):
-            if op.math_scores:
-                # measured on PyTorch 2.13 (CPU): about five score-sized float tensors and a bool
-                # dropout mask per attention layer
-                size_f.append(5 * op.math_scores)
-                size_x.append(op.math_scores)
-                ops[i] = replace(op, saved=(*op.saved, len(size_f) - 1))
+    size_f = [t.elems * frac[i] if t.dtype_bytes is None and not t.fp32 else 0.0 for i, t in enumerate(g.tensors)]
+    size_x = [
+        t.elems * (t.dtype_bytes or 4) * frac[i] if t.dtype_bytes is not None or t.fp32 else 0.0
+        for i, t in enumerate(g.tensors)
+    ]
+    size_f[0] = size_x[0] = 0.0  # the input batch is counted as data
+    for i, op in enumerate(ops):
+        floats, fixed = math_score_saves(policy, op)  # the math kernel's score tensors
+        if policy.device_kind == "cpu" and op.decomposed_saves:  # RMSNorm run decomposed on the CPU
+            floats += op.decomposed_saves
+        if floats or fixed:
+            size_f.append(floats * frac[op.output_id])
+            size_x.append(fixed * frac[op.output_id])
+            ops[i] = replace(op, saved=(*op.saved, len(size_f) - 1))
     params = [op.params for op in ops]
     grads_after = np.cumsum(params[::-1])[::-1]  # gradients of op i and everything after it
 
-    first_saver: dict[int, int] = {}
-    for i, op in enumerate(ops):
-        for t in op.saved:
-            first_saver.setdefault(t, i)
     seg_input: dict[int, int] = {}
-    for op in ops:
+    seg_ops: dict[int, list[Op]] = {}
+    for op in g.ops:
         seg_input.setdefault(op.segment, op.input_id)
+        seg_ops.setdefault(op.segment, []).append(op)
+    # what each checkpointed segment stores from forward to backward (None: not checkpointed)
+    stored: dict[int, set[int] | None] = {}
+    for seg, members in seg_ops.items():
+        if policy.checkpoint == "full":
+            stored[seg] = {seg_input[seg]}
+        elif policy.checkpoint == "selective" and len(members) > 1:
+            stored[seg] = {seg_input[seg]} | stored_under(g, policy, members)
+        else:
+            stored[seg] = None
 
-    rows: list[tuple[int, int, int, int]] = []  # act_f, act_x, temp_f, grad_p
+    rows: list[tuple[float, float, float, float]] = []  # act_f, act_x, temp_f, grad_p
     saved: set[int] = set()
-    af = ax = 0
+    af = ax = 0.0
     # forward
     for op in ops:
-        if checkpointing:  # only segment inputs stay; the op's own tensors are transient
-            if seg_input[op.segment] not in saved:
-                saved.add(seg_input[op.segment])
-                af += size_f[seg_input[op.segment]]
-                ax += size_x[seg_input[op.segment]]
+        keep = stored[op.segment]
+        if keep is not None:  # only what the segment stores stays; the op's own tensors are transient
+            for t in ({seg_input[op.segment]} | ({op.output_id, *op.saved} & keep)) - saved:
+                saved.add(t)
+                af += size_f[t]
+                ax += size_x[t]
             extra = {op.output_id, *op.saved} - saved
             rows.append((af + sum(size_f[t] for t in extra), ax + sum(size_x[t] for t in extra), 0, 0))
             continue
@@ -140,33 +162,29 @@ def _profile(g: Graph, output_elems: int, checkpointing: bool, math_attention: b
                 ax += size_x[t]
         out_f = size_f[op.output_id] if op.output_id not in saved else 0
         rows.append((af + out_f, ax, 0, 0))
-    saved_f_end = af if not checkpointing else sum(size_f[t] for t in set(seg_input.values()))
-    saved_x_end = ax if not checkpointing else sum(size_x[t] for t in set(seg_input.values()))
+    saved_f_end, saved_x_end = af, ax
     # backward, in reverse
-    cum_f = np.cumsum([sum(size_f[t] for t in op.saved if first_saver[t] == i) for i, op in enumerate(ops)])
-    cum_x = np.cumsum([sum(size_x[t] for t in op.saved if first_saver[t] == i) for i, op in enumerate(ops)])
-    if checkpointing:
-        ckpt_f, ckpt_x = _checkpointed_live(ops, seg_input, size_f, size_x)
+    live_f, live_x = _backward_live(ops, stored, size_f, size_x)
+    whole = frac[0]  # the share of a tensor no tensor-parallel group splits (the residual stream)
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
-        if checkpointing:
-            act_f, act_x = ckpt_f[i], ckpt_x[i]
-        else:
-            act_f, act_x = int(cum_f[i]), int(cum_x[i])
         grad_in = size_f[op.input_id] if op.input_id != 0 else 0
-        temp = size_f[op.output_id] + grad_in + op.pending_grad
-        rows.append((act_f, act_x, temp, int(grads_after[i])))
+        temp = size_f[op.output_id] + grad_in + op.pending_grad * whole
+        rows.append((live_f[i], live_x[i], temp, int(grads_after[i])))
     rows.append((0, 0, 0, 0))  # the optimizer step: no activations; its memory is added per precision
     arr = np.array(rows, dtype=np.float64)
+    # pipeline 1F1B with fewer micro-batches than stages: the first stage holds fewer of them
+    arr[:, 0:2] *= policy.pipeline_share
     step_mask = np.ones(len(rows))
     step_mask[-1] = 0.0
     # cross-entropy runs in fp32 (also under autocast): it keeps log-softmax of the logits through
-    # backward, and backward starts from fp32 gradients of the logits
+    # backward, and backward starts from fp32 gradients of the logits (split as the output layer's)
     n = len(ops)
+    logits = output_elems * 4.0 * (frac[ops[-1].output_id] if ops else 1.0)
     loss_saved = np.zeros(len(rows))
-    loss_saved[n:-1] = output_elems * 4.0
+    loss_saved[n:-1] = logits
     loss_grad = np.zeros(len(rows))
-    loss_grad[n] = output_elems * 4.0
+    loss_grad[n] = logits
     seg_params: dict[int, int] = {}
     for op in ops:
         seg_params[op.segment] = seg_params.get(op.segment, 0) + op.params
@@ -175,8 +193,8 @@ def _profile(g: Graph, output_elems: int, checkpointing: bool, math_attention: b
         act_fixed=arr[:, 1],
         temp_float=arr[:, 2],
         grad_params=arr[:, 3],
-        saved_float=saved_f_end,
-        saved_fixed=saved_x_end,
+        saved_float=saved_f_end * policy.pipeline_share,
+        saved_fixed=saved_x_end * policy.pipeline_share,
         largest_param=max((op.largest_param for op in ops), default=0),
         largest_segment_params=max(seg_params.values(), default=0),
         step_mask=step_mask,
@@ -186,37 +204,35 @@ def _profile(g: Graph, output_elems: int, checkpointing: bool, math_attention: b
     )
 
 
-def _checkpointed_live(
-    ops: list[Op], seg_input: dict[int, int], size_f: list[int], size_x: list[int]
-) -> tuple[list[int], list[int]]:
-    """Live saved tensors during backward of op i under checkpointing: the inputs of earlier
-    segments plus what the recomputed forward of op i's own segment has saved up to op i."""
-    live_f = [0] * len(ops)
-    live_x = [0] * len(ops)
-    kept: set[int] = set()
-    kept_f = kept_x = 0
-    current = None
-    rec: set[int] = set()
-    rec_f = rec_x = 0
-    for i, op in enumerate(ops):
-        if op.segment != current:
-            if current is not None and seg_input[current] not in kept:
-                kept.add(seg_input[current])
-                kept_f += size_f[seg_input[current]]
-                kept_x += size_x[seg_input[current]]
-            current = op.segment
-            rec, rec_f, rec_x = set(), 0, 0
-            start = seg_input[current]
-            if start not in kept:
-                rec.add(start)
-                rec_f, rec_x = size_f[start], size_x[start]
-        for t in op.saved:
-            if t not in rec and t not in kept:
-                rec.add(t)
-                rec_f += size_f[t]
-                rec_x += size_x[t]
-        live_f[i] = kept_f + rec_f
-        live_x[i] = kept_x + rec_x
+def _backward_live(
+    ops: list[Op], stored: dict[int, set[int] | None], size_f: list[float], size_x: list[float]
+) -> tuple[list[float], list[float]]:
+    """Live saved tensors during backward of op i: what the earlier segments hold (their stored
+    tensors when checkpointed, else all they saved), plus, in op i's own segment, its stored
+    tensors and what its (recomputed) forward has saved up to op i."""
+    live_f = [0.0] * len(ops)
+    live_x = [0.0] * len(ops)
+    held: set[int] = set()
+    held_f = held_x = 0.0
+    i = 0
+    while i < len(ops):
+        seg = ops[i].segment
+        keep = stored[seg]
+        cur: set[int] = set((keep or set()) - held)
+        cur_f = sum(size_f[t] for t in cur)
+        cur_x = sum(size_x[t] for t in cur)
+        while i < len(ops) and ops[i].segment == seg:
+            for t in ops[i].saved:
+                if t not in held and t not in cur:
+                    cur.add(t)
+                    cur_f += size_f[t]
+                    cur_x += size_x[t]
+            live_f[i], live_x[i] = held_f + cur_f, held_x + cur_x
+            i += 1
+        for t in cur if keep is None else keep - held:
+            held.add(t)
+            held_f += size_f[t]
+            held_x += size_x[t]
     return live_f, live_x
 
 
@@ -283,7 +299,7 @@ def phase_lines(
         grad_fixed = np.array([float(grads), 0.0])
         copies, n_fwd, largest = 0, 0, p
     else:
-        prof = memory_profile(model, checkpointing, math_attention=device_kind == "cpu")
+        prof = memory_profile(model, activation_policy(large, checkpointing, device_kind))
         step_mask = prof.step_mask
         temp_per = prof.temp_float * ab
         # under autocast the half-precision logits are upcast for the loss: one more fp32 gradient
@@ -295,7 +311,7 @@ def phase_lines(
         # autocast keeps half-precision copies of matmul weights from forward through backward
         copies = prof.matmul_params * 2 if precision.endswith("_mixed") else 0
         n_fwd = len(model.graph.ops)
-        acts_ps = prof.saved_float * ab + prof.saved_fixed + model.output_elems * 4
+        acts_ps = prof.saved_float * ab + prof.saved_fixed + float(prof.loss_saved.max())
         largest = prof.largest_param
     opt_temp = _optimizer_temporaries(optimizer, device_kind, p // shard_o, largest) * ob
     opt_mask = 1.0 - step_mask
@@ -432,7 +448,7 @@ def _optimizer_temporaries(optimizer: str, device_kind: str, params: int, larges
 def _largest_segment(model: ModelAnalysis) -> int:
     if model.graph is None:
         return model.parameters
-    return memory_profile(model, False).largest_segment_params
+    return memory_profile(model).largest_segment_params
 
 
 def gpu_workspace_bytes(compute_capability: str | None) -> int:

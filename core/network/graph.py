@@ -16,6 +16,7 @@ class TensorInfo:
     elems: int  # elements per sample
     dtype_bytes: int | None = None  # None: the activation precision; else fixed (1 bool, 8 int64)
     fp32: bool = False  # stays fp32 under autocast (embeddings, norms, softmax, the residual stream)
+    copy: bool = False  # autocast's cast of another tensor (cheap: selective checkpointing recomputes it)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class Op:
     segment: int  # checkpoint segment (top-level layer or one repeat iteration)
     pending_grad: int = 0  # gradient elements held for a residual's other path during this backward
     math_scores: int = 0  # L×L×heads score elements the math attention kernel keeps (CPU with dropout)
+    scores: int = 0  # attention: L×L×heads score elements (what the math kernel keeps, whatever the dropout)
+    attn_dropout: bool = False  # attention: dropout on the attention weights (PyTorch's CPU flash kernel has none)
+    decomposed_saves: int = 0  # elements the decomposed CPU kernel saves beyond the fused one (RMSNorm)
     flops: int = 0  # forward matrix-product FLOPs per sample (0 for elementwise ops)
     kernel_area: int = 0  # a convolution's kernel height × width
     tensor_sizes: tuple[int, ...] = ()  # elements of each trainable tensor (the optimizer steps each)
@@ -63,8 +67,8 @@ class Graph:
     multiplier: int = 1
     embedding: tuple[int, int] | None = None  # (num, dim) of the first embedding, for tied heads
 
-    def tensor(self, elems: int, dtype_bytes: int | None = None, fp32: bool = False) -> int:
-        self.tensors.append(TensorInfo(int(elems), dtype_bytes, fp32))
+    def tensor(self, elems: int, dtype_bytes: int | None = None, fp32: bool = False, copy: bool = False) -> int:
+        self.tensors.append(TensorInfo(int(elems), dtype_bytes, fp32, copy))
         return len(self.tensors) - 1
 
     def op(
@@ -102,9 +106,9 @@ class Graph:
         saved: list[int] = []
         if save_input:
             if input_id != 0 and inp.dtype_bytes is None and autocast == "lower" and inp.fp32:
-                saved.append(self.tensor(inp.elems))  # the half-precision copy autocast makes
+                saved.append(self.tensor(inp.elems, copy=True))  # the half-precision copy autocast makes
             elif input_id != 0 and inp.dtype_bytes is None and autocast == "fp32" and not inp.fp32:
-                saved.append(self.tensor(inp.elems, fp32=True))  # the fp32 copy autocast makes
+                saved.append(self.tensor(inp.elems, fp32=True, copy=True))  # the fp32 copy autocast makes
             else:
                 saved.append(input_id)
         if save_output:

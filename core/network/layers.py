@@ -254,10 +254,14 @@ def norm(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, ctx
     params = (d + (d if bias else 0)) if affine else 0
     n = numel(shape)
     rows = n // d
-    # LayerNorm saves its input plus mean and rstd per row; RMSNorm (decomposed) also keeps
-    # the normalised tensor before the weight multiply.
-    extra: tuple[tuple[int, int | None], ...] = ((2 * rows, 4),) if kind == "layernorm" else ((n, None), (rows, 4))
+    # LayerNorm saves its input plus mean and rstd per row. RMSNorm's fused kernel (aten
+    # _fused_rms_norm, which nn.RMSNorm runs on CUDA) saves its input and the reciprocal RMS per
+    # row; PyTorch 2.13 runs it decomposed on the CPU, which also keeps the normalised tensor
+    # before the weight multiply (``decomposed_saves``: core.estimate.memory adds it on CPUs).
+    extra: tuple[tuple[int, int | None], ...] = ((2 * rows, 4),) if kind == "layernorm" else ((rows, 4),)
     y = g.op(kind, x, n, autocast="fp32", save_input=True, extra=extra, params=params, largest_param=d if affine else 0)
+    if kind == "rmsnorm":
+        g.ops[-1] = replace(g.ops[-1], decomposed_saves=n)
     g.row(LayerRow(path, kind, shape, params, 0, 4 * n, 4, n))
     return shape, y
 

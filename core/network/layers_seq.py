@@ -149,7 +149,7 @@ def _attention(
         extra=((length * heads, 4),),
         flops=4 * length * length * dim,
     )
-    g.ops[-1] = replace(g.ops[-1], heads=heads, causal=causal)
+    g.ops[-1] = replace(g.ops[-1], heads=heads, causal=causal, scores=length * length * heads, attn_dropout=dropout > 0)
     if dropout > 0:  # PyTorch's CPU flash kernel has no dropout: the math kernel saves L×L scores
         g.ops[-1] = replace(g.ops[-1], math_scores=length * length * heads)
     y = g.op(

@@ -1,0 +1,208 @@
+"""Activations under large-model settings: the checkpointing policy, the attention kernel and the
+model-parallel split (docs/sizing.md §4e).
+
+* **Checkpointing** (``TrainingSpec.checkpoint_policy``): "none" keeps what autograd saves; "full"
+  keeps each segment's input (a top-level layer or one ``repeat`` iteration) and runs the segment's
+  forward again in backward; "selective" is the per-op policy of torchtitan and Megatron-core
+  (``torch.utils.checkpoint`` with a policy that must-saves matrix products and SDPA): within a
+  segment the outputs of the matrix products and of the attention kernel (with the flash kernel's
+  log-sum-exp) are stored, and the cheap ops — norms, activations, dropout, autocast's casts, and
+  the math kernel's sequence² softmax and dropout — run again in backward (Korthikanti et al. 2022,
+  "Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198, §4).
+  A segment of one op (an embedding, the output layer) is not checkpointed: torchtitan wraps the
+  transformer blocks only.
+* **Attention kernel** (``LargeModelSpec.attention``): flash and memory-efficient kernels store no
+  score matrix; the math kernel stores the softmax output and, with dropout, a mask and the dropped
+  scores (5·a·s²·b bytes per layer in 16 bit: Korthikanti eq. 1). "auto" is what PyTorch's SDPA
+  picks: flash on CUDA in half precision (head dim ≤ 256), memory-efficient on CUDA in fp32, the
+  CPU flash kernel without dropout and the math kernel with dropout on the CPU (which PyTorch 2.13
+  runs in fp32 with a float mask: about five score-sized floats and a bool mask per layer measured).
+* **Model parallelism** (Korthikanti eqs. 2–6): tensor parallelism t splits what lies between a
+  column-parallel and a row-parallel matrix product (Q, K, V, the attention core, the MLP's hidden
+  activations) over t; the norms' inputs, the inputs of the column-parallel products, dropout masks
+  on the hidden size and the residual stream stay whole (10·s·b·h of Korthikanti's 34) unless
+  sequence parallelism splits them too. Context parallelism c splits the sequence: every activation
+  over c. Pipeline parallelism p under 1F1B: the first stage holds min(m, p) micro-batches of its L/p
+  layers, min(m, p)/p of the whole network's activations for one micro-batch (all of it when m ≥ p,
+  Korthikanti §4.2.3); the embedding and output layer are not moved off that stage. The batch
+  figures are per sample of a data-parallel replica's (micro-)batch; data per device is unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.network.graph import Graph, Op
+from core.network.model import ModelAnalysis
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec
+
+# ops whose output ``torch.utils.checkpoint``'s selective policy stores (matrix products and SDPA):
+# every op with matrix-product FLOPs
+MATMUL_NAMES = ("linear", "conv2d", "qkv_proj", "out_proj", "gate_up", "down", "lstm", "gru", "sdpa")
+# matrix products Megatron splits by columns (output split over t) and by rows (input split)
+COLUMN_PARALLEL = ("qkv_proj", "gate_up")
+ROW_PARALLEL = ("out_proj", "down")
+# the math kernel's score tensors per score element: (floats at the activation precision, bytes)
+MATH_SCORES = {
+    # CUDA (PyTorch's _scaled_dot_product_attention_math in the input's precision): the softmax
+    # output; with dropout also the bool mask of native_dropout and the dropped scores
+    ("gpu", False): (1, 0),
+    ("gpu", True): (2, 1),
+    # CPU, measured with saved_tensors_hooks on PyTorch 2.13: the softmax output (fp32) without
+    # dropout; with dropout about five score-sized floats and a bool mask alive in a training step
+    ("cpu", False): (1, 0),
+    ("cpu", True): (5, 1),
+}
+
+
+@dataclass(frozen=True)
+class ActivationPolicy:
+    """What decides the activations' memory beside the network (hashable: profiles are cached)."""
+
+    checkpoint: str = "none"  # "none", "selective", "full"
+    attention: str = "auto"  # LargeModelSpec.attention
+    device_kind: str = "gpu"  # "cpu": PyTorch's CPU kernels (math attention with dropout, RMSNorm decomposed)
+    tensor: int = 1
+    sequence: bool = False
+    context: int = 1
+    pipeline_share: float = 1.0  # of the network's activations for one micro-batch the first stage holds
+
+
+DEFAULT_POLICY = ActivationPolicy()
+
+
+def activation_policy(
+    large: LargeModelSpec = DEFAULT_LARGE, checkpointing: bool = False, device_kind: str = "gpu"
+) -> ActivationPolicy:
+    """The policy of a workload's settings: ``checkpointing`` is full checkpointing (it wins over
+    ``large.selective_checkpointing``); ``device_kind`` "cpu" or anything else (GPUs, accelerators)."""
+    par = large.parallel
+    share = 1.0
+    if par.pipeline > 1 and par.microbatches is not None:
+        share = min(par.microbatches, par.pipeline) / par.pipeline
+    return ActivationPolicy(
+        checkpoint="full" if checkpointing else "selective" if large.selective_checkpointing else "none",
+        attention=large.attention,
+        device_kind="cpu" if device_kind == "cpu" else "gpu",
+        tensor=par.tensor,
+        sequence=par.sequence,
+        context=par.context,
+        pipeline_share=share,
+    )
+
+
+def attention_kernel_name(attention: str, device_kind: str, precision: str) -> str:
+    """The SDPA kernel that runs: ``attention`` unless "auto", else what PyTorch picks."""
+    if attention != "auto":
+        return attention
+    if device_kind == "cpu":
+        return "flash (CPU), math with attention dropout"
+    return "flash" if precision in ("fp16_mixed", "bf16_mixed") else "memory_efficient"
+
+
+def uses_math(policy: ActivationPolicy, op: Op) -> bool:
+    """Whether the attention ``op`` runs the math kernel under ``policy``."""
+    if not op.scores:
+        return False
+    if policy.attention == "math":
+        return True
+    return policy.attention == "auto" and policy.device_kind == "cpu" and op.attn_dropout
+
+
+def math_score_saves(policy: ActivationPolicy, op: Op) -> tuple[int, int]:
+    """(float elements at the activation precision, bytes) per sample the math kernel keeps for the
+    attention ``op`` beyond q, k, v and its output; (0, 0) for the flash and efficient kernels."""
+    if not uses_math(policy, op):
+        return 0, 0
+    floats, fixed = MATH_SCORES[(policy.device_kind, op.attn_dropout)]
+    return floats * op.scores, fixed * op.scores
+
+
+def tensor_split(g: Graph, policy: ActivationPolicy) -> list[float]:
+    """Per tensor of ``g``: the fraction of it one device holds under tensor/sequence/context
+    parallelism (1.0 without). A tensor is split over t when it lies between a column-parallel and
+    a row-parallel product (propagated through the ops between them); others over t only with
+    sequence parallelism. Everything over the context-parallel degree."""
+    t, c = max(1, policy.tensor), max(1, policy.context)
+    whole = (1.0 / t if policy.sequence else 1.0) / c
+    if t == 1:
+        return [whole] * len(g.tensors)
+    split = [False] * len(g.tensors)
+    for op in g.ops:
+        inp = split[op.input_id]
+        if op.name in COLUMN_PARALLEL or (op.name == "linear" and not inp):
+            out = True
+        elif op.name in ROW_PARALLEL or op.name == "linear":
+            out = False
+        elif op.name in ("add", "embedding", "positional_embedding"):
+            out = False
+        else:
+            out = inp  # elementwise ops, norms, attention follow their input
+        if op.output_id != op.input_id:
+            split[op.output_id] = out
+        for s in op.saved:
+            if s not in (op.input_id, op.output_id):
+                # autocast's copy of the input follows the input; other extras follow the output
+                split[s] = inp if g.tensors[s].copy else out
+    return [(1.0 / (t * c)) if s else whole for s in split]
+
+
+def stored_under(g: Graph, policy: ActivationPolicy, ops: list[Op]) -> set[int]:
+    """Tensors a selectively checkpointed segment (``ops``) stores from forward to backward: the
+    outputs of its matrix products and attention kernel and what those kernels make beside them
+    (the log-sum-exp, a recurrent layer's reserve), not autocast's casts."""
+    kept: set[int] = set()
+    for op in ops:
+        if op.name in MATMUL_NAMES:
+            kept.add(op.output_id)
+            kept.update(s for s in op.saved if s not in (op.input_id,) and not g.tensors[s].copy)
+    return kept
+
+
+@dataclass(frozen=True)
+class RecomputeWork:
+    """Work per sample that runs again in backward under a checkpointing policy (helper for the
+    step-time model, core/estimate/timing.py): forward matrix-product FLOPs (2 per multiply-add)
+    and bytes the recomputed elementwise kernels read and write, at the activation precision
+    ``act_bytes`` given to :func:`recompute_per_sample`."""
+
+    flops: float
+    elementwise_bytes: float
+
+
+def recompute_per_sample(model: ModelAnalysis, policy: ActivationPolicy, act_bytes: int) -> RecomputeWork:
+    """The forward work per sample that backward runs again under ``policy.checkpoint``.
+
+    "none": nothing. "full": the whole forward (every matrix product, every elementwise op; a
+    summary model: its forward FLOPs). "selective": no matrix product except the math kernel's
+    Q·Kᵀ (half the attention FLOPs, to rebuild the softmax); the elementwise ops of the checkpointed
+    segments (norms, activations, dropout, casts; the math kernel's softmax and dropout over the
+    scores), each reading its input and writing its output once. Figures per sample of the batch
+    one device runs, after the tensor/context split of ``policy``.
+    """
+    if policy.checkpoint == "none":
+        return RecomputeWork(0.0, 0.0)
+    g = model.graph
+    if g is None:
+        return RecomputeWork(float(model.forward_flops) if policy.checkpoint == "full" else 0.0, 0.0)
+    frac = tensor_split(g, policy)
+    seg_ops: dict[int, list[Op]] = {}
+    for op in g.ops:
+        seg_ops.setdefault(op.segment, []).append(op)
+    flops = moved = 0.0
+    for ops in seg_ops.values():
+        if policy.checkpoint == "selective" and len(ops) == 1:
+            continue  # one-op segments are not checkpointed
+        for op in ops:
+            share = frac[op.output_id]
+            floats, _ = math_score_saves(policy, op)
+            if policy.checkpoint == "full":
+                flops += op.flops * share
+            elif floats:
+                flops += op.flops / 2 * share  # Q·Kᵀ again, to rebuild the softmax
+            if floats:  # softmax and dropout over the scores: read and write each
+                moved += 2 * floats * act_bytes * share
+            if op.name not in MATMUL_NAMES and op.output_id != op.input_id:
+                size = g.tensors[op.input_id].elems * frac[op.input_id] + g.tensors[op.output_id].elems * share
+                moved += size * act_bytes
+    return RecomputeWork(flops, moved)
