@@ -195,11 +195,12 @@ def recompute_per_sample(model: ModelAnalysis, policy: ActivationPolicy, act_byt
             continue  # one-op segments are not checkpointed
         for op in ops:
             share = frac[op.output_id]
+            work = min(share, frac[op.input_id])  # a row-parallel product splits its input, not its output
             floats, _ = math_score_saves(policy, op)
             if policy.checkpoint == "full":
-                flops += op.flops * share
+                flops += op.flops * work
             elif floats:
-                flops += op.flops / 2 * share  # Q·Kᵀ again, to rebuild the softmax
+                flops += op.flops / 2 * work  # Q·Kᵀ again, to rebuild the softmax
             if floats:  # softmax and dropout over the scores: read and write each
                 moved += 2 * floats * act_bytes * share
             if op.name not in MATMUL_NAMES and op.output_id != op.input_id:
