@@ -70,8 +70,8 @@ def documented_differences(m: dict[str, Any], t: int = 1, sp: bool = False) -> f
 
 def paper(m: dict[str, Any], formula: str, t: int = 1) -> float:
     s, h, a = m["s"], m["h"], m["a"]
-    sbh = eval(PEER["formulas"][formula]["sbh"], {}, {"a": a, "s": s, "h": h, "t": t})  # noqa: S307
-    return sbh * s * h
+    f = PEER["formulas"][formula]
+    return (f["constant"] + f["over_t"] / t + f["scores_over_t"] * a * s / (h * t)) * s * h
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
