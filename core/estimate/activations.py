@@ -17,15 +17,17 @@ model-parallel split (docs/sizing.md §4e).
   picks: flash on CUDA in half precision (head dim ≤ 256), memory-efficient on CUDA in fp32, the
   CPU flash kernel without dropout and the math kernel with dropout on the CPU (which PyTorch 2.13
   runs in fp32 with a float mask: about five score-sized floats and a bool mask per layer measured).
-* **Model parallelism** (Korthikanti eqs. 2–6): tensor parallelism t splits what lies between a
+* **Model parallelism** (Korthikanti Table 2, §4.2): tensor parallelism t splits what lies between a
   column-parallel and a row-parallel matrix product (Q, K, V, the attention core, the MLP's hidden
   activations) over t; the norms' inputs, the inputs of the column-parallel products, dropout masks
   on the hidden size and the residual stream stay whole (10·s·b·h of Korthikanti's 34) unless
   sequence parallelism splits them too. Context parallelism c splits the sequence: every activation
-  over c. Pipeline parallelism p under 1F1B: the first stage holds min(m, p) micro-batches of its L/p
-  layers, min(m, p)/p of the whole network's activations for one micro-batch (all of it when m ≥ p,
-  Korthikanti §4.2.3); the embedding and output layer are not moved off that stage. The batch
-  figures are per sample of a data-parallel replica's (micro-)batch; data per device is unchanged.
+  over c. Pipeline parallelism p under 1F1B: the replica's batch runs as m micro-batches (m = p when
+  not given) and the first stage holds min(m, p) of them through its L/p layers: min(m, p)/(p·m) of
+  the whole network's activations for the replica's batch (one micro-batch's worth of all layers
+  when m ≥ p, Korthikanti §4.2.3); the embedding and output layer are not moved off that stage.
+  The profile is per sample of a replica's batch; core.estimate.memory.phase_lines turns it into
+  the sizing's per-device batch, and each device of a replica loads the replica's data.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
-from core.spec.large import DEFAULT_LARGE, LargeModelSpec
+from core.spec.large import ATTENTION_TEXT, CHECKPOINT_TEXT, DEFAULT_LARGE, LargeModelSpec
 
 # ops whose output ``torch.utils.checkpoint``'s selective policy stores (matrix products and SDPA):
 # every op with matrix-product FLOPs
@@ -65,7 +67,7 @@ class ActivationPolicy:
     tensor: int = 1
     sequence: bool = False
     context: int = 1
-    pipeline_share: float = 1.0  # of the network's activations for one micro-batch the first stage holds
+    pipeline_share: float = 1.0  # of the network's activations for the replica's batch the first stage holds
 
 
 DEFAULT_POLICY = ActivationPolicy()
@@ -77,9 +79,10 @@ def activation_policy(
     """The policy of a workload's settings: ``checkpointing`` is full checkpointing (it wins over
     ``large.selective_checkpointing``); ``device_kind`` "cpu" or anything else (GPUs, accelerators)."""
     par = large.parallel
-    share = 1.0
-    if par.pipeline > 1 and par.microbatches is not None:
-        share = min(par.microbatches, par.pipeline) / par.pipeline
+    # 1F1B: the replica's batch in m micro-batches (m = p when not given, the fewest that fill the
+    # pipeline); the first stage holds min(m, p) of them, each through its L/p layers
+    m = par.microbatches or par.pipeline
+    share = min(m, par.pipeline) / (par.pipeline * m)
     return ActivationPolicy(
         checkpoint="full" if checkpointing else "selective" if large.selective_checkpointing else "none",
         attention=large.attention,
@@ -98,6 +101,37 @@ def attention_kernel_name(attention: str, device_kind: str, precision: str) -> s
     if device_kind == "cpu":
         return "flash (CPU), math with attention dropout"
     return "flash" if precision in ("fp16_mixed", "bf16_mixed") else "memory_efficient"
+
+
+def activation_note(large: LargeModelSpec, checkpointing: bool, device_kind: str, precision: str) -> str | None:
+    """The sizing's assumption line for a checkpointing policy, attention kernel or model-parallel
+    split other than the defaults (None when all are default)."""
+    policy = activation_policy(large, checkpointing, device_kind)
+    parts = []
+    if policy.checkpoint != "none":
+        parts.append(CHECKPOINT_TEXT[policy.checkpoint])
+    if policy.attention != "auto":
+        parts.append(f"attention kernel {policy.attention}: {ATTENTION_TEXT[policy.attention]}")
+    if policy.tensor > 1:
+        parts.append(
+            f"tensor parallel {policy.tensor}: attention and MLP activations split over {policy.tensor}"
+            + (
+                ", norms, dropout and residual inputs too (sequence parallel)"
+                if policy.sequence
+                else "; norms, dropout and residual inputs whole"
+            )
+        )
+    if policy.context > 1:
+        parts.append(f"context parallel {policy.context}: the sequence split, every activation over {policy.context}")
+    if large.parallel.pipeline > 1:
+        parts.append(
+            f"pipeline {large.parallel.pipeline} (1F1B): the first stage holds {policy.pipeline_share:.0%} of the "
+            "network's activations for the replica's batch (its in-flight micro-batches through its layers)"
+        )
+    if not parts:
+        return None
+    kernel = attention_kernel_name(large.attention, device_kind, precision)
+    return "activations (Korthikanti et al. 2022; docs/sizing.md §4e): " + "; ".join(parts) + f" [SDPA: {kernel}]"
 
 
 def uses_math(policy: ActivationPolicy, op: Op) -> bool:

@@ -272,7 +272,9 @@ def phase_lines(
     accumulating: bool = False,
     large: LargeModelSpec = DEFAULT_LARGE,
 ) -> PhaseLines:
-    """Memory of every instant of a steady-state step, linear in the per-device batch.
+    """Memory of every instant of a steady-state step, linear in the per-device batch (the global
+    batch over ``devices``; under model parallelism each group of tensor × pipeline × context
+    devices runs that many times it together, and the lines say what one device of it holds).
 
     ``accumulating``: the step is one micro-step of gradient accumulation, so the gradients of
     every parameter (summed over the earlier micro-steps) are alive from the start of forward
@@ -313,6 +315,16 @@ def phase_lines(
         n_fwd = len(model.graph.ops)
         acts_ps = prof.saved_float * ab + prof.saved_fixed + float(prof.loss_saved.max())
         largest = prof.largest_param
+    # model parallelism: the sizing's per-device batch is the global batch over all devices, while
+    # a tensor × pipeline × context group of mp devices runs mp times that batch together (the
+    # per-sample lines above are already the group's split); each device loads the group's data
+    mp = large.parallel.model_parallel
+    if mp > 1:
+        if model.graph is None:  # no graph to split: the published activations over t·c and the stages
+            policy = activation_policy(large, checkpointing, device_kind)
+            act_per = act_per * policy.pipeline_share / (policy.tensor * policy.context)
+            acts_ps *= policy.pipeline_share / (policy.tensor * policy.context)
+        act_per, temp_per, acts_ps, data_ps = act_per * mp, temp_per * mp, acts_ps * mp, data_ps * mp
     opt_temp = _optimizer_temporaries(optimizer, device_kind, p // shard_o, largest) * ob
     opt_mask = 1.0 - step_mask
     return PhaseLines(
@@ -350,7 +362,8 @@ def estimate_peak_memory(
 ) -> MemoryBreakdown:
     """Peak memory of one device in bytes for one steady-state step.
 
-    ``batch_size`` is the global batch, split evenly over ``devices`` data-parallel replicas.
+    ``batch_size`` is the global batch, split evenly over ``devices`` (see ``phase_lines`` for
+    model parallelism).
     ``device_kind`` "gpu" (CUDA) adds the CUDA context and allocator fragmentation and uses the
     multi-tensor (foreach) optimizers; "cpu" uses the single-tensor optimizers of PyTorch on CPU;
     "accelerator" (TPU, Trainium) counts the tensors as on a GPU and no runtime overhead (unknown).

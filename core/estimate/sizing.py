@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.estimate import seed_formulas as seed
+from core.estimate.activations import activation_note
 from core.estimate.cost import CostEstimate, estimate_cost
 from core.estimate.memory import (
     CPU_RUNTIME_BYTES,
@@ -291,6 +292,8 @@ def size_candidate(
             "catalogue prices and the USD defaults converted; the prices you give are taken as "
             f"{c.currency}"
         )
+    if (note := activation_note(t.large, t.checkpointing, kind, t.precision)) is not None:
+        assumptions.append(note)
     if t.scaling_model != "analytic" and devices > 1:
         # one device, analytic: the baseline Wünsche's observed speed-ups are applied to
         single = replace(workload, training=replace(t, nodes=1, scaling_model="analytic"))

@@ -139,11 +139,13 @@ def test_context_and_pipeline_parallelism_divide_the_activations() -> None:
     m = MODELS["22B"]
     base = layer_bytes(m, ActivationPolicy(attention="flash"))
     assert layer_bytes(m, ActivationPolicy(attention="flash", context=4)) == pytest.approx(base / 4)
-    # 1F1B: the first stage holds min(m, p) micro-batches of its L/p layers
-    four = LargeModelSpec(parallel=ParallelSpec(pipeline=4, microbatches=2))
-    assert activation_policy(four).pipeline_share == 0.5
-    assert activation_policy(LargeModelSpec(parallel=ParallelSpec(pipeline=4, microbatches=8))).pipeline_share == 1.0
-    assert layer_bytes(m, activation_policy(four)) == pytest.approx(layer_bytes(m, ActivationPolicy()) / 2)
+    # 1F1B: the replica's batch in m micro-batches; the first stage holds min(m, p) of them
+    # through its L/p layers (m = p when not given)
+    two = LargeModelSpec(parallel=ParallelSpec(pipeline=4, microbatches=2))
+    assert activation_policy(two).pipeline_share == 2 / (4 * 2)
+    assert activation_policy(LargeModelSpec(parallel=ParallelSpec(pipeline=4, microbatches=8))).pipeline_share == 4 / 32
+    assert activation_policy(LargeModelSpec(parallel=ParallelSpec(pipeline=4))).pipeline_share == 1 / 4
+    assert layer_bytes(m, activation_policy(two)) == pytest.approx(layer_bytes(m, ActivationPolicy()) / 4)
 
 
 def test_phase_lines_follow_the_workload_settings() -> None:
@@ -168,6 +170,21 @@ def test_phase_lines_follow_the_workload_settings() -> None:
     assert full < selective < auto
     tp = per_sample(LargeModelSpec(parallel=ParallelSpec(tensor=4)))
     sp = per_sample(LargeModelSpec(parallel=ParallelSpec(tensor=4, sequence=True)))
-    assert sp == pytest.approx(auto / 4) and sp < tp < auto  # SP splits the norms and dropout too
+    # per sample of the per-device batch (a group of 4 runs 4 × it): sequence parallelism splits
+    # everything over the group, tensor parallelism alone leaves the norms, dropout and residual whole
+    assert sp == pytest.approx(auto) and tp > 1.2 * sp
+    # a tensor-parallel group of 4 runs 4 × the per-device batch: each device holds the group's
+    # data and its split of the activations
+    lines = phase_lines(
+        model,
+        precision="bf16_mixed",
+        optimizer="adamw",
+        device_kind="gpu",
+        devices=8,
+        large=LargeModelSpec(parallel=ParallelSpec(tensor=4, sequence=True)),
+    )
+    one = phase_lines(model, precision="bf16_mixed", optimizer="adamw", device_kind="gpu")
+    assert lines.data_per_sample == 4 * one.data_per_sample
+    assert lines.activations_per_sample == pytest.approx(one.activations_per_sample)  # 4 × the batch, 1/4 each
     # on the CPU, auto with dropout runs the math kernel: today's figures
     assert per_sample(LargeModelSpec(), device="cpu") == per_sample(LargeModelSpec(attention="math"), device="cpu")
