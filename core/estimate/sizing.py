@@ -167,6 +167,7 @@ def size_candidate(
             workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
             accumulating=accumulating,
             large=t.large,
+            nodes=nodes,
         )
 
     lines = lines_for(False)
