@@ -164,8 +164,9 @@ def model_states(
         opt_temp = 0  # the step runs on the CPU
         # gradients leave as soon as their partition is reduced: none kept on the device at the step
         # unless the layout keeps them whole (ZeRO-1 keeps the full half-precision gradients)
-        grads_step = 0 if sg > 1 else p * round(grad_bytes)
-        if sg > 1:
+        partitions = sharding in SHARDS_GRADIENTS
+        grads_step = 0 if partitions else p * round(grad_bytes)
+        if partitions:
             in_flight = max(in_flight, unit * round(grad_bytes * sg))
             grad_bytes = 0.0
         if off.startswith("params"):
