@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.spec.large import DEFAULT_LARGE, LargeModelSpec, data_parallel
+from core.spec.large import DEFAULT_LARGE, LAYOUT_TEXT, OFFLOAD_TEXT, LargeModelSpec, data_parallel
 from core.vocabulary import (
     OPTIMIZER_STATES,
     PRECISION_BYTES,
@@ -229,3 +229,23 @@ def bytes_per_parameter(layout: str, precision: str, sharding: str, shards: int,
         large=LargeModelSpec(precision_layout=layout),
     )
     return (s.weights + s.grads_step + s.optimizer_states) / big
+
+
+def states_note(large: LargeModelSpec, offload_cpu: int, offload_nvme: int, per_node: int) -> list[str]:
+    """The sizing's assumption line for a precision layout, fp8 or offload other than the default
+    (empty for plain autocast without offload)."""
+    if large.precision_layout == "autocast" and not large.fp8 and large.offload == "none":
+        return []
+    parts = [LAYOUT_TEXT[large.precision_layout]]
+    if large.precision_layout == "fsdp_mixed":
+        parts[0] += f" (param_dtype {large.param_dtype}, reduce_dtype {large.reduce_dtype})"
+    if large.fp8:
+        parts.append("fp8 copies of the matmul weights (1 byte each) kept from forward to backward")
+    if large.offload != "none":
+        need = []
+        if offload_cpu:
+            need.append(f"{offload_cpu * per_node / 1e9:,.1f} GB of host RAM")
+        if offload_nvme:
+            need.append(f"{offload_nvme * per_node / 1e9:,.1f} GB of NVMe")
+        parts.append(f"{OFFLOAD_TEXT[large.offload]}: {' and '.join(need)} per node")
+    return ["model states: " + "; ".join(parts)]

@@ -139,3 +139,22 @@ def test_fp8_keeps_one_byte_copies_of_the_matmul_weights() -> None:
     assert half.weight_copies == 0
     # about 7.5 billion matmul weights (the embedding lookup is no matmul) at one byte each
     assert fp8.weight_copies / GB == pytest.approx(7.5, abs=0.3)
+
+
+def test_the_sizing_names_the_layout_and_the_host_ram_offload_needs() -> None:
+    doc = {
+        "model": {"preset": "llama-8b"},
+        "training": {
+            "batch_size": 8,
+            "optimizer": "adamw",
+            "precision": "bf16_mixed",
+            "sharding": "zero3",
+            "precision_layout": "deepspeed",
+            "offload": "optimizer_cpu",
+        },
+    }
+    notes = [a for a in size_candidate(parse_workload(doc), H100, 8).assumptions if a.startswith("model states")]
+    # 16 bytes per parameter (fp32 gradients, master, Adam) over 8 ranks, × 8 GPUs in the node
+    assert len(notes) == 1 and "DeepSpeed bf16/fp16" in notes[0] and "128.5 GB of host RAM per node" in notes[0]
+    plain = dict(doc, training={**doc["training"], "precision_layout": "autocast", "offload": "none"})
+    assert not [a for a in size_candidate(parse_workload(plain), H100, 8).assumptions if a.startswith("model states")]
