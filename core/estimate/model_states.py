@@ -170,7 +170,9 @@ def model_states(
             in_flight = max(in_flight, unit * round(grad_bytes * sg))
             grad_bytes = 0.0
         if off.startswith("params"):
-            gathered = unit * (DTYPE_BYTES[large.param_dtype] if layout == "fsdp_mixed" else 2 if half else 4)
+            # the unit computed: in param_dtype (fsdp_mixed), 16-bit (deepspeed), fp32 (autocast)
+            unit_bytes = {"fsdp_mixed": DTYPE_BYTES[large.param_dtype], "deepspeed": 2}.get(layout, 4)
+            gathered = unit * unit_bytes
             weights = gathered + buffers * 4
             if off.endswith("nvme"):
                 nvme += param_shard

@@ -158,3 +158,29 @@ def test_the_sizing_names_the_layout_and_the_host_ram_offload_needs() -> None:
     assert len(notes) == 1 and "DeepSpeed bf16/fp16" in notes[0] and "128.5 GB of host RAM per node" in notes[0]
     plain = dict(doc, training={**doc["training"], "precision_layout": "autocast", "offload": "none"})
     assert not [a for a in size_candidate(parse_workload(plain), H100, 8).assumptions if a.startswith("model states")]
+
+
+@pytest.mark.parametrize(
+    ("layout", "unit_bytes", "host_per_param"), [("autocast", 4, 4 + 4 + 8), ("fsdp_mixed", 2, 16)]
+)
+def test_fsdp_parameter_offload_keeps_only_the_unit_on_the_gpu(
+    layout: str, unit_bytes: int, host_per_param: int
+) -> None:
+    p, unit = 8_000_000_000, 200_000_000
+    s = model_states(
+        parameters=p,
+        buffers=0,
+        matmul_params=p,
+        largest_unit=unit,
+        largest_param=unit,
+        precision="bf16_mixed",
+        optimizer="adamw",
+        device_kind="gpu",
+        devices=8,
+        sharding="fsdp",
+        large=LargeModelSpec(precision_layout=layout, offload="params_cpu"),
+    )
+    # FSDP CPUOffloadPolicy: fp32 shard, fp32 gradients and AdamW moments in host RAM, 16 bytes / 8
+    assert s.weights == unit * unit_bytes
+    assert s.offload_cpu == p * host_per_param // 8
+    assert s.optimizer_states == 0 and s.grads_step == 0
