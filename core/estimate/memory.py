@@ -30,15 +30,13 @@ from core.estimate.activations import (
     stored_under,
     tensor_split,
 )
+from core.estimate.model_states import model_states
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
 from core.spec.large import DEFAULT_LARGE, LargeModelSpec
 from core.vocabulary import (
     OPTIMIZER_STATES,
     PRECISION_BYTES,
-    SHARDS_GRADIENTS,
-    SHARDS_OPTIMIZER_STATES,
-    SHARDS_PARAMETERS,
 )
 
 # CUDA context, loaded kernels and library handles outside PyTorch's pool: 779 MiB measured on an
@@ -90,8 +88,10 @@ class MemoryBreakdown:
     total: int  # tensor_peak + overhead + reserve
     peak_phase: str
     batch_per_device: int
-    weight_copies: int = 0  # autocast's half-precision copies of the matmul weights, forward to backward
+    weight_copies: int = 0  # autocast's half-precision (or fp8) copies of the matmul weights, forward to backward
     workspace: int = 0  # cuBLAS workspace (CUDA)
+    offload_cpu_bytes: int = 0  # host RAM this device's rank needs for offloaded states (not in total)
+    offload_nvme_bytes: int = 0  # NVMe bytes this device's rank needs for offloaded states
 
     def as_dict(self) -> dict[str, int | str]:
         return dict(self.__dict__)
@@ -256,6 +256,8 @@ class PhaseLines:
     copies_line: np.ndarray | None = None
     opt_temp_line: np.ndarray | None = None
     workspace: int = 0
+    offload_cpu: int = 0  # host RAM / NVMe bytes per device for offloaded states (core/estimate/model_states.py)
+    offload_nvme: int = 0
 
 
 def phase_lines(
@@ -271,6 +273,7 @@ def phase_lines(
     workspace_bytes: int = 0,
     accumulating: bool = False,
     large: LargeModelSpec = DEFAULT_LARGE,
+    nodes: int = 1,
 ) -> PhaseLines:
     """Memory of every instant of a steady-state step, linear in the per-device batch (the global
     batch over ``devices``; under model parallelism each group of tensor × pipeline × context
@@ -278,43 +281,55 @@ def phase_lines(
 
     ``accumulating``: the step is one micro-step of gradient accumulation, so the gradients of
     every parameter (summed over the earlier micro-steps) are alive from the start of forward
-    rather than appearing layer by layer in backward after ``zero_grad()``."""
-    pb, gb, ab, ob = PRECISION_BYTES[precision]
-    n = max(1, devices)
+    rather than appearing layer by layer in backward after ``zero_grad()``. ``large``: the precision
+    layout, offload and model parallelism (core/estimate/model_states.py); ``nodes``: the nodes the
+    ``devices`` are spread over (HYBRID_SHARD shards within one)."""
+    ab = PRECISION_BYTES[precision][2]
     p = model.parameters
-    shard_o = n if sharding in SHARDS_OPTIMIZER_STATES else 1
-    shard_g = n if sharding in SHARDS_GRADIENTS else 1
-    shard_w = n if sharding in SHARDS_PARAMETERS else 1
-    weights = p * pb // shard_w + model.buffers * 4
-    if shard_w > 1:
-        weights += _largest_segment(model) * pb  # the unit FSDP/ZeRO-3 gathers at a time
-    opt_states = OPTIMIZER_STATES[optimizer] * p * ob // shard_o
-    grads = p * gb // shard_g
-    if sharding == "ddp" and n > 1:
-        grads += p * gb  # DDP's gradient buckets (gradient_as_bucket_view=False by default)
+    has_graph = model.graph is not None
+    prof = memory_profile(model, activation_policy(large, checkpointing, device_kind)) if has_graph else None
+    ms = model_states(
+        parameters=p,
+        buffers=model.buffers,
+        matmul_params=prof.matmul_params if prof is not None else 0,
+        largest_unit=_largest_segment(model),
+        largest_param=prof.largest_param if prof is not None else p,
+        precision=precision,
+        optimizer=optimizer,
+        device_kind=device_kind,
+        devices=devices,
+        nodes=nodes,
+        sharding=sharding,
+        large=large,
+    )
+    # model parallelism: this rank's share of the parameters whose gradients appear in backward
+    mp_share = ms.local_params / p if p else 1.0
+    weights, opt_states, grads, opt_temp = ms.weights, ms.optimizer_states, ms.grads_step, ms.opt_temp_bytes
     data_ps = model.input_elems * model.input_bytes_per_element + target_bytes_per_sample
-    if model.graph is None:  # summary model: the published parts, all alive as backward starts
+    if prof is None:  # summary model: the published parts, all alive as backward starts
         acts_ps = float(model.activation_bytes_per_sample * ab // 4)
         step_mask = np.array([1.0, 0.0])
         act_per = np.array([acts_ps, 0.0])
         temp_per = np.zeros(2)
-        grad_fixed = np.array([float(grads), 0.0])
-        copies, n_fwd, largest = 0, 0, p
+        grad_fixed = np.array([float(max(ms.grads_step, ms.local_params * ms.grad_bytes + ms.grad_in_flight)), 0.0])
+        copies, n_fwd = 0, 0
     else:
-        prof = memory_profile(model, activation_policy(large, checkpointing, device_kind))
         step_mask = prof.step_mask
         temp_per = prof.temp_float * ab
         # under autocast the half-precision logits are upcast for the loss: one more fp32 gradient
         loss = prof.loss_saved + prof.loss_grad * (2.0 if precision.endswith("_mixed") else 1.0)
         act_per = prof.act_float * ab + prof.act_fixed + temp_per + loss
-        grad_fixed = prof.grad_params * (gb / shard_g)
+        grad_fixed = prof.grad_params * (ms.grad_bytes * mp_share)
         if accumulating:
-            grad_fixed = step_mask * float(prof.grad_params.max() * (gb / shard_g))
-        # autocast keeps half-precision copies of matmul weights from forward through backward
-        copies = prof.matmul_params * 2 if precision.endswith("_mixed") else 0
+            grad_fixed = step_mask * float(prof.grad_params.max() * (ms.grad_bytes * mp_share))
         n_fwd = len(model.graph.ops)
+        if ms.grad_in_flight:  # a unit's unsharded gradients wait for their reduce during backward
+            backward = np.zeros(len(step_mask))
+            backward[n_fwd:-1] = 1.0
+            grad_fixed = grad_fixed + backward * ms.grad_in_flight
+        # autocast keeps half-precision copies of matmul weights from forward through backward
+        copies = ms.weight_copies
         acts_ps = prof.saved_float * ab + prof.saved_fixed + float(prof.loss_saved.max())
-        largest = prof.largest_param
     # model parallelism: the sizing's per-device batch is the global batch over all devices, while
     # a tensor × pipeline × context group of mp devices runs mp times that batch together (the
     # per-sample lines above are already the group's split); each device loads the group's data
@@ -325,7 +340,6 @@ def phase_lines(
             act_per = act_per * policy.pipeline_share / (policy.tensor * policy.context)
             acts_ps *= policy.pipeline_share / (policy.tensor * policy.context)
         act_per, temp_per, acts_ps, data_ps = act_per * mp, temp_per * mp, acts_ps * mp, data_ps * mp
-    opt_temp = _optimizer_temporaries(optimizer, device_kind, p // shard_o, largest) * ob
     opt_mask = 1.0 - step_mask
     return PhaseLines(
         per_sample=act_per + data_ps,
@@ -342,6 +356,8 @@ def phase_lines(
         copies_line=step_mask * copies,
         opt_temp_line=opt_mask * opt_temp,
         workspace=workspace_bytes,
+        offload_cpu=ms.offload_cpu,
+        offload_nvme=ms.offload_nvme,
     )
 
 
@@ -359,6 +375,7 @@ def estimate_peak_memory(
     target_bytes_per_sample: int = 8,
     workspace_bytes: int = 0,
     large: LargeModelSpec = DEFAULT_LARGE,
+    nodes: int = 1,
 ) -> MemoryBreakdown:
     """Peak memory of one device in bytes for one steady-state step.
 
@@ -382,6 +399,7 @@ def estimate_peak_memory(
         target_bytes_per_sample=target_bytes_per_sample,
         workspace_bytes=workspace_bytes,
         large=large,
+        nodes=nodes,
     )
     return breakdown_at(lines, -(-batch_size // max(1, devices)), device_kind, reserve_fraction)
 
@@ -419,6 +437,8 @@ def breakdown_at(lines: PhaseLines, b: int, device_kind: str, reserve_fraction: 
         batch_per_device=b,
         weight_copies=copies,
         workspace=lines.workspace,
+        offload_cpu_bytes=lines.offload_cpu,
+        offload_nvme_bytes=lines.offload_nvme,
     )
 
 
@@ -442,20 +462,6 @@ def _overhead(device_kind: str, tensor_peak: int) -> int:
     if device_kind == "accelerator":
         return 0  # a TPU's or Trainium's runtime reserve is not known: the tensors only
     return CPU_RUNTIME_BYTES
-
-
-def _optimizer_temporaries(optimizer: str, device_kind: str, params: int, largest: int) -> int:
-    """Elements of scratch tensors the optimizer step allocates.
-
-    PyTorch on CPU runs the single-tensor loop (Adam builds two scratch tensors of the size of
-    the parameter it updates); on CUDA the foreach path builds one list as large as all
-    parameters (``_foreach_sqrt`` of the second moments).
-    """
-    if optimizer in ("sgd", "sgd_momentum"):
-        return 0
-    if device_kind == "gpu":
-        return params
-    return (2 if optimizer in ("adam", "adamw") else 1) * largest
 
 
 def _largest_segment(model: ModelAnalysis) -> int:

@@ -20,6 +20,7 @@ from core.estimate.memory import (
     largest_batch_per_device,
     phase_lines,
 )
+from core.estimate.model_states import states_note
 from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
@@ -168,6 +169,7 @@ def size_candidate(
             workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
             accumulating=accumulating,
             large=t.large,
+            nodes=nodes,
         )
 
     lines = lines_for(False)
@@ -236,6 +238,7 @@ def size_candidate(
         *host_assumptions(st),
         *([ram_note] if ram_note else []),
         *([f"cannot run this layout: {layout_problem}"] if layout_problem else []),
+        *states_note(t.large, mem.offload_cpu_bytes, mem.offload_nvme_bytes, count),
     ]
     if uses_gpu_kernel_model(device, m) and t.memory_format != "channels_last" and t.precision in HALF:
         if m.graph is not None and _has_spatial_conv(m.graph):
