@@ -72,7 +72,14 @@ NCHW_TRANSPOSE_ACCESSES = 9.5
 # 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
 # kernel is FlashAttention-2. Head dimension 64 is at the low end.
 ATTENTION_EFFICIENCY = {"hopper": 0.30, "other": 0.45}
-MEM_EFFICIENT_FP32_EFFICIENCY = 0.45  # the memory-efficient kernel on CUDA cores (TrainRig estimate)
+MEM_EFFICIENT_FP32_EFFICIENCY = 0.45
+# the exponent of sustained clock against power: dynamic power ∝ f·V² with V rising with f in the
+# DVFS range (≈ f³), so a GPU held at a power limit P below its TDP sustains a clock, and so a
+# matrix rate, ∝ (P / TDP)^(1/3) (device entry "power_limit_w"; torchtitan's H100s ran at 500 W)
+POWER_CLOCK_EXPONENT = 1 / 3
+# fp8 GEMMs (Transformer Engine, torchao float8) reach a lower share of their peak than bf16 ones:
+# the scaling and casts around them (TrainRig estimate)
+FP8_GEMM_EFFICIENCY = 0.85  # the memory-efficient kernel on CUDA cores (TrainRig estimate)
 # Elementwise kinds: tensor elements read or written per element over forward and backward, and
 # kernels launched (op_work.ELEMENT_ACCESSES holds the accesses; the kernel counts are TrainRig's
 # from PyTorch's CUDA kernels: dropout forward and backward, layer norm forward, input-gradient
@@ -106,6 +113,7 @@ class GpuFigures:
     # or what `calibrate` measured for the GPU's class (its largest layer's rate over the peak)
     eff_tensor: float = GEMM_EFFICIENCY["tensor"]
     eff_cuda: float = GEMM_EFFICIENCY["cuda"]
+    fp8: float = 0.0  # FLOP/s on FP8 tensor cores (0: none)
 
     def gemm_efficiency(self, tensor_cores: bool) -> float:
         return self.eff_tensor if tensor_cores else self.eff_cuda
@@ -119,16 +127,27 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
     m = measured or {}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
     arch = str(device.extra.get("architecture", "")).lower()
+    clock = power_factor(device)
     return GpuFigures(
         sms=sms,
-        fp32=device.fp32_flops,
-        tf32=device.tf32_flops or device.fp32_flops,
-        half=device.half_flops or device.fp32_flops,
+        fp32=device.fp32_flops * clock,
+        tf32=(device.tf32_flops or device.fp32_flops) * clock,
+        half=(device.half_flops or device.fp32_flops) * clock,
+        fp8=(device.fp8_flops or 0.0) * clock,
         bandwidth=(device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY,
         hopper="hopper" in arch or "blackwell" in arch,
         eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
         eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
     )
+
+
+def power_factor(device: DeviceSpec) -> float:
+    """The share of its datasheet rates a GPU held at ``power_limit_w`` below its TDP sustains:
+    (limit / TDP)^(1/3); 1.0 without a limit."""
+    limit = device.extra.get("power_limit_w")
+    if not limit or not device.tdp_w or float(limit) >= device.tdp_w:
+        return 1.0
+    return (float(limit) / device.tdp_w) ** POWER_CLOCK_EXPONENT
 
 
 def gemm_s(m: float, n: float, k: float, peak: float, gpu: GpuFigures, elem_bytes: int, eff: float) -> float:
@@ -336,6 +355,7 @@ def step_kernels(
     compile_model: bool,
     element_accesses: dict[str, float],
     measured: Mapping[str, Any] | None = None,
+    fp8: bool = False,
 ) -> tuple[float, float]:
     """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
     memory-bound kernels). The same sums as matrix_op_s, rnn_op_s, attention_op_s and
@@ -347,6 +367,10 @@ def step_kernels(
     tensor_cores = peak > gpu.fp32
     base = gpu.gemm_efficiency(tensor_cores)
     eff = np.where(mo.conv, base * CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"], base)
+    if fp8 and gpu.fp8 and peak == gpu.half:
+        # linear layers on fp8 tensor cores (convolutions stay in half precision): the fp8 peak as a
+        # share of the half-precision one, so one array call times both
+        eff = np.where(mo.is_conv, eff, eff * FP8_GEMM_EFFICIENCY * gpu.fp8 / gpu.half)
     m = mo.rows * b
     count = len(m)
     # forward, input gradient and weight gradient GEMMs of every op in one array call

@@ -199,6 +199,7 @@ def op_times(
     *,
     memory_format: str = "contiguous",
     compile_model: bool = False,
+    fp8: bool = False,
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
     optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements.
@@ -207,7 +208,7 @@ def op_times(
     (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
     if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
         return _gpu_op_times(
-            model, ops, device, b, precision, optimizer, checkpointing, memory_format, compile_model, cal
+            model, ops, device, b, precision, optimizer, checkpointing, memory_format, compile_model, cal, fp8
         )
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
@@ -245,13 +246,14 @@ def _gpu_op_times(
     memory_format: str,
     compile_model: bool,
     cal: Mapping[str, Any],
+    fp8: bool = False,
 ) -> tuple[float, float, float]:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
     kernels, the loss and autocast's and GradScaler's per-step work; the foreach optimizer."""
     gpu = gpu_kernels.figures(device, cal)
     compute, memory = gpu_kernels.step_kernels(
-        ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES, cal
+        ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES, cal, fp8
     )
     memory += gpu_kernels.loss_s(model.output_elems * b, gpu)
     matmul, weights = gpu_kernels.matrix_weights(ops)

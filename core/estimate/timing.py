@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.estimate import gpu_kernels, input_pipeline, parallel_time
 from core.estimate import host as host_model
-from core.estimate import input_pipeline
+from core.estimate.activations import activation_policy, recompute_per_sample
 from core.estimate.host import HostTime
 from core.estimate.input_pipeline import (
     decode_cost,
@@ -32,6 +33,7 @@ from core.estimate.input_pipeline import (
     loader_cores_needed,
 )
 from core.estimate.op_work import (
+    BANDWIDTH_EFFICIENCY,
     OpWork,
     forward_work,
     op_times,
@@ -41,7 +43,7 @@ from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.model import ModelAnalysis
-from core.spec.large import DEFAULT_LARGE, LargeModelSpec
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec, data_parallel
 from core.spec.loop import DEFAULT_LOOP, LoopSpec
 from core.spec.workload import DataSpec
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
@@ -219,8 +221,11 @@ def step_time(
     kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
     ops, n_ops = forward_work(model)
     sizes = parameter_tensor_sizes(model) if ops else ()
-    # ZeRO-1 and up, FSDP: each device steps only its partition of the optimizer states
-    shards = max(1, devices) if sharding in SHARDS_OPTIMIZER_STATES else 1
+    # ZeRO-1 and up, FSDP, Megatron's distributed optimizer: each data-parallel device steps only its
+    # partition of the optimizer states; tensor × pipeline ranks each hold their share of the model
+    dp = data_parallel(large, devices)
+    partitioned = sharding in SHARDS_OPTIMIZER_STATES or (large.precision_layout == "megatron" and sharding == "zero1")
+    shards = (dp if partitioned else 1) * large.parallel.tensor * large.parallel.pipeline
     speed, cpu_text = host_model.host_speed(cal.get("host"), host_cpu, kind)
 
     def run(n: int) -> _Pass:
@@ -240,6 +245,7 @@ def step_time(
             shards,
             speed,
             (memory_format, compile_model),
+            large,
         )
 
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
@@ -264,24 +270,19 @@ def step_time(
         return host_model.combine(h, work, kind)
 
     last = run(b - (k - 1) * m)
-    comm = 0.0
-    gb = PRECISION_BYTES[precision][1]
-    if devices > 1:
-        link = device.interconnect_bw or device.host_link_bw or FALLBACK_LINK_BPS  # GPU to GPU
-        if nodes > 1:
-            link = min(link, INTER_NODE_BPS)
-        volume = 2 * (devices - 1) / devices * model.parameters * gb
-        if sharding in ("zero3", "fsdp"):
-            volume *= 1.5  # parameter all-gathers in forward and backward plus reduce-scatter
-        comm = volume / link
     # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
     # host issues the next ones, so the slower of the two sets the pace between synchronisations
     # (core/estimate/host.py combine)
     last_host = host_of(last, b - (k - 1) * m, True)
     busy = paced(last, last_host, True)
-    backward = last.compute * 2 / 3
-    hidden_comm = max(0.0, comm - backward)  # DDP overlaps the all-reduce with backward
     acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
+    comms = _communication(
+        model, device, ops, large, precision, sharding, devices, nodes, m, k, last, acc, checkpointing, cal
+    )
+    comm = comms.total_s
+    # DDP overlaps the all-reduce with backward, FSDP its gathers with forward and backward; tensor,
+    # pipeline and context traffic and offload stay on the critical path (parallel_time.py)
+    hidden_comm = comms.exposed_s
     a_busy = 0.0
     acc_host = host_of(acc, m, False) if acc is not None else None
     if acc is not None:
@@ -302,7 +303,7 @@ def step_time(
         return n * cost.per_sample_s / cores if cost is not None else 0.0
 
     last = replace(last, input_s=max(read(b - (k - 1) * m), decode(b - (k - 1) * m)))
-    step = max(busy, last.input_s) + hidden_comm
+    step = max(busy, last.input_s)
     compute, memory, input_s, overhead, flops = last.compute, last.memory, last.input_s, last.overhead, last.flops
     read_s, decode_s = read(b - (k - 1) * m), decode(b - (k - 1) * m)
     host_s = last_host.total_s if last_host else 0.0
@@ -324,6 +325,8 @@ def step_time(
         if acc_host is not None:
             host_s += (k - 1) * acc_host.total_s
             loader_s += (k - 1) * (acc_host.loader_s + acc_host.copy_s)
+    # pipeline parallelism: 1F1B's bubble idles each stage (p − 1)/m of the ideal step
+    step = step * (1 + parallel_time.pipeline_bubble(large, k)) + hidden_comm
     if compute and ("linear_train" in cal or (kind == "gpu" and device.runs_cuda and ops)):
         eff = flops / compute / peak  # what the measured rates or the GPU kernel model reach
     terms = {
@@ -383,6 +386,7 @@ def _pass(
     shards: int = 1,
     speed: float = 1.0,
     kernel_options: tuple[str, bool] = ("contiguous", False),
+    large: LargeModelSpec = DEFAULT_LARGE,
 ) -> _Pass:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
     memory-bound work and framework calls kept apart (they run once per optimizer step).
@@ -423,7 +427,13 @@ def _pass(
             cal,
             memory_format=kernel_options[0],
             compile_model=kernel_options[1],
+            fp8=large.fp8,
         )
+        extra_compute, extra_memory, opt = _large_terms(
+            model, ops, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal, large, opt, len(sizes)
+        )
+        compute += extra_compute
+        memory_no_opt += extra_memory
         opt /= shards
         memory = memory_no_opt + opt
         work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
@@ -440,6 +450,10 @@ def _pass(
         # a summary model's parameter tensors are not known: no optimizer calls are invented for it
         known = overhead_known and bool(ops)
         opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
+        if known and large.optimizer_impl == "fused":  # one call per parameter group
+            opt_calls = 2 * per_op
+        elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
+            opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
         overhead = per_step + per_op * 3 * calls + opt_calls
     else:
         per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
@@ -461,6 +475,109 @@ def _pass(
         (per_step + per_op * 3 * calls) * s,
         float(flops),
     )
+
+
+def _communication(
+    model: ModelAnalysis,
+    device: DeviceSpec,
+    ops: Sequence[OpWork],
+    large: LargeModelSpec,
+    precision: str,
+    sharding: str,
+    devices: int,
+    nodes: int,
+    m: int,
+    k: int,
+    last: _Pass,
+    acc: _Pass | None,
+    checkpointing: bool,
+    cal: Mapping[str, Any],
+) -> parallel_time.Communication:
+    """The step's collectives and offload traffic (core/estimate/parallel_time.py) on this device's
+    links: NVLink (or PCIe) between the GPUs of a node, the network adapter between nodes."""
+    compute = last.compute + (k - 1) * (acc.compute if acc is not None else 0.0)
+    attention = 0.0
+    if large.parallel.context > 1 and device.kind == "gpu" and device.runs_cuda:
+        gpu = gpu_kernels.figures(device, cal)
+        attention = sum(
+            gpu_kernels.attention_op_s(o, m, precision, gpu, checkpointing) for o in ops if o.name == "sdpa"
+        )
+    comms = parallel_time.communication(
+        ops,
+        device,
+        parameters=model.parameters,
+        large=large,
+        precision=precision,
+        sharding=sharding,
+        devices=devices,
+        nodes=nodes,
+        b=m,
+        micro_steps=k,
+        act_bytes=PRECISION_BYTES[precision][2],
+        grad_bytes=PRECISION_BYTES[precision][1],
+        compute_s=compute,
+        backward_s=last.compute * 2 / 3,
+        attention_s=attention * k,
+        nvlink_bps=device.interconnect_bw or device.host_link_bw or FALLBACK_LINK_BPS,
+        inter_node_bps=INTER_NODE_BPS,
+        checkpointing=checkpointing,
+    )
+    offload = parallel_time.offload_s(
+        device,
+        parameters=model.parameters,
+        large=large,
+        precision=precision,
+        devices=devices,
+        count_per_node=max(1, devices // max(1, nodes)),
+    )
+    return replace(comms, offload_s=offload)
+
+
+def _large_terms(
+    model: ModelAnalysis,
+    ops: Sequence[OpWork],
+    device: DeviceSpec,
+    kind: str,
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    peak_rate: float,
+    cal: Mapping[str, Any],
+    large: LargeModelSpec,
+    opt: float,
+    tensors: int,
+) -> tuple[float, float, float]:
+    """(matrix seconds, memory-bound seconds, optimizer seconds) the large-model settings add or
+    change: what checkpointing runs again beyond the matrix products the kernels already repeat
+    (selective: the cheap ops, and the math kernel's Q·Kᵀ; full: the elementwise ops), fp8's casts,
+    and the optimizer's implementation (docs/sizing.md §4e)."""
+    gpu_model = kind == "gpu" and device.runs_cuda and "linear_train" not in cal
+    if gpu_model:
+        gpu = gpu_kernels.figures(device, cal)
+        bandwidth = gpu.bandwidth
+    else:
+        gpu = None
+        bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
+    # the whole network's work per sample: under model parallelism the device runs its share of the
+    # layers for the group's batch, the same work as the per-device batch through every layer
+    policy = activation_policy(replace(large, parallel=ParallelSpec()), checkpointing, kind)
+    again = recompute_per_sample(model, policy, PRECISION_BYTES[precision][2])
+    compute = again.flops * b / peak_rate if policy.checkpoint == "selective" else 0.0
+    memory = again.elementwise_bytes * b / bandwidth
+    if large.fp8 and gpu is not None and gpu.fp8 and precision in ("fp16_mixed", "bf16_mixed"):
+        memory += parallel_time.fp8_cast_bytes(ops) * b / bandwidth
+    opt = parallel_time.optimizer_device_s(
+        optimizer,
+        large.optimizer_impl,
+        "gpu" if gpu_model else kind,
+        model.parameters,
+        tensors,
+        bandwidth,
+        gpu_kernels.KERNEL_FLOOR_S,
+        opt,
+    )
+    return compute, memory, opt
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:

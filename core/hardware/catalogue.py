@@ -295,6 +295,7 @@ def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
         "street_price_usd",
         "cloud_usd_per_hour",
         "interconnect_gbs",
+        "power_limit_w",
     ):
         if e.get(key) is not None:
             e[key] = get_float(e, key, path, minimum=0, exclusive_min=True, maximum=1e7)
@@ -339,6 +340,7 @@ USER_DEVICE_KEYS = (
     "boost_clock_mhz",
     "sm_count",
     "l2_cache_mb",
+    "power_limit_w",
     "source",
 )
 

@@ -72,8 +72,10 @@ def test_the_sharded_step_shortens_by_the_optimizer_work_it_no_longer_does() -> 
     assert zero1.step_s == pytest.approx(ddp.step_s - opt * 7 / 8)
     # (GPU kernel model, core/estimate/gpu_kernels.py; 0.536 and 0.274 s with the datasheet peak × 45 %)
     assert (ddp.step_s, zero1.step_s) == (pytest.approx(0.524, abs=0.001), pytest.approx(0.261, abs=0.001))
-    # FSDP: 0.324 s, of which its gathers not hidden behind backward 0.090 s; the matrix products bound it
-    assert fsdp.step_s == pytest.approx(0.324, abs=0.001)
+    # FSDP: 0.275 s; its all-gathers prefetch the next unit in forward as in backward, so the traffic
+    # hides behind the whole forward and backward (0.324 s when only backward hid it); the matrix
+    # products bound it
+    assert fsdp.step_s == pytest.approx(0.275, abs=0.001)
     assert fsdp.bound == "compute"
 
 

@@ -1,0 +1,243 @@
+"""Step-time terms of the large-model settings (docs/sizing.md §4e, "Time"): the communication of
+data, tensor, pipeline and context parallelism in the layout's dtypes, the pipeline bubble,
+offload traffic, recomputation under selective checkpointing, the optimizer's implementation and
+fp8's casts (fp8 matrix products and a GPU's power limit are core/estimate/gpu_kernels.py's).
+core/estimate/timing.py adds them to the step.
+
+Sources: ring all-reduce moves 2·(d−1)/d of the buffer per device, all-gather and reduce-scatter
+(d−1)/d each (Thakur et al. 2005; NCCL's bus-bandwidth convention); FSDP gathers every unit in
+forward and again in backward and reduce-scatters its gradients (Zhao et al. 2023, PyTorch FSDP);
+Megatron tensor parallelism all-reduces each transformer layer's activations twice in forward and
+twice in backward, and 1F1B's bubble is (p − 1)/m of the ideal step (Narayanan et al. 2021, SC'21);
+ZeRO-Offload moves the gradients to the host and the updated weights back over PCIe each step and
+runs Adam on the CPU (Ren et al. 2021, USENIX ATC)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.estimate.op_work import OpWork
+from core.hardware.catalogue import DeviceSpec
+from core.spec.large import LargeModelSpec, data_parallel
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+# NVMe sequential rate the offloaded states stream at (PCIe 4.0 ×4 data-centre drive, read and
+# write about 3 GB/s; the storage tiers' figure in core/estimate/timing.py)
+NVME_BPS = 3.0e9
+# Host memory bandwidth one node's CPUs give DeepSpeed's CPU-Adam, shared by the node's GPUs: an
+# 8-channel DDR5-4800 socket streams about 300 GB/s, two sockets 600 GB/s; CPU-Adam reaches a share
+# of it (TrainRig estimate: 200 GB/s per node). CPU-Adam reads and writes the fp32 master weights,
+# both moments and the gradient: 7 fp32 words per parameter.
+HOST_ADAM_BPS = 200e9
+CPU_ADAM_WORDS = 7
+# fused Adam/AdamW (and SGD) reads and writes each parameter's words once: weights, gradient and the
+# states, in one kernel (torch.optim fused=True); the foreach path makes several passes
+# (op_work.OPTIMIZER_ACCESSES)
+FUSED_ACCESSES = {"sgd": 3, "sgd_momentum": 5, "adam": 7, "adamw": 7, "rmsprop": 5, "adagrad": 5}
+# kernels a per-tensor (foreach=False) optimizer launches per parameter tensor on a GPU
+PER_TENSOR_KERNELS = {"sgd": 1, "sgd_momentum": 3, "adam": 10, "adamw": 11, "rmsprop": 6, "adagrad": 5}
+
+
+@dataclass(frozen=True)
+class Communication:
+    """Seconds of one step's collectives on one device."""
+
+    data_s: float = 0.0  # gradient all-reduce / ZeRO and FSDP gathers and reduce-scatters
+    data_overlap_s: float = 0.0  # the compute the data-parallel traffic can hide behind
+    tensor_s: float = 0.0  # Megatron's activation all-reduces: on the critical path
+    pipeline_s: float = 0.0  # activations sent between stages
+    context_s: float = 0.0  # ring attention's K/V exchange not hidden behind the attention kernels
+    offload_s: float = 0.0  # PCIe/NVMe traffic of offloaded states and the CPU's optimizer step
+
+    @property
+    def exposed_s(self) -> float:
+        hidden = max(0.0, self.data_s - self.data_overlap_s)
+        return hidden + self.tensor_s + self.pipeline_s + self.context_s + self.offload_s
+
+    @property
+    def total_s(self) -> float:
+        return self.data_s + self.tensor_s + self.pipeline_s + self.context_s + self.offload_s
+
+
+def _layer_shapes(ops: Sequence[OpWork]) -> tuple[int, float, float]:
+    """(attention layers, activation elements per sample at a layer boundary, K+V elements per
+    sample) of a transformer's op list; (0, 0, 0) without attention."""
+    layers = [o for o in ops if o.name == "sdpa"]
+    if not layers:
+        return 0, 0.0, 0.0
+    boundary = max(o.out_elems for o in layers)
+    kv = max(max(0.0, o.in_elems - o.out_elems) for o in layers)
+    return len(layers), boundary, kv
+
+
+def _row_parallel_outputs(ops: Sequence[OpWork]) -> float:
+    """Elements per sample that tensor parallelism all-reduces once in forward and once in backward:
+    two per attention layer (after the output projection and the MLP's down projection), or for a
+    network without attention the output of every second linear layer (column- then row-parallel)."""
+    layers, boundary, _ = _layer_shapes(ops)
+    if layers:
+        return 2 * layers * boundary
+    linear = [o for o in ops if o.rate == "linear" and o.gemm_n]
+    return sum(o.out_elems for o in linear[1::2])
+
+
+def communication(
+    ops: Sequence[OpWork],
+    device: DeviceSpec,
+    *,
+    parameters: int,
+    large: LargeModelSpec,
+    precision: str,
+    sharding: str,
+    devices: int,
+    nodes: int,
+    b: int,
+    micro_steps: int,
+    act_bytes: int,
+    grad_bytes: int,
+    compute_s: float,
+    backward_s: float,
+    attention_s: float,
+    nvlink_bps: float,
+    inter_node_bps: float,
+    checkpointing: bool,
+) -> Communication:
+    """The collectives of one optimizer step of ``micro_steps`` micro-steps of ``b`` samples per
+    device (the sizing's per-device batch; see core.estimate.memory.phase_lines for the convention
+    under model parallelism)."""
+    par = large.parallel
+    mp = par.model_parallel
+    d = data_parallel(large, devices)
+    local = parameters / (par.tensor * par.pipeline)
+    link = nvlink_bps if nodes <= 1 else min(nvlink_bps, inter_node_bps)
+    # ---- data parallelism, in the layout's dtypes
+    data = 0.0
+    if d > 1:
+        ring = (d - 1) / d
+        half = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
+        layout = large.precision_layout
+        if sharding in ("zero3", "fsdp"):
+            if layout == "fsdp_mixed":
+                gather, reduce = DTYPE_BYTES[large.param_dtype], DTYPE_BYTES[large.reduce_dtype]
+            elif layout == "deepspeed":
+                gather, reduce = half, half
+            else:  # FSDP without MixedPrecision: fp32 weights and gradients
+                gather, reduce = 4, grad_bytes
+            volume = ring * local * (2 * gather + reduce)  # gathered in forward and backward
+        else:
+            reduce = {"deepspeed": half, "megatron": 4}.get(layout, grad_bytes)
+            if sharding in ("zero1", "zero2") or layout == "megatron":
+                # reduce-scatter the gradients, all-gather the updated (half-precision) weights
+                weights = half if layout in ("deepspeed", "megatron") else 4
+                volume = ring * local * (reduce + weights)
+            else:
+                volume = 2 * ring * local * reduce  # DDP's all-reduce
+        if par.hybrid_shard and nodes > 1 and sharding in ("zero3", "fsdp"):
+            # shard within the node on NVLink; all-reduce the node's gradient shard across nodes
+            inner = max(1, d // nodes)
+            ring_in = (inner - 1) / inner
+            data = ring_in * local * (volume / (ring * local)) / nvlink_bps
+            data += 2 * (nodes - 1) / nodes * local / inner * reduce / inter_node_bps
+        else:
+            data = volume / link
+    overlap = compute_s if sharding in ("zero3", "fsdp") else backward_s
+    # ---- tensor parallelism: on the critical path (Megatron overlaps none of it by default)
+    tensor = 0.0
+    if par.tensor > 1:
+        t = par.tensor
+        per_pass = _row_parallel_outputs(ops) * b * act_bytes * mp  # the group's batch of one micro-step
+        passes = 2 + (1 if checkpointing else 0)  # forward, backward, recomputed forward
+        tensor = micro_steps * passes * 2 * (t - 1) / t * per_pass / nvlink_bps
+    # ---- pipeline: each micro-batch's boundary activations forward and their gradients back
+    pipeline = 0.0
+    layers, boundary, kv = _layer_shapes(ops)
+    if par.pipeline > 1:
+        edge = boundary or max((o.out_elems for o in ops), default=0.0)
+        pipeline = micro_steps * 2 * edge * b * mp / par.tensor * act_bytes / link
+    # ---- context parallelism: ring attention passes K and V around the ring in forward and their
+    # gradients back in backward; it overlaps the attention kernels, and what they do not cover shows
+    context = 0.0
+    if par.context > 1 and layers:
+        c = par.context
+        moved = micro_steps * 3 * (c - 1) / c * layers * kv * b * mp / (par.tensor * c) * act_bytes
+        context = max(0.0, moved / nvlink_bps - attention_s)
+    return Communication(data, overlap, tensor, pipeline, context, 0.0)
+
+
+def pipeline_bubble(large: LargeModelSpec, micro_steps: int) -> float:
+    """1F1B's idle share of the ideal step: (p − 1) / m, m the micro-batches of one step
+    (``parallel.microbatches``, else the accumulation steps)."""
+    p = large.parallel.pipeline
+    if p <= 1:
+        return 0.0
+    m = large.parallel.microbatches or micro_steps
+    return (p - 1) / max(1, m)
+
+
+def offload_s(
+    device: DeviceSpec,
+    *,
+    parameters: int,
+    large: LargeModelSpec,
+    precision: str,
+    devices: int,
+    count_per_node: int,
+) -> float:
+    """Seconds a step spends on offloaded state (not overlapped: ZeRO-Offload's default without the
+    delayed parameter update): gradients down and weights up over the host link, CPU-Adam over the
+    node's memory bandwidth, and the states through NVMe; offloaded parameters fetched in forward
+    and backward."""
+    if large.offload == "none":
+        return 0.0
+    d = data_parallel(large, devices)
+    local = parameters / (large.parallel.tensor * large.parallel.pipeline) / d  # this rank's partition
+    half = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
+    host = device.host_link_bw or 16e9
+    seconds = local * (4 + half) / host  # fp32 gradient partition down, updated weights up
+    seconds += local * CPU_ADAM_WORDS * 4 / (HOST_ADAM_BPS / max(1, count_per_node))
+    if large.offload.endswith("nvme"):
+        seconds += 2 * local * 12 / NVME_BPS  # master weights and both moments read and written
+    if large.offload.startswith("params"):
+        whole = parameters / (large.parallel.tensor * large.parallel.pipeline)
+        fetch = 2 * whole * half / d  # each rank's partition up in forward and backward, gathered on NVLink
+        seconds += fetch / (NVME_BPS if large.offload.endswith("nvme") else host)
+    return seconds
+
+
+def optimizer_device_s(
+    optimizer: str,
+    impl: str,
+    kind: str,
+    params: float,
+    tensors: int,
+    bandwidth: float,
+    floor_s: float,
+    foreach_s: float,
+) -> float:
+    """The optimizer step's device time by implementation: ``foreach_s`` (the foreach passes, what
+    PyTorch picks on CUDA) for "auto"/"foreach"; fused: its words once at ``bandwidth``; per-tensor:
+    the foreach bytes plus a kernel floor for each of its kernels per tensor."""
+    if kind != "gpu" or impl in ("auto", "foreach"):
+        return foreach_s
+    if impl == "fused":
+        return FUSED_ACCESSES[optimizer] * 4 * params / bandwidth
+    return foreach_s + PER_TENSOR_KERNELS[optimizer] * tensors * floor_s
+
+
+def recompute_s(flops: float, elementwise_bytes: float, peak_rate: float, bandwidth: float) -> float:
+    """Seconds of what selective checkpointing runs again in backward: its matrix FLOPs at the
+    matrix rate and its elementwise bytes at the bandwidth reached."""
+    return flops / peak_rate + elementwise_bytes / bandwidth
+
+
+def fp8_cast_bytes(ops: Sequence[OpWork]) -> float:
+    """Bytes per sample Transformer Engine / torchao float8 moves to cast each linear layer's input
+    and output gradient to fp8 (read 2, write 1 byte per element, forward and backward)."""
+    return sum(3 * (o.in_elems + o.out_elems) for o in ops if o.rate == "linear" and o.gemm_n)
+
+
+def mfu(model_flops: float, step_s: float, peak: float) -> float:
+    """Model FLOPs utilisation: the step's model FLOPs (no recompute) over the step × the peak."""
+    return model_flops / (step_s * peak) if step_s and peak else math.nan
