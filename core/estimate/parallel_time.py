@@ -241,3 +241,41 @@ def fp8_cast_bytes(ops: Sequence[OpWork]) -> float:
 def mfu(model_flops: float, step_s: float, peak: float) -> float:
     """Model FLOPs utilisation: the step's model FLOPs (no recompute) over the step × the peak."""
     return model_flops / (step_s * peak) if step_s and peak else math.nan
+
+
+def time_note(large: LargeModelSpec, device: DeviceSpec, precision: str, pipeline_micro: int) -> str | None:
+    """One assumption line for the step-time side of the large-model settings (None: all default)."""
+    from core.estimate.gpu_kernels import power_factor  # the kernel model's (gpu_kernels imports op_work)
+
+    par = large.parallel
+    parts = []
+    if par.tensor > 1:
+        parts.append(
+            f"tensor parallel {par.tensor}: two activation all-reduces per layer in forward and two in backward "
+            "on the critical path (Megatron-LM)" + (", sequence parallel" if par.sequence else "")
+        )
+    if par.pipeline > 1:
+        bubble = pipeline_bubble(large, pipeline_micro)
+        parts.append(f"pipeline {par.pipeline} stages, 1F1B bubble (p − 1)/m = {bubble:.0%} of the ideal step")
+    if par.context > 1:
+        parts.append(f"context parallel {par.context}: ring attention's K/V exchange beside the attention kernels")
+    if par.hybrid_shard:
+        parts.append("HYBRID_SHARD: gathers within the node, gradients all-reduced across nodes")
+    if large.optimizer_impl != "auto":
+        parts.append(f"optimizer {large.optimizer_impl}")
+    if large.fp8:
+        if device.fp8_flops:
+            parts.append("fp8 matrix products (linear layers) at the fp8 tensor peak, with their casts")
+        else:
+            parts.append(
+                f"fp8 requested, but {device.name} has no fp8 tensor cores: its matrix products stay in {precision}"
+            )
+    if large.offload != "none":
+        parts.append(f"{large.offload}: PCIe/NVMe traffic and the CPU's optimizer step on the critical path")
+    factor = power_factor(device)
+    if factor < 1:
+        parts.append(
+            f"power limit {device.extra.get('power_limit_w'):g} W of {device.tdp_w:g} W: matrix rates × {factor:.2f} "
+            "(clock ∝ power^(1/3))"
+        )
+    return "step time: " + "; ".join(parts) if parts else None

@@ -21,6 +21,7 @@ from core.estimate.memory import (
     phase_lines,
 )
 from core.estimate.model_states import states_note
+from core.estimate.parallel_time import time_note
 from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
@@ -295,6 +296,8 @@ def size_candidate(
             "catalogue prices and the USD defaults converted; the prices you give are taken as "
             f"{c.currency}"
         )
+    if (note := time_note(t.large, device, t.precision, st.accumulation_steps)) is not None:
+        assumptions.append(note)
     if (note := activation_note(t.large, t.checkpointing, kind, t.precision)) is not None:
         assumptions.append(note)
     if t.scaling_model != "analytic" and devices > 1:
