@@ -15,12 +15,17 @@ runs Adam on the CPU (Ren et al. 2021, USENIX ATC)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from core.estimate.op_work import OpWork
+from core.estimate import gpu_kernels
+from core.estimate.activations import activation_policy, recompute_per_sample
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OpWork
 from core.hardware.catalogue import DeviceSpec
-from core.spec.large import LargeModelSpec, data_parallel
+from core.network.model import ModelAnalysis
+from core.spec.large import LargeModelSpec, ParallelSpec, data_parallel
+from core.vocabulary import PRECISION_BYTES
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 # NVMe sequential rate the offloaded states stream at (PCIe 4.0 ×4 data-centre drive, read and
@@ -245,8 +250,6 @@ def mfu(model_flops: float, step_s: float, peak: float) -> float:
 
 def time_note(large: LargeModelSpec, device: DeviceSpec, precision: str, pipeline_micro: int) -> str | None:
     """One assumption line for the step-time side of the large-model settings (None: all default)."""
-    from core.estimate.gpu_kernels import power_factor  # the kernel model's (gpu_kernels imports op_work)
-
     par = large.parallel
     parts = []
     if par.tensor > 1:
@@ -272,10 +275,114 @@ def time_note(large: LargeModelSpec, device: DeviceSpec, precision: str, pipelin
             )
     if large.offload != "none":
         parts.append(f"{large.offload}: PCIe/NVMe traffic and the CPU's optimizer step on the critical path")
-    factor = power_factor(device)
+    factor = gpu_kernels.power_factor(device)
     if factor < 1:
         parts.append(
             f"power limit {device.extra.get('power_limit_w'):g} W of {device.tdp_w:g} W: matrix rates × {factor:.2f} "
             "(clock ∝ power^(1/3))"
         )
     return "step time: " + "; ".join(parts) if parts else None
+
+
+def step_communication(
+    model: ModelAnalysis,
+    device: DeviceSpec,
+    ops: Sequence[OpWork],
+    large: LargeModelSpec,
+    precision: str,
+    sharding: str,
+    devices: int,
+    nodes: int,
+    m: int,
+    k: int,
+    compute: float,
+    backward: float,
+    checkpointing: bool,
+    cal: Mapping[str, Any],
+    fallback_link_bps: float,
+    inter_node_bps: float,
+) -> Communication:
+    """The step's collectives and offload traffic (core/estimate/parallel_time.py) on this device's
+    links: NVLink (or PCIe) between the GPUs of a node, the network adapter between nodes."""
+    attention = 0.0
+    if large.parallel.context > 1 and device.kind == "gpu" and device.runs_cuda:
+        gpu = gpu_kernels.figures(device, cal)
+        attention = sum(
+            gpu_kernels.attention_op_s(o, m, precision, gpu, checkpointing) for o in ops if o.name == "sdpa"
+        )
+    comms = communication(
+        ops,
+        device,
+        parameters=model.parameters,
+        large=large,
+        precision=precision,
+        sharding=sharding,
+        devices=devices,
+        nodes=nodes,
+        b=m,
+        micro_steps=k,
+        act_bytes=PRECISION_BYTES[precision][2],
+        grad_bytes=PRECISION_BYTES[precision][1],
+        compute_s=compute,
+        backward_s=backward,
+        attention_s=attention * k,
+        nvlink_bps=device.interconnect_bw or device.host_link_bw or fallback_link_bps,
+        inter_node_bps=inter_node_bps,
+        checkpointing=checkpointing,
+    )
+    offload = offload_s(
+        device,
+        parameters=model.parameters,
+        large=large,
+        precision=precision,
+        devices=devices,
+        count_per_node=max(1, devices // max(1, nodes)),
+    )
+    return replace(comms, offload_s=offload)
+
+
+def large_terms(
+    model: ModelAnalysis,
+    ops: Sequence[OpWork],
+    device: DeviceSpec,
+    kind: str,
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    peak_rate: float,
+    cal: Mapping[str, Any],
+    large: LargeModelSpec,
+    opt: float,
+    tensors: int,
+) -> tuple[float, float, float]:
+    """(matrix seconds, memory-bound seconds, optimizer seconds) the large-model settings add or
+    change: what checkpointing runs again beyond the matrix products the kernels already repeat
+    (selective: the cheap ops, and the math kernel's Q·Kᵀ; full: the elementwise ops), fp8's casts,
+    and the optimizer's implementation (docs/sizing.md §4e)."""
+    gpu_model = kind == "gpu" and device.runs_cuda and "linear_train" not in cal
+    if gpu_model:
+        gpu = gpu_kernels.figures(device, cal)
+        bandwidth = gpu.bandwidth
+    else:
+        gpu = None
+        bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
+    # the whole network's work per sample: under model parallelism the device runs its share of the
+    # layers for the group's batch, the same work as the per-device batch through every layer
+    policy = activation_policy(replace(large, parallel=ParallelSpec()), checkpointing, kind)
+    again = recompute_per_sample(model, policy, PRECISION_BYTES[precision][2])
+    compute = again.flops * b / peak_rate if policy.checkpoint == "selective" else 0.0
+    memory = again.elementwise_bytes * b / bandwidth
+    if large.fp8 and gpu is not None and gpu.fp8 and precision in ("fp16_mixed", "bf16_mixed"):
+        memory += fp8_cast_bytes(ops) * b / bandwidth
+    opt = optimizer_device_s(
+        optimizer,
+        large.optimizer_impl,
+        "gpu" if gpu_model else kind,
+        model.parameters,
+        tensors,
+        bandwidth,
+        gpu_kernels.KERNEL_FLOOR_S,
+        opt,
+    )
+    return compute, memory, opt

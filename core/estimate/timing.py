@@ -22,9 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.estimate import gpu_kernels, input_pipeline, parallel_time
 from core.estimate import host as host_model
-from core.estimate.activations import activation_policy, recompute_per_sample
+from core.estimate import input_pipeline, parallel_time
 from core.estimate.host import HostTime
 from core.estimate.input_pipeline import (
     decode_cost,
@@ -33,7 +32,6 @@ from core.estimate.input_pipeline import (
     loader_cores_needed,
 )
 from core.estimate.op_work import (
-    BANDWIDTH_EFFICIENCY,
     OpWork,
     forward_work,
     op_times,
@@ -43,7 +41,7 @@ from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.model import ModelAnalysis
-from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec, data_parallel
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec, data_parallel
 from core.spec.loop import DEFAULT_LOOP, LoopSpec
 from core.spec.workload import DataSpec
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
@@ -276,8 +274,23 @@ def step_time(
     last_host = host_of(last, b - (k - 1) * m, True)
     busy = paced(last, last_host, True)
     acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
-    comms = _communication(
-        model, device, ops, large, precision, sharding, devices, nodes, m, k, last, acc, checkpointing, cal
+    comms = parallel_time.step_communication(
+        model,
+        device,
+        ops,
+        large,
+        precision,
+        sharding,
+        devices,
+        nodes,
+        m,
+        k,
+        last.compute + (k - 1) * (acc.compute if acc is not None else 0.0),
+        last.compute * 2 / 3,
+        checkpointing,
+        cal,
+        FALLBACK_LINK_BPS,
+        INTER_NODE_BPS,
     )
     comm = comms.total_s
     # DDP overlaps the all-reduce with backward, FSDP its gathers with forward and backward; tensor,
@@ -429,7 +442,7 @@ def _pass(
             compile_model=kernel_options[1],
             fp8=large.fp8,
         )
-        extra_compute, extra_memory, opt = _large_terms(
+        extra_compute, extra_memory, opt = parallel_time.large_terms(
             model, ops, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal, large, opt, len(sizes)
         )
         compute += extra_compute
@@ -475,109 +488,6 @@ def _pass(
         (per_step + per_op * 3 * calls) * s,
         float(flops),
     )
-
-
-def _communication(
-    model: ModelAnalysis,
-    device: DeviceSpec,
-    ops: Sequence[OpWork],
-    large: LargeModelSpec,
-    precision: str,
-    sharding: str,
-    devices: int,
-    nodes: int,
-    m: int,
-    k: int,
-    last: _Pass,
-    acc: _Pass | None,
-    checkpointing: bool,
-    cal: Mapping[str, Any],
-) -> parallel_time.Communication:
-    """The step's collectives and offload traffic (core/estimate/parallel_time.py) on this device's
-    links: NVLink (or PCIe) between the GPUs of a node, the network adapter between nodes."""
-    compute = last.compute + (k - 1) * (acc.compute if acc is not None else 0.0)
-    attention = 0.0
-    if large.parallel.context > 1 and device.kind == "gpu" and device.runs_cuda:
-        gpu = gpu_kernels.figures(device, cal)
-        attention = sum(
-            gpu_kernels.attention_op_s(o, m, precision, gpu, checkpointing) for o in ops if o.name == "sdpa"
-        )
-    comms = parallel_time.communication(
-        ops,
-        device,
-        parameters=model.parameters,
-        large=large,
-        precision=precision,
-        sharding=sharding,
-        devices=devices,
-        nodes=nodes,
-        b=m,
-        micro_steps=k,
-        act_bytes=PRECISION_BYTES[precision][2],
-        grad_bytes=PRECISION_BYTES[precision][1],
-        compute_s=compute,
-        backward_s=last.compute * 2 / 3,
-        attention_s=attention * k,
-        nvlink_bps=device.interconnect_bw or device.host_link_bw or FALLBACK_LINK_BPS,
-        inter_node_bps=INTER_NODE_BPS,
-        checkpointing=checkpointing,
-    )
-    offload = parallel_time.offload_s(
-        device,
-        parameters=model.parameters,
-        large=large,
-        precision=precision,
-        devices=devices,
-        count_per_node=max(1, devices // max(1, nodes)),
-    )
-    return replace(comms, offload_s=offload)
-
-
-def _large_terms(
-    model: ModelAnalysis,
-    ops: Sequence[OpWork],
-    device: DeviceSpec,
-    kind: str,
-    b: int,
-    precision: str,
-    optimizer: str,
-    checkpointing: bool,
-    peak_rate: float,
-    cal: Mapping[str, Any],
-    large: LargeModelSpec,
-    opt: float,
-    tensors: int,
-) -> tuple[float, float, float]:
-    """(matrix seconds, memory-bound seconds, optimizer seconds) the large-model settings add or
-    change: what checkpointing runs again beyond the matrix products the kernels already repeat
-    (selective: the cheap ops, and the math kernel's Q·Kᵀ; full: the elementwise ops), fp8's casts,
-    and the optimizer's implementation (docs/sizing.md §4e)."""
-    gpu_model = kind == "gpu" and device.runs_cuda and "linear_train" not in cal
-    if gpu_model:
-        gpu = gpu_kernels.figures(device, cal)
-        bandwidth = gpu.bandwidth
-    else:
-        gpu = None
-        bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
-    # the whole network's work per sample: under model parallelism the device runs its share of the
-    # layers for the group's batch, the same work as the per-device batch through every layer
-    policy = activation_policy(replace(large, parallel=ParallelSpec()), checkpointing, kind)
-    again = recompute_per_sample(model, policy, PRECISION_BYTES[precision][2])
-    compute = again.flops * b / peak_rate if policy.checkpoint == "selective" else 0.0
-    memory = again.elementwise_bytes * b / bandwidth
-    if large.fp8 and gpu is not None and gpu.fp8 and precision in ("fp16_mixed", "bf16_mixed"):
-        memory += parallel_time.fp8_cast_bytes(ops) * b / bandwidth
-    opt = parallel_time.optimizer_device_s(
-        optimizer,
-        large.optimizer_impl,
-        "gpu" if gpu_model else kind,
-        model.parameters,
-        tensors,
-        bandwidth,
-        gpu_kernels.KERNEL_FLOOR_S,
-        opt,
-    )
-    return compute, memory, opt
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:
