@@ -125,6 +125,11 @@ class StepTime:
     device_s: float = 0.0
     loader_s: float = 0.0  # the DataLoader's main-process share and the copy the host waits for
     host: HostTime | None = None  # the last micro-step's host terms (None: not modelled, e.g. a TPU)
+    # the large-model terms (core/estimate/parallel_time.py): offload traffic and the CPU's optimizer
+    # step, the pipeline bubble, and the collectives that no compute hides (all on the critical path)
+    offload_s: float = 0.0
+    bubble_s: float = 0.0
+    exposed_comm_s: float = 0.0
 
     @property
     def host_bound(self) -> bool:
@@ -292,7 +297,7 @@ def step_time(
         FALLBACK_LINK_BPS,
         INTER_NODE_BPS,
     )
-    comm = comms.total_s
+    comm = comms.total_s - comms.offload_s  # the collectives; offload traffic is its own term
     # DDP overlaps the all-reduce with backward, FSDP its gathers with forward and backward; tensor,
     # pipeline and context traffic and offload stay on the critical path (parallel_time.py)
     hidden_comm = comms.exposed_s
@@ -339,7 +344,8 @@ def step_time(
             host_s += (k - 1) * acc_host.total_s
             loader_s += (k - 1) * (acc_host.loader_s + acc_host.copy_s)
     # pipeline parallelism: 1F1B's bubble idles each stage (p − 1)/m of the ideal step
-    step = step * (1 + parallel_time.pipeline_bubble(large, k)) + hidden_comm
+    bubble_s = step * parallel_time.pipeline_bubble(large, k)
+    step = step + bubble_s + hidden_comm
     if compute and ("linear_train" in cal or (kind == "gpu" and device.runs_cuda and ops)):
         eff = flops / compute / peak  # what the measured rates or the GPU kernel model reach
     terms = {
@@ -348,14 +354,16 @@ def step_time(
         "input pipeline": input_s,
         "framework overhead": overhead,
         "host data loading": loader_s,
-        "communication": hidden_comm,
+        "communication": hidden_comm - comms.offload_s,
+        "offload": comms.offload_s,
+        "pipeline bubble": bubble_s,
     }
     # the largest term bounds the step; the input pipeline only when the device waits for it (input
     # that arrives in time, as the loader cores sized to keep up make it, bounds nothing)
     waits = last.input_s > busy or (acc is not None and acc.input_s > a_busy)
     bound = max((t for t in terms if waits or t != "input pipeline"), key=lambda t: terms[t])
     note = input_note(cost, pace, needed, cores, kind, waits and decode_s > read_s)
-    return StepTime(
+    st = StepTime(
         compute,
         memory,
         input_s,
@@ -381,6 +389,7 @@ def step_time(
         loader_s,
         last_host,
     )
+    return replace(st, offload_s=comms.offload_s, bubble_s=bubble_s, exposed_comm_s=hidden_comm - comms.offload_s)
 
 
 def _pass(

@@ -209,10 +209,23 @@ def sizing_to_text(rec: Recommendation) -> str:
             f"{fmt_bytes(c.capacity_bytes)}; at that instant weights {fmt_bytes(mem.weights)}, gradients "
             f"{fmt_bytes(mem.gradients)}, optimizer {fmt_bytes(mem.optimizer_states)}, activations "
             f"{fmt_bytes(mem.activations)}, data {fmt_bytes(mem.data)}, temporaries {fmt_bytes(mem.temporaries)}"
-            + (f", half-precision weight copies {fmt_bytes(mem.weight_copies)}" if mem.weight_copies else "")
+            + (
+                f", {'fp8' if r.workload.training.large.fp8 else 'half-precision'} weight copies "
+                f"{fmt_bytes(mem.weight_copies)}"
+                if mem.weight_copies
+                else ""
+            )
             + (f", cuBLAS workspace {fmt_bytes(mem.workspace)}" if mem.workspace else "")
             + f", overhead {fmt_bytes(mem.overhead)}"
             + (f", reserve {fmt_bytes(mem.reserve)}" if mem.reserve else ""),
+            *(
+                [
+                    f"    offloaded per device: {fmt_bytes(mem.offload_cpu_bytes)} to host RAM"
+                    + (f", {fmt_bytes(mem.offload_nvme_bytes)} to NVMe" if mem.offload_nvme_bytes else "")
+                ]
+                if mem.offload_cpu_bytes or mem.offload_nvme_bytes
+                else []
+            ),
             f"    largest batch held at once: {f'{c.largest_batch:,}' if c.largest_batch is not None else 'unknown'}"
             + (
                 f"; trains in micro-batches of {c.micro_batch} × {c.accumulation_steps} accumulation steps"
@@ -265,7 +278,16 @@ def step_breakdown(c: CandidateResult) -> str:
     if st.input_s:
         text += f"; input {fmt_seconds(st.input_s)} in parallel"
     if st.comm_s:
-        text += f"; all-reduce {fmt_seconds(st.comm_s)}"
+        hidden = st.comm_s - st.exposed_comm_s
+        text += f"; collectives {fmt_seconds(st.comm_s)}"
+        if st.exposed_comm_s <= 1e-9:
+            text += " (hidden behind compute)"
+        elif hidden > 1e-9:
+            text += f" ({fmt_seconds(hidden)} hidden behind compute)"
+    if st.offload_s:
+        text += f"; offload traffic and the CPU's optimizer step {fmt_seconds(st.offload_s)}"
+    if st.bubble_s:
+        text += f"; pipeline bubble {fmt_seconds(st.bubble_s)}"
     if st.accumulation_steps > 1:
         text += (
             f"; {st.accumulation_steps} micro-steps of {st.micro_batch} per device "
