@@ -114,7 +114,9 @@ def communication(
     under model parallelism)."""
     par = large.parallel
     mp = par.model_parallel
-    d = data_parallel(large, devices)
+    # gradients are reduced, and ZeRO/FSDP shard, over the data × context ranks (each context rank
+    # holds the same weights; model_states.shard_degree)
+    d = data_parallel(large, devices) * par.context
     local = parameters / (par.tensor * par.pipeline)
     link = nvlink_bps if nodes <= 1 else min(nvlink_bps, inter_node_bps)
     # ---- data parallelism, in the layout's dtypes
