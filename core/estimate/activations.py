@@ -33,6 +33,7 @@ model-parallel split (docs/sizing.md §4e).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
@@ -219,6 +220,13 @@ def recompute_per_sample(model: ModelAnalysis, policy: ActivationPolicy, act_byt
     g = model.graph
     if g is None:
         return RecomputeWork(float(model.forward_flops) if policy.checkpoint == "full" else 0.0, 0.0)
+    return _recompute_graph(g, policy, act_bytes)
+
+
+@lru_cache(maxsize=256)
+def _recompute_graph(g: Graph, policy: ActivationPolicy, act_bytes: int) -> RecomputeWork:
+    """recompute_per_sample of a layer graph, once per graph and policy (the what-if loop re-times
+    the same graph)."""
     frac = tensor_split(g, policy)
     seg_ops: dict[int, list[Op]] = {}
     for op in g.ops:
