@@ -8,10 +8,13 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit
 
+from core.errors import WorkloadError
+from core.spec.large import CHECKPOINT_POLICIES, CHECKPOINT_TEXT
 from core.spec.loop import DEFAULT_FILE_WORKERS, LOOP_STYLES
-from core.spec.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS
+from core.spec.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS, parse_workload
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
 from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, spin
+from gui.wizard.large_form import LargeModelGroup
 
 USE_KINDS = ("runs", "hours_per_year")
 USE_LABELS = {"runs": "Runs of this training", "hours_per_year": "Hours of training a year"}
@@ -38,6 +41,9 @@ LOOP_TIPS = {
     "dataloader_files": "DataLoader whose workers read and decode files (JPEG, PNG…): decoding is the input "
     "pipeline's cost per sample; the main process receives each batch",
 }
+CHECKPOINT_LABELS = {"none": "None", "selective": "Selective (per op)", "full": "Full (per block)"}
+# the smallest network the parser accepts: the Training page checks its own section against it
+_PROBE_MODEL = {"input_shape": [1], "layers": [{"type": "linear", "out_features": 1}]}
 STORAGE_LABELS = {
     "hdd": "HDD (7,200 rpm)",
     "hdd_10k": "HDD (10,000 rpm)",
@@ -280,7 +286,13 @@ class TrainingPage(WizardPage):
         self.epochs = spin(1, 10_000_000, "Epochs E")
         self.optimizer = combo(tuple(OPTIMIZER_STATES), "Optimizer: sets the state kept per parameter")
         self.precision = combo(tuple(PRECISION_BYTES), "fp16/bf16 mixed = torch.autocast; tf32 uses tensor cores")
-        self.checkpointing = QCheckBox("Activation checkpointing (recompute activations in backward)")
+        self.checkpointing = combo(
+            CHECKPOINT_POLICIES,
+            "Activation checkpointing: what backward recomputes instead of keeping (docs/sizing.md §4e)",
+            CHECKPOINT_LABELS,
+        )
+        for i, policy in enumerate(CHECKPOINT_POLICIES):
+            self.checkpointing.setItemData(i, CHECKPOINT_TEXT[policy], Qt.ItemDataRole.ToolTipRole)
         self.sharding = combo(SHARDINGS, "How data-parallel GPUs share weights, gradients and optimizer state")
         self.nodes = spin(1, 10_000, "Machines, each with the candidate's GPU count")
         self.reserve = dspin(0, 100, 0, "Extra memory: Jamgharyan asks 25–30 % for overfit reverse engineering", " %")
@@ -302,7 +314,7 @@ class TrainingPage(WizardPage):
         form.addRow("Epochs", self.epochs)
         form.addRow("Optimizer", self.optimizer)
         form.addRow("Precision", self.precision)
-        form.addRow("", self.checkpointing)
+        form.addRow("Checkpointing", self.checkpointing)
         form.addRow("Sharding", self.sharding)
         form.addRow("Nodes", self.nodes)
         form.addRow("Memory reserve", self.reserve)
@@ -310,14 +322,38 @@ class TrainingPage(WizardPage):
         form.addRow("Loader workers", self.workers)
         form.addRow("Synchronise every", self.sync_every)
         form.addRow("", self.pin_memory)
+        self.large = LargeModelGroup()
+        form.addRow(self.large)
+        self.error = error_label()
+        form.addRow(self.error)
+        self.large.changed.connect(self.changed)
+        for c in (self.precision, self.sharding):
+            c.currentIndexChanged.connect(self._large_context)
+        self._large_context()
         for s in (self.batch, self.epochs, self.nodes, self.reserve, self.workers, self.sync_every):
             s.valueChanged.connect(self.changed)
-        for c in (self.optimizer, self.precision, self.sharding, self.loop):
+        for c in (self.optimizer, self.precision, self.sharding, self.loop, self.checkpointing):
             c.currentIndexChanged.connect(self.changed)
-        self.checkpointing.toggled.connect(self.changed)
         self.pin_memory.toggled.connect(self.changed)
         self.loop.currentIndexChanged.connect(self._loop_enabled)
         self._loop_enabled()
+
+    def _large_context(self) -> None:
+        self.large.context_changed(self.precision.currentData(), self.sharding.currentData())
+
+    def problem(self) -> str | None:
+        """The parser's message on this page's settings (an invalid combination the controls allow)."""
+        doc: dict[str, Any] = {"model": _PROBE_MODEL, "data": {"samples": 1}}
+        self.store(doc)
+        try:
+            parse_workload(doc)
+        except WorkloadError as e:
+            message = str(e)
+        else:
+            message = None
+        self.error.setText(message or "")
+        self.error.setVisible(message is not None)
+        return message
 
     def _loop_enabled(self) -> None:
         style = self.loop.currentData()
@@ -332,7 +368,8 @@ class TrainingPage(WizardPage):
         self.epochs.setValue(int(t.get("epochs", 1)))
         set_combo(self.optimizer, t.get("optimizer", "adam"))
         set_combo(self.precision, t.get("precision", "fp32"))
-        self.checkpointing.setChecked(bool(t.get("checkpointing", False)))
+        ckpt = t.get("checkpointing", False)
+        set_combo(self.checkpointing, ckpt if isinstance(ckpt, str) else "full" if ckpt else "none")
         set_combo(self.sharding, t.get("sharding", "none"))
         self.nodes.setValue(int(t.get("nodes", 1)))
         self.reserve.setValue(float(t.get("reserve_percent", 0)))
@@ -344,6 +381,8 @@ class TrainingPage(WizardPage):
         self.sync_every.setValue(int(loop.get("sync_every", 1)))
         self.pin_memory.setChecked(bool(loop.get("pin_memory", False)))
         self._loop_enabled()
+        self._large_context()
+        self.large.load(t)
 
     def store(self, doc: dict[str, Any]) -> None:
         t = doc.setdefault("training", {})
@@ -352,11 +391,13 @@ class TrainingPage(WizardPage):
             epochs=self.epochs.value(),
             optimizer=self.optimizer.currentData(),
             precision=self.precision.currentData(),
-            checkpointing=self.checkpointing.isChecked(),
+            # true/false as before; "selective" by name
+            checkpointing={"none": False, "full": True}.get(self.checkpointing.currentData(), "selective"),
             sharding=self.sharding.currentData(),
             nodes=self.nodes.value(),
             reserve_percent=self.reserve.value(),
         )
+        self.large.store(t)
         style = self.loop.currentData()
         if style == "auto":
             t.pop("loop", None)

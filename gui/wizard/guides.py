@@ -47,8 +47,10 @@ accumulation.</p>
 two for Adam and AdamW (4 bytes each in fp32).</p>
 <p><b>Precision</b> — fp32, TF32, or mixed bf16/fp16 (autocast keeps fp32 weights and adds
 half-precision copies): the tensor-core peak applies to half precision only.</p>
-<p><b>Activation checkpointing</b> keeps one activation per layer and recomputes the rest in
-backward: about a third more compute for much less memory.</p>
+<p><b>Checkpointing</b> — <i>full</i> keeps one activation per block and recomputes the rest in
+backward: about a third more compute for much less memory; <i>selective</i> keeps the matrix
+products' and attention's outputs and recomputes only the cheap ops (norms, activations, dropout):
+little extra time, a large share of the saving (Korthikanti et al. 2022).</p>
 <p><b>Sharding</b> — ZeRO-1/2/3 or FSDP split optimizer states, gradients and weights over the
 devices (Rajbhandari et al. 2020), so a model too large for one device fits on several.</p>
 <p><b>Nodes</b> — machines: between them the gradients travel over the network adapter, slower
@@ -65,5 +67,11 @@ training process, between steps; workers build them in parallel and hand them ov
 metrics, <code>.cpu()</code>): the host cannot run ahead of the GPU past them.</p>
 <p><b>pin_memory and non_blocking copies</b> — page-locked batches copied asynchronously, so the copy
 to the GPU overlaps its work (PyTorch's data loading documentation).</p>
+<p><b>Large models and kernels</b> (a group, closed until you open it) — the attention kernel; the
+precision layout of FSDP, DeepSpeed or Megatron (where the fp32 master weights live, sharded);
+fp8 matrix products; offloading the optimizer or the parameters to CPU RAM or NVMe (memory saved,
+PCIe/NVMe traffic paid); fused, foreach or per-tensor optimizers; tensor, pipeline (with its bubble
+of (p − 1)/m), sequence and context parallelism and HYBRID_SHARD; channels_last and torch.compile.
+Each control's tooltip says what it changes; docs/sizing.md §4e gives every term and its source.</p>
 """,
 }

@@ -1,0 +1,234 @@
+"""The Training page's "Large models" group: the settings of core/spec/large.py (attention kernel,
+precision layout, fp8, offload, optimizer implementation, tensor / pipeline / sequence / context
+parallelism, hybrid sharding) and the kernel options memory format and torch.compile. Collapsed
+until the user opens it or a loaded workload uses one of them; a workload that uses none is written
+back without these keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QSpinBox, QVBoxLayout, QWidget
+
+from core.spec.large import (
+    ATTENTION_KERNELS,
+    ATTENTION_TEXT,
+    LAYOUT_DTYPES,
+    LAYOUT_TEXT,
+    OFFLOAD_TEXT,
+    OFFLOADS,
+    OPTIMIZER_IMPL_TEXT,
+    OPTIMIZER_IMPLS,
+    PRECISION_LAYOUTS,
+)
+from core.spec.workload import MEMORY_FORMATS
+from gui.wizard.base import combo, set_combo, spin
+
+LAYOUT_LABELS = {
+    "autocast": "PyTorch autocast",
+    "fsdp_mixed": "FSDP MixedPrecision",
+    "deepspeed": "DeepSpeed bf16/fp16",
+    "megatron": "Megatron-LM",
+}
+OFFLOAD_LABELS = {
+    "none": "Nothing",
+    "optimizer_cpu": "Optimizer to CPU RAM (ZeRO-Offload)",
+    "optimizer_nvme": "Optimizer to NVMe (ZeRO-Infinity)",
+    "params_cpu": "Parameters and optimizer to CPU RAM",
+    "params_nvme": "Parameters and optimizer to NVMe",
+}
+FORMAT_LABELS = {"contiguous": "NCHW (PyTorch's default)", "channels_last": "channels_last (NHWC)"}
+PARALLEL_KEYS = ("tensor", "pipeline", "microbatches", "sequence", "context", "hybrid_shard")
+
+
+class LargeModelGroup(QGroupBox):
+    """The large-model settings; ``changed`` fires on any edit."""
+
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Large models and kernels", parent)
+        self.setCheckable(True)
+        self.setChecked(False)
+        self.setToolTip(
+            "Settings practitioners choose for large models (DeepSpeed, FSDP, Megatron, torchtitan) and the "
+            "kernel options; each changes memory, time or communication (docs/sizing.md §4e)"
+        )
+        outer = QVBoxLayout(self)
+        self.body = QWidget()
+        outer.addWidget(self.body)
+        form = QFormLayout(self.body)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+        self.attention = combo(ATTENTION_KERNELS, "Which kernel F.scaled_dot_product_attention runs")
+        _item_tips(self.attention, ATTENTION_TEXT)
+        self.layout_ = combo(PRECISION_LAYOUTS, "Where weights, master weights and gradients live", LAYOUT_LABELS)
+        _item_tips(self.layout_, LAYOUT_TEXT)
+        self.param_dtype = combo(LAYOUT_DTYPES, "FSDP MixedPrecision param_dtype: weights gathered and computed in it")
+        self.reduce_dtype = combo(LAYOUT_DTYPES, "FSDP MixedPrecision reduce_dtype: gradients reduce-scattered in it")
+        self.fp8 = QCheckBox("fp8 matrix products (Transformer Engine / torchao float8)")
+        self.fp8.setToolTip(
+            "Linear layers on fp8 tensor cores (Hopper, Ada, Blackwell); devices without fp8 stay in bf16/fp16. "
+            "Needs mixed precision"
+        )
+        self.offload = combo(OFFLOADS, "What moves off the GPU, and the PCIe/NVMe traffic it costs", OFFLOAD_LABELS)
+        _item_tips(self.offload, OFFLOAD_TEXT)
+        self.optimizer_impl = combo(OPTIMIZER_IMPLS, "torch.optim's implementation: fused, foreach or per tensor")
+        _item_tips(self.optimizer_impl, OPTIMIZER_IMPL_TEXT)
+        self.tensor = spin(1, 4096, "Megatron tensor parallelism t: each layer's weights split over t GPUs of a node")
+        self.pipeline = spin(1, 4096, "Pipeline stages p: the layers split over p GPUs, 1F1B schedule")
+        self.microbatches = spin(0, 1_000_000, "Pipeline micro-batches m per step (0: the accumulation steps)")
+        self.microbatches.setSpecialValueText("as accumulation")
+        self.sequence = QCheckBox("Sequence parallel (norms and dropout split over the tensor group)")
+        self.context = spin(1, 4096, "Context parallelism: the sequence split over this many GPUs (ring attention)")
+        self.hybrid = QCheckBox("HYBRID_SHARD (shard within a node, replicate across nodes)")
+        self.memory_format = combo(
+            MEMORY_FORMATS,
+            "Image tensor layout: channels_last spares cuDNN's transposes in half precision "
+            "(ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)",
+            FORMAT_LABELS,
+        )
+        self.compile = QCheckBox("torch.compile (elementwise chains fused)")
+        self.compile.setToolTip("torch.compile fuses each chain of elementwise ops, so their bytes move once")
+        for label, w in (
+            ("Attention kernel", self.attention),
+            ("Precision layout", self.layout_),
+            ("FSDP param dtype", self.param_dtype),
+            ("FSDP reduce dtype", self.reduce_dtype),
+            ("", self.fp8),
+            ("Offload", self.offload),
+            ("Optimizer implementation", self.optimizer_impl),
+            ("Tensor parallel", self.tensor),
+            ("Pipeline stages", self.pipeline),
+            ("Pipeline micro-batches", self.microbatches),
+            ("", self.sequence),
+            ("Context parallel", self.context),
+            ("", self.hybrid),
+            ("Memory format", self.memory_format),
+            ("", self.compile),
+        ):
+            form.addRow(label, w)
+        for c in (self.attention, self.layout_, self.param_dtype, self.reduce_dtype, self.offload):
+            c.currentIndexChanged.connect(self._edited)
+        for c in (self.optimizer_impl, self.memory_format):
+            c.currentIndexChanged.connect(self._edited)
+        for s in (self.tensor, self.pipeline, self.microbatches, self.context):
+            s.valueChanged.connect(self._edited)
+        for b in (self.fp8, self.sequence, self.hybrid, self.compile):
+            b.toggled.connect(self._edited)
+        self.toggled.connect(self.body.setVisible)
+        self.body.setVisible(False)
+        self._half = True
+        self._sharding = "none"
+        self._enable()
+
+    def _edited(self) -> None:
+        self._enable()
+        self.changed.emit()
+
+    def context_changed(self, precision: str, sharding: str) -> None:
+        """The Training page's precision and sharding, which some settings need."""
+        self._half = precision in ("fp16_mixed", "bf16_mixed")
+        self._sharding = sharding
+        self._enable()
+
+    def _enable(self) -> None:
+        fsdp = self.layout_.currentData() == "fsdp_mixed"
+        self.param_dtype.setEnabled(fsdp)
+        self.reduce_dtype.setEnabled(fsdp)
+        self.fp8.setEnabled(self._half)
+        self.layout_.setEnabled(self._half)
+        self.sequence.setEnabled(self.tensor.value() > 1)
+        self.microbatches.setEnabled(self.pipeline.value() > 1)
+        self.hybrid.setEnabled(self._sharding in ("fsdp", "zero3"))
+        self.offload.setEnabled(self._sharding in ("zero1", "zero2", "zero3", "fsdp"))
+
+    def load(self, t: dict[str, Any]) -> None:
+        blockers = [w.blockSignals(True) for w in self._widgets()]
+        par = t.get("parallel") if isinstance(t.get("parallel"), dict) else {}
+        set_combo(self.attention, t.get("attention", "auto"))
+        set_combo(self.layout_, t.get("precision_layout", "autocast"))
+        default_param = "fp16" if t.get("precision") == "fp16_mixed" else "bf16"
+        set_combo(self.param_dtype, t.get("param_dtype", default_param))
+        set_combo(self.reduce_dtype, t.get("reduce_dtype", "fp32"))
+        self.fp8.setChecked(bool(t.get("fp8", False)))
+        set_combo(self.offload, t.get("offload", "none"))
+        set_combo(self.optimizer_impl, t.get("optimizer_impl", "auto"))
+        self.tensor.setValue(int(par.get("tensor", 1)))
+        self.pipeline.setValue(int(par.get("pipeline", 1)))
+        self.microbatches.setValue(int(par.get("microbatches") or 0))
+        self.sequence.setChecked(bool(par.get("sequence", False)))
+        self.context.setValue(int(par.get("context", 1)))
+        self.hybrid.setChecked(bool(par.get("hybrid_shard", False)))
+        set_combo(self.memory_format, t.get("memory_format", "contiguous"))
+        self.compile.setChecked(bool(t.get("compile", False)))
+        for w, was in zip(self._widgets(), blockers, strict=True):
+            w.blockSignals(was)
+        used = any(k in t for k in ("attention", "precision_layout", "fp8", "offload", "optimizer_impl", "parallel"))
+        used = used or "memory_format" in t or "compile" in t
+        self.setChecked(used or self.isChecked())
+        self._enable()
+
+    def store(self, t: dict[str, Any]) -> None:
+        """Write the non-default settings into ``training`` ``t`` and remove the default ones."""
+        keys = ("attention", "precision_layout", "param_dtype", "reduce_dtype", "fp8", "offload", "optimizer_impl")
+        for k in (*keys, "parallel", "memory_format", "compile"):
+            t.pop(k, None)
+        values = {
+            "attention": (self.attention.currentData(), "auto"),
+            "precision_layout": (self.layout_.currentData(), "autocast"),
+            "offload": (self.offload.currentData(), "none"),
+            "optimizer_impl": (self.optimizer_impl.currentData(), "auto"),
+            "memory_format": (self.memory_format.currentData(), "contiguous"),
+        }
+        for k, (value, default) in values.items():
+            if value != default and self._active(k):
+                t[k] = value
+        if t.get("precision_layout") == "fsdp_mixed":
+            default_param = "fp16" if t.get("precision") == "fp16_mixed" else "bf16"
+            if self.param_dtype.currentData() != default_param:
+                t["param_dtype"] = self.param_dtype.currentData()
+            if self.reduce_dtype.currentData() != "fp32":
+                t["reduce_dtype"] = self.reduce_dtype.currentData()
+        if self.fp8.isChecked() and self.fp8.isEnabled():
+            t["fp8"] = True
+        if self.compile.isChecked():
+            t["compile"] = True
+        par: dict[str, Any] = {}
+        for key, w in (("tensor", self.tensor), ("pipeline", self.pipeline), ("context", self.context)):
+            if w.value() > 1:
+                par[key] = w.value()
+        if self.pipeline.value() > 1 and self.microbatches.value():
+            par["microbatches"] = self.microbatches.value()
+        if self.sequence.isChecked() and self.tensor.value() > 1:
+            par["sequence"] = True
+        if self.hybrid.isChecked() and self.hybrid.isEnabled():
+            par["hybrid_shard"] = True
+        if par:
+            t["parallel"] = par
+
+    def _active(self, key: str) -> bool:
+        """A setting the page's precision and sharding allow (a disabled control writes nothing)."""
+        return {"precision_layout": self.layout_, "offload": self.offload}.get(key, self.attention).isEnabled()
+
+    def _widgets(self) -> list[QWidget]:
+        spins: list[QSpinBox] = [self.tensor, self.pipeline, self.microbatches, self.context]
+        return [
+            self.attention,
+            self.layout_,
+            self.param_dtype,
+            self.reduce_dtype,
+            self.fp8,
+            self.offload,
+            self.optimizer_impl,
+            *spins,
+            self.sequence,
+            self.hybrid,
+            self.memory_format,
+            self.compile,
+        ]
+
+
+def _item_tips(c: Any, tips: dict[str, str]) -> None:
+    for i in range(c.count()):
+        c.setItemData(i, tips.get(c.itemData(i), ""), Qt.ItemDataRole.ToolTipRole)

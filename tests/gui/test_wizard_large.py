@@ -1,0 +1,99 @@
+"""The Training page's large-model settings: collapsed by default, opened by a workload that uses
+them, written back exactly, refused combinations explained before Next, and the sizing follows."""
+
+from __future__ import annotations
+
+import copy
+
+from core.network.presets import get_preset
+
+LLAMA = {
+    "name": "llama tp",
+    "model": {"preset": "llama-8b"},
+    "data": {"samples": 100000},
+    "training": {
+        "batch_size": 64,
+        "epochs": 1,
+        "optimizer": "adamw",
+        "precision": "bf16_mixed",
+        "checkpointing": "selective",
+        "sharding": "fsdp",
+        "nodes": 2,
+        "reserve_percent": 0.0,
+        "attention": "flash",
+        "precision_layout": "fsdp_mixed",
+        "reduce_dtype": "bf16",
+        "fp8": True,
+        "offload": "optimizer_cpu",
+        "optimizer_impl": "fused",
+        "parallel": {"tensor": 2, "pipeline": 2, "microbatches": 8, "sequence": True, "hybrid_shard": True},
+        "memory_format": "channels_last",
+        "compile": True,
+    },
+    "hardware": {"candidates": ["NVIDIA H100 SXM"], "gpu_count": 8},
+}
+
+
+def test_the_group_is_collapsed_until_a_workload_uses_it_and_round_trips(qtbot, main_window) -> None:
+    wiz = main_window().sizing_tab
+    page = wiz.training
+    assert not page.large.isChecked() and page.large.body.isHidden()
+    before = copy.deepcopy(wiz.doc["training"])
+    page.store(wiz.doc)
+    assert wiz.doc["training"] == before  # a workload without the keys is written back without them
+    wiz.load_document(copy.deepcopy(LLAMA))
+    assert page.large.isChecked() and not page.large.body.isHidden()
+    assert page.checkpointing.currentData() == "selective"
+    assert page.large.param_dtype.isEnabled() and page.large.sequence.isEnabled()
+    doc: dict = {}
+    page.store(doc)
+    assert doc["training"] == LLAMA["training"]
+
+
+def test_the_sizing_follows_the_settings_and_names_them(qtbot, main_window) -> None:
+    wiz = main_window().sizing_tab
+    wiz.load_document(copy.deepcopy(LLAMA))
+    wiz.go(5)
+    (c,) = [c for c in wiz.result.candidates if c.count == 8]
+    assert c.memory.offload_cpu_bytes > 0 and c.step.offload_s > 0
+    notes = " ".join(c.assumptions)
+    assert "tensor parallel 2" in notes and "optimizer fused" in notes and "fp8 matrix products" in notes
+    # no offload: the step loses its PCIe traffic and CPU-Adam
+    wiz.go(3)
+    page = wiz.training
+    page.large.offload.setCurrentIndex(page.large.offload.findData("none"))
+    wiz.go(5)
+    (c2,) = [c for c in wiz.result.candidates if c.count == 8]
+    assert c2.step.offload_s == 0 and c2.step.step_s < c.step.step_s
+
+
+def test_a_combination_the_parser_refuses_is_explained_before_next(qtbot, main_window) -> None:
+    wiz = main_window().sizing_tab
+    wiz.load_document(copy.deepcopy(LLAMA))
+    wiz.go(3)
+    page = wiz.training
+    # Megatron's distributed optimizer cannot go with FSDP: the page says why and Next waits
+    page.large.layout_.setCurrentIndex(page.large.layout_.findData("megatron"))
+    assert "distributed optimizer" in (page.problem() or "")
+    assert "distributed optimizer" in page.error.text()
+    assert not wiz.next_button.isEnabled()
+    page.sharding.setCurrentIndex(page.sharding.findData("zero1"))
+    assert page.problem() is None and wiz.next_button.isEnabled()
+    # fp32 precision greys out the half-precision layouts and fp8, and writes neither
+    page.precision.setCurrentIndex(page.precision.findData("fp32"))
+    assert not page.large.fp8.isEnabled() and not page.large.layout_.isEnabled()
+    doc: dict = {}
+    page.store(doc)
+    assert "fp8" not in doc["training"] and "precision_layout" not in doc["training"]
+    assert page.problem() is None
+
+
+def test_old_workloads_with_a_checkpointing_flag_still_load(qtbot, main_window) -> None:
+    wiz = main_window().sizing_tab
+    doc = {"name": "gpt2", "model": get_preset("gpt2-small", "p")["model"], "data": {"samples": 1000}}
+    doc["training"] = {"batch_size": 8, "epochs": 1, "checkpointing": True}
+    wiz.load_document(doc)
+    assert wiz.training.checkpointing.currentData() == "full"
+    out: dict = {}
+    wiz.training.store(out)
+    assert out["training"]["checkpointing"] is True
