@@ -6,7 +6,17 @@ import datetime as dt
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from core.errors import WorkloadError
 from core.spec.large import CHECKPOINT_POLICIES, CHECKPOINT_TEXT
@@ -41,7 +51,7 @@ LOOP_TIPS = {
     "dataloader_files": "DataLoader whose workers read and decode files (JPEG, PNG…): decoding is the input "
     "pipeline's cost per sample; the main process receives each batch",
 }
-CHECKPOINT_LABELS = {"none": "None", "selective": "Selective (per op)", "full": "Full (per block)"}
+CHECKPOINT_LABELS = {"none": "None", "selective": "Selective (cheap ops recomputed)", "full": "Full (per block)"}
 # the smallest network the parser accepts: the Training page checks its own section against it
 _PROBE_MODEL = {"input_shape": [1], "layers": [{"type": "linear", "out_features": 1}]}
 STORAGE_LABELS = {
@@ -280,7 +290,16 @@ class TrainingPage(WizardPage):
 
     def __init__(self) -> None:
         super().__init__()
-        form = QFormLayout(self)
+        # the page scrolls: with the large-model group open it is taller than a 768-pixel screen
+        inner = QWidget()
+        form = QFormLayout(inner)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(inner)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.batch = spin(1, 100_000_000, "Global batch size, split over the GPUs of a candidate")
         self.epochs = spin(1, 10_000_000, "Epochs E")
