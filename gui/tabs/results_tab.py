@@ -46,7 +46,7 @@ from gui.models.results_model import (
 from gui.tabs.results_actions import ResultsActions
 from gui.widgets.compare_plots import ComparePlots, RunCurves
 from gui.widgets.result_details import ResultDetails
-from gui.widgets.result_html import run_of
+from gui.widgets.result_html import run_of, sizings_side_by_side_html
 from gui.workers import Job, start_job
 
 DEBOUNCE_MS = 150  # the filter follows typing, re-querying once the typing pauses
@@ -319,6 +319,9 @@ class ResultsTab(ResultsActions, QWidget):
     def _load_details(self) -> None:
         keys = self.selected_keys()
         self._detail_generation += 1
+        if len(keys) > 1 and all(k == "sizing" for k, _ in keys) and self.store is not None:
+            self._load_sizings([id_ for _k, id_ in keys])
+            return
         if len(keys) != 1:
             runs = sum(1 for k, _ in keys if k == "run")
             self.details.show_message(
@@ -347,6 +350,24 @@ class ResultsTab(ResultsActions, QWidget):
                 self.details.show_result(kind, detail, series)
 
         self.run_job(work, done, lambda msg: self.details.show_message(f"The details cannot be read: {msg}"))
+
+    def _load_sizings(self, ids: list[int]) -> None:
+        """Several sizings selected: their settings and candidates side by side."""
+        assert self.store is not None
+        store, generation = self.store, self._detail_generation
+
+        def work() -> list[dict[str, Any]]:
+            return [d for d in (store.result_detail("sizing", i) for i in ids) if d is not None]
+
+        def done(details: list[dict[str, Any]]) -> None:
+            if generation != self._detail_generation:
+                return
+            if len(details) < 2:
+                self.details.show_message("The selected sizings are no longer in the database.")
+            else:
+                self.details.show_html(sizings_side_by_side_html(details), "sizings")
+
+        self.run_job(work, done, lambda msg: self.details.show_message(f"The sizings cannot be read: {msg}"))
 
     # --- compare --------------------------------------------------------------------------------
     def compare_selected(self) -> None:

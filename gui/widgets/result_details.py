@@ -39,6 +39,13 @@ class ResultDetails(QWidget):
         self.text.setHtml(page("", f"<p>{text}</p>"))
         self.plots.setVisible(False)
 
+    def show_html(self, html: str, kind: str | None = None) -> None:
+        """A page of several results (sizings side by side): text only."""
+        self.kind, self.detail = kind, None
+        self.text.setHtml(html)
+        self.text.verticalScrollBar().setValue(0)
+        self.plots.setVisible(False)
+
     def show_result(self, kind: str, detail: dict[str, Any], series: Any = None) -> None:
         """``series`` is a run's ``(columns, t, values)`` from the store (None for other kinds)."""
         self.kind, self.detail = kind, detail

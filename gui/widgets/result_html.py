@@ -220,6 +220,71 @@ def sizing_html(detail: dict[str, Any]) -> str:
     return page(title, *parts)
 
 
+# the training settings compared, with the value a workload that leaves them out gets
+SETTINGS = (
+    ("batch_size", "Batch size", "—"),
+    ("epochs", "Epochs", "—"),
+    ("optimizer", "Optimizer", "adam"),
+    ("precision", "Precision", "fp32"),
+    ("checkpointing", "Checkpointing", "none"),
+    ("sharding", "Sharding", "none"),
+    ("nodes", "Nodes", "1"),
+)
+CHECKPOINT_WORDS = {"True": "full", "False": "none"}
+
+
+def sizings_side_by_side_html(details: Sequence[dict[str, Any]]) -> str:
+    """Several saved sizings compared: their settings in columns (the ones that differ marked), then
+    every candidate of every sizing in one table, the fastest training and the lowest TCO marked."""
+    results = [_find(d, "result") or d for d in details]
+    docs = [d.get("workload") if isinstance(d.get("workload"), dict) else {} for d in details]
+    pairs_ = zip(details, results, strict=True)
+    labels = [f"#{d.get('id', '?')} {r.get('workload') or d.get('name', '')}" for d, r in pairs_]
+    settings = []
+    for key, label, default in SETTINGS:
+        values = [str(((doc or {}).get("training") or {}).get(key, default)) for doc in docs]
+        if key == "checkpointing":
+            values = [CHECKPOINT_WORDS.get(v, v) for v in values]
+        differ = len(set(values)) > 1
+        settings.append((f"<b>{esc(label)}</b>" if differ else esc(label), *[esc(v) for v in values]))
+    params = [_opt(r.get("parameters"), lambda x: fmt_count(x)) or "—" for r in results]
+    settings.append(("Parameters", *[esc(p) for p in params]))
+    rows = []
+    for label, doc, r in zip(labels, docs, results, strict=True):
+        currency = str(((doc or {}).get("cost") or {}).get("currency") or "")
+        for c in r.get("candidates") or []:
+            rows.append((label, currency, c))
+    times = [c.get("training_time_s") for _l, _c, c in rows if c.get("fits") and c.get("training_time_s")]
+    tcos = [c.get("tco") for _l, _c, c in rows if c.get("fits") and c.get("tco") is not None]
+    fastest, cheapest = (min(times) if times else None), (min(tcos) if tcos else None)
+    table_rows = []
+    for label, currency, c in rows:
+        marks = []
+        if c.get("fits") and fastest is not None and c.get("training_time_s") == fastest:
+            marks.append("fastest")
+        if c.get("fits") and cheapest is not None and c.get("tco") == cheapest:
+            marks.append("lowest TCO")
+        table_rows.append(
+            (
+                label,
+                f"{c.get('device')} × {c.get('count')}",
+                {True: "yes", False: "no", None: "unknown"}.get(c.get("fits"), "unknown"),
+                _opt((c.get("memory_per_device") or {}).get("total"), fmt_bytes),
+                _opt(c.get("step_time_s"), fmt_seconds),
+                _opt(c.get("training_time_s"), fmt_seconds),
+                fmt_money(c["tco"], currency).strip() if c.get("tco") is not None else None,
+                ", ".join(marks) or None,
+            )
+        )
+    parts = [
+        "<h4>Settings</h4><p>Rows in bold differ between the sizings.</p>",
+        table(["", *labels], settings),
+        f"<h4>Candidates ({len(table_rows)})</h4>",
+        table(["Sizing", "Device", "Fits", "Memory per device", "Step", "Training time", "TCO", ""], table_rows),
+    ]
+    return page(f"{len(details)} sizings side by side", *parts)
+
+
 def _shape(s: Any) -> str | None:
     return None if not s else " × ".join(str(x) for x in s)
 

@@ -262,3 +262,26 @@ def test_an_experiment_shows_its_summary_table(qtbot) -> None:
         "0 (1 failed)",
     ):
         assert text in html, text
+
+
+def test_two_sizings_side_by_side_show_their_settings_and_every_candidate(qtbot, tab) -> None:
+    from tests.gui.results_data import save_real_sizing
+
+    store = tab.store
+    doc = store.result_detail("sizing", tab.ids["sizing"])
+    assert doc is not None
+    other = save_real_sizing(store, "starter MLP, second look")
+    tab.refresh()
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 7, timeout=5000)
+    kinds = [tab.model.index(r, COL_KIND).data() for r in range(tab.model.rowCount())]
+    rows = [r for r, k in enumerate(kinds) if k == "Sizing"]
+    assert len(rows) == 2
+    tab.select_rows(rows)
+    qtbot.waitUntil(lambda: tab.details.kind == "sizings", timeout=5000)
+    text = tab.details.text.toPlainText()
+    assert "2 sizings side by side" in text
+    assert f"#{tab.ids['sizing']} starter MLP" in text and f"#{other} starter MLP, second look" in text
+    # both sizings' two candidates, each named with its sizing, the fastest and cheapest marked
+    assert "Candidates (4)" in text and text.count("RTX 4090 × 1") == 2
+    assert "fastest" in text and "lowest TCO" in text
+    assert not tab.details.plots.isVisible()
