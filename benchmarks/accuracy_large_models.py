@@ -8,7 +8,6 @@ tokens/s per GPU predicted against published. No GPU and no PyTorch needed; noth
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -55,7 +54,7 @@ def _device_entry(doc: dict[str, Any], name: str) -> dict[str, Any] | None:
         host_link=base.get("host_link"),
         architecture=base.get("architecture"),
     )
-    return {k: v for k, v in entry.items() if v is not None and k != "architecture"}
+    return {k: v for k, v in entry.items() if v is not None}
 
 
 def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[float, CandidateResult]:
@@ -86,8 +85,6 @@ def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[flo
     )
     if custom:
         device = device_from_entry(workload.hardware.custom[0], "workload")
-        # a custom device carries no architecture: the base's (Hopper's flash-attention efficiency)
-        device = dataclasses.replace(device, extra={**device.extra, "architecture": "Hopper"})
     else:
         device = find_device(row["device"], load_catalogue())
     c = size_candidate(workload, device, row["gpus_per_node"])

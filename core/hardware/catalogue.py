@@ -299,6 +299,8 @@ def normalise_device_entry(entry: Any, path: str) -> dict[str, Any]:
     ):
         if e.get(key) is not None:
             e[key] = get_float(e, key, path, minimum=0, exclusive_min=True, maximum=1e7)
+    if e.get("architecture") is not None:  # e.g. "Hopper": the kernel model's flash-attention efficiency
+        e["architecture"] = get_str(e, "architecture", path)
     if e.get("form_factor") is not None:
         e["form_factor"] = get_choice(e, "form_factor", path, FORM_FACTORS, default=None)
     if e.get("p2p") is not None:
@@ -341,6 +343,7 @@ USER_DEVICE_KEYS = (
     "sm_count",
     "l2_cache_mb",
     "power_limit_w",
+    "architecture",
     "source",
 )
 

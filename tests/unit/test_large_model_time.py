@@ -111,3 +111,15 @@ def test_torchtitan_h100_within_15_percent() -> None:
     row, tps, err = errors()[0]
     assert row["tokens_per_s_per_gpu"] == 5762
     assert abs(err) <= 0.15, f"{tps:,.0f} tokens/s per GPU against 5,762 ({err:+.0%})"
+
+
+def test_a_custom_device_names_its_architecture_and_power_limit() -> None:
+    from core.hardware.catalogue import device_from_entry, normalise_device_entry
+
+    entry = {"name": "my H100", "fp32_tflops": 66.9, "fp16_tflops": 989.4, "memory_gb": 96, "tdp_w": 700}
+    plain = device_from_entry(normalise_device_entry(entry, "custom"), "workload")
+    hopper = device_from_entry(
+        normalise_device_entry({**entry, "architecture": "Hopper", "power_limit_w": 500}, "custom"), "workload"
+    )
+    assert not gpu_kernels.figures(plain).hopper and gpu_kernels.figures(hopper).hopper
+    assert gpu_kernels.figures(hopper).half == pytest.approx(gpu_kernels.figures(plain).half * 0.894, rel=1e-3)
