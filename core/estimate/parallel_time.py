@@ -154,7 +154,9 @@ def communication(
     tensor = 0.0
     if par.tensor > 1:
         t = par.tensor
-        per_pass = _row_parallel_outputs(ops) * b * act_bytes * mp  # the group's batch of one micro-step
+        # the replica's micro-batch (b × the model-parallel degree) through this stage's layers
+        # (1/p of them), each rank holding 1/c of the sequence
+        per_pass = _row_parallel_outputs(ops) * b * act_bytes * mp / (par.pipeline * par.context)
         passes = 2 + (1 if checkpointing else 0)  # forward, backward, recomputed forward
         tensor = micro_steps * passes * 2 * (t - 1) / t * per_pass / nvlink_bps
     # ---- pipeline: each micro-batch's boundary activations forward and their gradients back
@@ -162,7 +164,7 @@ def communication(
     layers, boundary, kv = _layer_shapes(ops)
     if par.pipeline > 1:
         edge = boundary or max((o.out_elems for o in ops), default=0.0)
-        pipeline = micro_steps * 2 * edge * b * mp / par.tensor * act_bytes / link
+        pipeline = micro_steps * 2 * edge * b * mp / (par.tensor * par.context) * act_bytes / link
     # ---- context parallelism: ring attention passes K and V around the ring in forward and their
     # gradients back in backward; it overlaps the attention kernels, and what they do not cover shows
     context = 0.0
