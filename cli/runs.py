@@ -4,12 +4,17 @@ inventories, calibrations with their figures, tags and notes), and results archi
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from core.errors import OutputError, TrainRigError
+from core.output.run_report import load_report, write_result_csv
 from core.paths import default_db_path
+from core.storage.files import check_target
 from core.storage.results_index import COLUMNS, KINDS
 from core.storage.store import Store
 from core.units import fmt_bytes, fmt_seconds
@@ -48,6 +53,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="add the results of an archive that this database does not have yet",
     )
+    move.add_argument(
+        "--report",
+        metavar="KIND:ID",
+        help="the report of one run or experiment (its key in the list, e.g. run:12): write it with --pdf and/or --csv",
+    )
+    p.add_argument("--pdf", type=Path, metavar="FILE", help="with --report: the report as PDF")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="with --report: the report's tables as CSV")
+    p.add_argument("--author", help="with --report: the name printed on the report")
+    p.add_argument("--page-size", choices=("a4", "letter"), help="with --report: the paper (default: the locale's)")
     p.set_defaults(func=run, store_mode=lambda a: "write" if a.import_archive else "read")
 
 
@@ -55,6 +69,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if args.limit is not None and args.limit < 1:
         print(f"trainrig runs: --limit must be 1 or more, not {args.limit}", file=sys.stderr)
         return 2
+    if args.report is not None or args.pdf or args.csv:
+        return write_report(args, store)
     if args.import_archive is not None:
         assert store is not None  # "write" opens (or creates) the database
         got = store.import_archive(args.import_archive)
@@ -97,6 +113,38 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     total = store.results_count(**filters) if store is not None else 0
     if total > len(rows):
         print(f"{len(rows)} of {total} results shown (--limit)")
+    return 0
+
+
+def write_report(args: argparse.Namespace, store: Store | None) -> int:
+    """``runs --report KIND:ID --pdf FILE --csv FILE``: a run's or an experiment's report."""
+    kind, _, number = str(args.report or "").partition(":")
+    if args.report is None or not number.strip().isdigit() or kind not in ("run", "experiment"):
+        what = "--pdf and --csv need --report KIND:ID" if args.report is None else f"--report {args.report!r}"
+        raise TrainRigError(f"{what}: name a run or an experiment by its key, e.g. run:12 or experiment:3")
+    if not (args.pdf or args.csv):
+        raise TrainRigError("--report writes a file: give --pdf FILE and/or --csv FILE")
+    if args.pdf and importlib.util.find_spec("PySide6") is None:  # checked before anything is written
+        raise TrainRigError(
+            "the PDF report needs PySide6: pip install -r requirements.txt (--csv alone works without it)"
+        )
+    if args.pdf and args.csv and args.pdf.resolve() == args.csv.resolve():
+        raise OutputError(f"--pdf and --csv name the same file ({args.csv}); give each its own")
+    for target in (args.csv, args.pdf):
+        if target:
+            check_target(target)
+    if store is None:
+        raise TrainRigError(f"{args.db or default_db_path()} does not exist yet: there is nothing to report")
+    created = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    report = load_report(store, kind, int(number), created, args.author)
+    if args.csv:
+        write_result_csv(report, args.csv)
+        print(f"wrote {args.csv}")
+    if args.pdf:
+        from reports.run_pdf import write_result_pdf  # Qt is loaded only when a PDF is asked for
+
+        pages = write_result_pdf(report, args.pdf, args.page_size)
+        print(f"wrote {args.pdf} ({pages} pages)")
     return 0
 
 

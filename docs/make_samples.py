@@ -6,7 +6,8 @@
 The README's `size` sample is the lines `sample_lines` picks from `size` of the seed MLP on two
 catalogue GPUs (no "this machine": the figures are the same on every machine); tests/unit/
 test_readme_sample.py fails when the README and the code disagree. The screenshots come from
-`main.py --self-test --screenshots` and the sample report from `main.py report`."""
+`main.py --self-test --screenshots`, the sample report from `main.py report`, and the sample run
+and experiment reports from a real experiment run here and `main.py runs --report`."""
 
 from __future__ import annotations
 
@@ -65,6 +66,19 @@ def readme_block(text: str) -> str:
     return text[start:end]
 
 
+def result_reports(run: list[str], tmp: Path) -> None:
+    """A real one-factor experiment on this machine (the seed MLP at batch 64, 128 and 256, two
+    repeats of each), then its report and its first run's, as PDF and CSV."""
+    db = [*run, "--db", str(tmp / "runs.db")]
+    quiet = {"cwd": ROOT, "check": True, "stdout": subprocess.DEVNULL}
+    subprocess.run([*db, "inventory", "--save"], **quiet)
+    vary = ["--vary", "training.batch_size=64,128,256", "--repeats", "2", "--epochs", "2", "--samples", "3000"]
+    subprocess.run([*db, "experiment", "examples/seed-mlp.json", *vary], **quiet)
+    for key, name in (("experiment:1", "sample-experiment-report"), ("run:1", "sample-run-report")):
+        pdf, csv = f"docs/{name}.pdf", f"docs/{name}.csv"
+        subprocess.run([*db, "runs", "--report", key, "--pdf", pdf, "--csv", csv], cwd=ROOT, check=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check the README's sample")
@@ -83,6 +97,7 @@ def main() -> int:
         subprocess.run(
             [*report, "--pdf", "docs/sample-report.pdf", "--csv", "docs/sample-report.csv"], cwd=ROOT, check=True
         )
+        result_reports(run, Path(tmp))
         shots = Path(tmp) / "shots"
         env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
         subprocess.run([*run, "--self-test", "--screenshots", str(shots)], cwd=ROOT, check=True, env=env)

@@ -31,6 +31,7 @@ class MainWindow(QMainWindow):
         self.results_tab = ResultsTab(store, self.sizing_tab)
         self.tabs.addTab(self.results_tab, "&Results")
         self.results_tab.show_wizard.connect(lambda: self.tabs.setCurrentWidget(self.sizing_tab))
+        self.results_tab.rerun_requested.connect(self._rerun)
         self.sizing_tab.results.run_here.connect(self._run_here)
         self.sizing_tab.python_for_runs = self._python_for_runs
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
@@ -93,6 +94,10 @@ class MainWindow(QMainWindow):
     def _run_here(self) -> None:
         self.tabs.setCurrentWidget(self.telemetry_tab)
         self.telemetry_tab.run_wizard_workload()
+
+    def _rerun(self, stored: object, name: str) -> None:
+        self.tabs.setCurrentWidget(self.telemetry_tab)  # where the run, or why it cannot start, shows
+        self.telemetry_tab.rerun(stored, name)
 
     def _python_for_runs(self) -> str | None:
         """The Python with PyTorch the Inventory tab found or the user chose."""

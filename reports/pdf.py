@@ -6,12 +6,15 @@ from __future__ import annotations
 import html
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QLocale, QMarginsF, QRectF, QSizeF, Qt, QUrl
 from PySide6.QtGui import (
     QFont,
     QGuiApplication,
+    QImage,
     QPageLayout,
     QPageSize,
     QPainter,
@@ -29,6 +32,10 @@ from reports.paginate import Blocks, Breaks, lay_out
 
 DPI = 300
 HEADER_H, FOOTER_H = 90, 90  # device pixels at 300 dpi
+CSS = (
+    "<style>h1{font-size:18pt;color:#1f3b63} h2{font-size:12pt;color:#1f3b63;margin-top:14px} "
+    "td,th{font-size:8pt} p{font-size:9pt} .note{color:#555;font-size:8pt}</style>"
+)
 
 
 def ensure_app() -> QGuiApplication:
@@ -50,11 +57,17 @@ def default_page_size() -> str:
 def write_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
     """Write ``report`` to ``path`` whole or not at all; returns the number of pages. OutputError
     (one line) when it cannot be written; the file that was there is then untouched."""
+    return write_document(path, lambda tmp: render_pdf(report, tmp, page_size))
+
+
+def write_document(path: Path, render: Callable[[Path], int]) -> int:
+    """``render(tmp)`` paints a PDF into a temporary file that replaces ``path`` once complete;
+    returns its pages."""
     pages = 0
 
     def write(tmp: Path) -> None:
         nonlocal pages
-        pages = render_pdf(report, tmp, page_size)
+        pages = render(tmp)
 
     write_atomically(Path(path), write, verify_pdf)
     return pages
@@ -72,15 +85,50 @@ def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
     """Paint ``report`` into ``path`` (use write_pdf for a file the user asked for); returns the
     number of pages."""
     ensure_app()
+    images = {"timecost.png": time_cost_chart(report.candidates, report.currency)}
+    if report.memory is not None:
+        images["memory.png"] = memory_chart(report.memory, _capacity(report), report.memory_device)
+    return paint_pages(
+        path,
+        Page(report.title, report.author, f"TrainRig · {report.workload}", report.created, page_size),
+        images,
+        lambda width, breaks: report_blocks(report, width, breaks),
+    )
+
+
+@dataclass(frozen=True)
+class Page:
+    """What every page of a document carries: the PDF's title and author, the header's left line
+    and its date, and the paper."""
+
+    title: str
+    author: str | None
+    header: str
+    created: str
+    page_size: str | None = None
+
+
+def paint_pages(
+    path: Path,
+    page: Page,
+    images: dict[str, QImage],
+    build: Callable[[float, Breaks], tuple[str, Blocks]],
+) -> int:
+    """Lay the HTML that ``build(width, breaks)`` makes out on the pages of a PDF at ``path`` (rows,
+    totals and headings kept together: reports.paginate), with a header and page numbers on each;
+    ``images`` are the pictures its <img src> names. Returns the number of pages."""
+    ensure_app()
     writer = QPdfWriter(str(path))
-    size = QPageSize.PageSizeId.Letter if (page_size or default_page_size()) == "letter" else QPageSize.PageSizeId.A4
+    size = (
+        QPageSize.PageSizeId.Letter if (page.page_size or default_page_size()) == "letter" else QPageSize.PageSizeId.A4
+    )
     writer.setPageSize(QPageSize(size))
     writer.setResolution(DPI)
     writer.setPageMargins(QMarginsF(16, 14, 16, 14), QPageLayout.Unit.Millimeter)
-    writer.setTitle(report.title)
+    writer.setTitle(page.title)
     writer.setCreator("TrainRig")
-    if report.author:
-        writer.setAuthor(report.author)  # the PDF's Author field, not only the header line
+    if page.author:
+        writer.setAuthor(page.author)  # the PDF's Author field, not only the header line
     body = writer.pageLayout().paintRectPixels(DPI)
     width, height = body.width(), body.height() - HEADER_H - FOOTER_H
     doc = QTextDocument()
@@ -90,48 +138,32 @@ def render_pdf(report: Report, path: Path, page_size: str | None = None) -> int:
     doc.setDefaultFont(font)
     doc.setPageSize(QSizeF(width, height))
     doc.setDocumentMargin(0)
-    if report.memory is not None:
-        doc.addResource(
-            QTextDocument.ResourceType.ImageResource,
-            QUrl("memory.png"),
-            memory_chart(report.memory, _capacity(report), report.memory_device),
-        )
-    doc.addResource(
-        QTextDocument.ResourceType.ImageResource,
-        QUrl("timecost.png"),
-        time_cost_chart(report.candidates, report.currency),
-    )
-    lay_out(doc, lambda breaks: report_blocks(report, width, breaks))
+    for name, image in images.items():
+        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), image)
+    lay_out(doc, lambda breaks: build(width, breaks))
     pages = doc.pageCount()
     painter = QPainter()
     if not painter.begin(writer):  # Qt cannot open the file: stop before thousands of "not active" lines
         raise OutputError("Qt cannot open the file for writing")
     small = QFont("DejaVu Sans")
     small.setPointSizeF(7.5)
-    for page in range(pages):
-        if page:
+    for n in range(pages):
+        if n:
             writer.newPage()
         painter.setFont(small)
         painter.setPen(Qt.GlobalColor.darkGray)
-        painter.drawText(
-            QRectF(0, 0, width, HEADER_H - 20),
-            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom,
-            f"TrainRig · {report.workload}",
-        )
-        painter.drawText(
-            QRectF(0, 0, width, HEADER_H - 20),
-            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignBottom,
-            report.created,
-        )
+        head = QRectF(0, 0, width, HEADER_H - 20)
+        painter.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom, page.header)
+        painter.drawText(head, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignBottom, page.created)
         painter.drawLine(0, HEADER_H - 10, int(width), HEADER_H - 10)
         painter.drawText(
             QRectF(0, HEADER_H + height + 20, width, FOOTER_H - 20),
             Qt.AlignmentFlag.AlignCenter,
-            f"Page {page + 1} of {pages}",
+            f"Page {n + 1} of {pages}",
         )
         painter.save()
-        painter.translate(0, HEADER_H - page * height)
-        doc.drawContents(painter, QRectF(0, page * height, width, height))
+        painter.translate(0, HEADER_H - n * height)
+        doc.drawContents(painter, QRectF(0, n * height, width, height))
         painter.restore()
     painter.end()
     return pages
@@ -150,7 +182,7 @@ def _buy_or_rent(verdict: str | None, runs: int | None) -> str:
     return verdict + (f" · {runs:,} runs" if runs and verdict == "rent" else "")
 
 
-def _css_px(device_px: float) -> int:
+def css_px(device_px: float) -> int:
     """QTextDocument reads <img width> in 96-dpi pixels and scales them to the printer's 300 dpi."""
     return int(device_px * 96 / DPI)
 
@@ -174,12 +206,8 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
     b = Blocks(breaks)
     _table, _h2 = b.table, b.heading
     cur = r.currency
-    css = (
-        "<style>h1{font-size:18pt;color:#1f3b63} h2{font-size:12pt;color:#1f3b63;margin-top:14px} "
-        "td,th{font-size:8pt} p{font-size:9pt} .note{color:#555;font-size:8pt}</style>"
-    )
     parts = [
-        css,
+        CSS,
         f"<h1>{_e(r.title)}</h1>",
         f"<p>Workload <b>{_e(r.workload)}</b> · made {_e(r.created)}"
         + (f" by {_e(r.author)}" if r.author else "")
@@ -197,7 +225,7 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
         ),
     ]
     if r.memory is not None:
-        parts.append(f"<p><img src='memory.png' width='{_css_px(width)}'></p>")
+        parts.append(f"<p><img src='memory.png' width='{css_px(width)}'></p>")
     parts += [
         _h2("Seed formulas (as published)"),
         _table(["Formula", "Value", "Source"], [[_e(a), _e(b), _e(c)] for a, b, c in r.seed], [30, 40, 30]),
@@ -237,7 +265,7 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
         "capex plus energy and maintenance over the amortisation period. Cloud: one run on the same devices rented "
         "on demand at each device's dated price. Buy or rent: which costs less for the expected use, and for "
         "\u201crent\u201d the runs after which buying the same devices pays off.</p>",
-        f"<p><img src='timecost.png' width='{_css_px(width * 0.75)}'></p>",
+        f"<p><img src='timecost.png' width='{css_px(width * 0.75)}'></p>",
     ]
     bom_rows = [
         [

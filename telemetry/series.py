@@ -29,3 +29,24 @@ def iterations_at(t: np.ndarray, progress_t: np.ndarray, progress_iter: np.ndarr
     if len(progress_t) == 0:
         return np.zeros_like(t)
     return np.interp(t, np.concatenate(([0.0], progress_t)), np.concatenate(([0.0], progress_iter)))
+
+
+def mean_band(
+    curves: list[tuple[np.ndarray, np.ndarray]], points: int = 400
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Repeats of one run as their mean and sample standard deviation at each x: every curve (x
+    ascending; NaN points are dropped, so a gap is bridged) interpolated onto ``points`` x values
+    over the stretch all of them cover, so the band never mixes a repeat's end with another's
+    middle. Repeats that share no stretch: the longest alone, with a zero band."""
+    finite = [(x[m], y[m]) for x, y in curves for m in [np.isfinite(x) & np.isfinite(y)] if m.sum() >= 2]
+    if not finite:
+        return np.array([]), np.array([]), np.array([])
+    lo = max(float(x[0]) for x, _ in finite)
+    hi = min(float(x[-1]) for x, _ in finite)
+    if hi <= lo:  # the repeats share no stretch of x: the longest alone
+        x, y = max(finite, key=lambda c: len(c[0]))
+        return x, y, np.zeros_like(y)
+    grid = np.linspace(lo, hi, points)
+    ys = np.vstack([np.interp(grid, x, y) for x, y in finite])
+    sd = ys.std(axis=0, ddof=1) if len(finite) > 1 else np.zeros(points)
+    return grid, ys.mean(axis=0), sd

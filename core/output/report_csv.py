@@ -111,12 +111,22 @@ def report_rows(report: Report) -> list[list[Any]]:
 
 
 def report_to_csv(report: Report) -> str:
+    return rows_to_csv(report_rows(report))
+
+
+def rows_to_csv(rows: list[list[Any]]) -> str:
+    """RFC 4180 text of ``rows``, each cell neutralised."""
     buf = io.StringIO(newline="")
-    csv.writer(buf, lineterminator="\r\n").writerows(report_rows(report))
+    csv.writer(buf, lineterminator="\r\n").writerows([[neutralise(v) for v in row] for row in rows])
     return buf.getvalue()
 
 
 def write_csv(report: Report, path: Path) -> None:
     """Write the CSV whole or not at all (core.storage.files.write_atomically)."""
-    text = report_to_csv(report)
+    write_rows_csv(report_rows(report), path)
+
+
+def write_rows_csv(rows: list[list[Any]], path: Path) -> None:
+    """Write ``rows`` as CSV whole or not at all, UTF-8 with a byte-order mark."""
+    text = rows_to_csv(rows)
     write_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8-sig", newline=""))

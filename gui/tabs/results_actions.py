@@ -8,6 +8,7 @@ an archive) run in the thread pool with the progress bar shown and the other wri
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,12 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMenu, QMessageBox
 
 from core.errors import TrainRigError
+from core.output.run_report import ResultReport, load_report, write_result_csv
 from core.spec.workload import parse_workload
+from core.storage.files import check_target
 from gui.models.results_model import KIND_LABELS
+from gui.widgets.result_html import run_of
+from reports.run_pdf import write_result_pdf
 
 if TYPE_CHECKING:
     from gui.tabs.results_tab import ResultsTab
@@ -36,6 +41,13 @@ class ResultsActions:
                 "Load the selected sizing's workload into the Sizing wizard (or double-click it)",
                 self.open_in_wizard,
             ),
+            (
+                "rerun",
+                "Re-run",
+                "Train the selected run's workload again in the Telemetry tab, with the settings it ran with (epochs, "
+                "samples, batch, device, seed), sized again on this machine",
+                self.rerun_selected,
+            ),
             ("tag", "Tag…", "Set the tags of the selected results", self.tag_selected),
             ("rename", "Rename…", "Rename the selected result  [F2]", self.rename_selected),
             ("notes", "Notes…", "Write a note on the selected result", self.annotate_selected),
@@ -45,6 +57,13 @@ class ResultsActions:
                 "Export samples…",
                 "Write the selected runs' samples, full resolution, as CSV",
                 self.export_samples,
+            ),
+            (
+                "export_report",
+                "Export report…",
+                "Write the selected run's or experiment's report as PDF — what ran, on what hardware, measured against "
+                "predicted, the telemetry and the experiment's tables — with the tables as CSV beside it",
+                self.export_report,
             ),
             (
                 "export_archive",
@@ -73,6 +92,8 @@ class ResultsActions:
             "notes": len(keys) == 1 and writable,
             "delete": bool(keys) and writable,
             "export_samples": "run" in kinds and not self.busy,
+            "rerun": kinds == ["run"] and self.store is not None,
+            "export_report": len(keys) == 1 and kinds[0] in ("run", "experiment") and self.store is not None,
             "export_archive": self.store is not None and not self.busy,
             "import_archive": writable,
         }
@@ -120,6 +141,75 @@ class ResultsActions:
             self.show_wizard.emit()
         else:
             self.say(f"Sizing #{id_} cannot be opened: {self.wizard.message.text()}")
+
+    # --- runs again, reports ----------------------------------------------------------------------
+    def rerun_selected(self: ResultsTab) -> None:
+        keys = self.selected_keys()
+        if self.store is None or len(keys) != 1 or keys[0][0] != "run":
+            self.say("Select one run to re-run it.")
+            return
+        id_ = keys[0][1]
+        try:
+            detail = run_of(self.store.result_detail("run", id_) or {})
+        except TrainRigError as exc:
+            self.say(f"Run #{id_} cannot be read: {exc}")
+            return
+        name = f"run #{id_} ({detail.get('name') or 'unnamed'})"
+        if not detail:
+            self.say(f"Run #{id_} is no longer in the database.")
+            return
+        if detail.get("kind") != "trained":
+            self.say(
+                f"{name.capitalize()} recorded a command of yours, not a training TrainRig ran: run it again with "
+                "python main.py monitor -- COMMAND"
+            )
+            return
+        self.rerun_requested.emit(detail.get("workload"), name)
+
+    def export_report(self: ResultsTab) -> None:
+        keys = self.selected_keys()
+        if self.store is None or len(keys) != 1 or keys[0][0] not in ("run", "experiment"):
+            self.say(
+                "Select one run or experiment to export its report (a sizing's purchasing report is the Sizing "
+                "wizard's Export report…, Ctrl+E)."
+            )
+            return
+        kind, id_ = keys[0]
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", f"{kind}-{id_}-report.pdf", "PDF (*.pdf)")
+        if path:
+            self.export_report_to(Path(path).with_suffix(".pdf"), kind, id_)
+
+    def export_report_to(self: ResultsTab, pdf: Path, kind: str, id_: int) -> None:
+        """Read the run or experiment and its samples off the window's thread, then write the PDF and,
+        beside it, the CSV of its tables."""
+        store = self.store
+        assert store is not None
+        csv_path = pdf.with_suffix(".csv")
+        try:
+            check_target(pdf)
+            check_target(csv_path)
+        except TrainRigError as exc:
+            self.say(f"The report was not written: {exc}")
+            return
+        created = datetime.now().strftime("%Y-%m-%d %H:%M")
+
+        def done(report: ResultReport) -> None:
+            try:
+                pages = write_result_pdf(report, pdf)
+            except TrainRigError as exc:
+                self.say(f"{pdf.name} was not written: {exc}")
+                return
+            try:
+                write_result_csv(report, csv_path)
+            except TrainRigError as exc:
+                self.say(f"Wrote {pdf.name}, but not the CSV: {exc}")
+                return
+            self.say(f"Wrote {pdf.name} ({pages} pages) and {csv_path.name} in {pdf.parent}.", error=False)
+
+        self.say(f"Reading {kind} #{id_} and its samples…", error=False)
+        self.run_job(
+            lambda: load_report(store, kind, id_, created), done, lambda m: self.say(f"The report was not written: {m}")
+        )
 
     # --- tags, names, notes ---------------------------------------------------------------------
     def tag_selected(self: ResultsTab) -> None:

@@ -55,6 +55,7 @@ DETAILS_DELAY_MS = 60  # arrow keys held down through the table load only the ro
 
 class ResultsTab(ResultsActions, QWidget):
     show_wizard = Signal()  # a sizing was opened in the wizard: the main window shows it
+    rerun_requested = Signal(object, str)  # a run's stored workload and trainer settings, its name
 
     def __init__(self, store: Store | None, wizard: Any = None, parent: QWidget | None = None) -> None:
         QWidget.__init__(self, parent)

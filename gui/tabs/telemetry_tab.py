@@ -179,10 +179,52 @@ class TelemetryTab(QWidget):
             return
         self.start_document(doc, None, "the last workload")
 
+    def rerun(self, stored: Any, name: str) -> bool:
+        """Train a stored run's workload again with the settings it ran with (epochs, samples, batch,
+        device, seed), sized again on this machine; False (and the reason shown) when it cannot be."""
+        stored = stored if isinstance(stored, dict) else {}
+        spec, document = stored.get("trainer"), stored.get("document")
+        if not isinstance(spec, dict) or document is None:
+            self._say(f"{name} was stored without its trainer settings: it cannot be re-run.", error=True)
+            return False
+        launch = stored.get("launch") if isinstance(stored.get("launch"), dict) else {}
+        processes = int(launch.get("nproc_per_node") or 1) * int(launch.get("nnodes") or 1)
+        if processes > 1:
+            self._say(
+                f"{name} ran as {processes} processes through torchrun; re-run it from the command line: "
+                f"python main.py run WORKLOAD.json --nproc-per-node {launch.get('nproc_per_node')}",
+                error=True,
+            )
+            return False
+        code = (spec.get("model") or {}).get("torch") if isinstance(spec.get("model"), dict) else None
+        if isinstance(code, dict):
+            answer = QMessageBox.question(
+                self,
+                "Run PyTorch code again?",
+                f"{name} trained the model that {code.get('factory')}() in {code.get('file')} builds. Re-running it "
+                "runs that file's code again, as it is now. Run it?",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        if spec.get("csv") and not Path(str(spec["csv"])).is_file():
+            self._say(f"{name} trained on {spec['csv']}, which is no longer there: it cannot be re-run.", error=True)
+            return False
+        self.start_document(document, None, f"a re-run of {name}", spec=spec, name=f"{name} (re-run)")
+        return True
+
     def start_document(
-        self, document: Any, prediction: dict[str, Any] | None, origin: str, code_dir: Path | None = None
+        self,
+        document: Any,
+        prediction: dict[str, Any] | None,
+        origin: str,
+        code_dir: Path | None = None,
+        *,
+        spec: dict[str, Any] | None = None,
+        name: str | None = None,
     ) -> None:
-        """Size (if no prediction is given), check the PyTorch environment and start the trainer."""
+        """Size (if no prediction is given), check the PyTorch environment and start the trainer;
+        ``spec``: the trainer's settings to use as they are (a re-run), else the tab's epochs,
+        samples and device."""
         if self.run is not None and self.run.done and self.timer.isActive():
             # the last run ended after the latest frame: show its end now, so that its message does
             # not replace what this start says a moment later
@@ -198,11 +240,11 @@ class TelemetryTab(QWidget):
                 workload, pred = size_here(document, store)
             else:
                 workload, pred = parse_workload(document), prediction
-            spec = trainer_spec(workload, epochs=epochs, samples=samples, device=device, base_dir=code_dir)
+            settings = spec or trainer_spec(workload, epochs=epochs, samples=samples, device=device, base_dir=code_dir)
             env = find_torch_environment(python)
             if not env.ok:
                 raise TrainRigError(env.message)
-            return workload.name, pred, spec, env.python
+            return name or workload.name, pred, settings, env.python
 
         self._set_busy(True)
         self._say(f"Preparing {origin}: sizing it on this machine and finding PyTorch…")

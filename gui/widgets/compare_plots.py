@@ -26,9 +26,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.output.run_report import repeat_key
+from core.output.telemetry_columns import series_for, unit_of
 from gui.widgets.result_html import predicted_vs_measured
-from gui.widgets.telemetry_plots import COLOURS, series_for
-from telemetry.series import iterations_at, moving_average
+from gui.widgets.telemetry_plots import COLOURS
+from telemetry.series import iterations_at, mean_band, moving_average
 
 MAX_RUNS = 100  # curves per plot; past this a legend is unreadable (TensorBoard draws 10–100)
 TABLE_ROWS = 4  # rows of the predicted-against-measured table shown before it scrolls
@@ -60,14 +62,6 @@ class RunCurves:
         return f"#{self.run_id} {self.name}"
 
 
-def _unit(column: str, plot: str) -> str:
-    if column.endswith("_temp_c"):
-        return "°C"
-    if column.endswith("_power_w"):
-        return "W"
-    return "GiB" if plot == "memory" else "%"
-
-
 class ComparePlots(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,6 +78,12 @@ class ComparePlots(QWidget):
         self.x_axis = QComboBox()
         self.x_axis.addItems(["seconds", "iterations"])
         self.x_axis.setToolTip("Iterations come from the trainer's progress messages stored with each run")
+        self.repeats = QCheckBox("Mean ± band of repeats")
+        self.repeats.setToolTip(
+            "Runs of the same workload with the same settings on the same device, differing only in the seed (an "
+            "experiment's repeats), drawn as one curve, their mean, in a band of ± one standard deviation. The "
+            "repeats are interpolated onto the stretch of x that all of them cover; gaps are bridged."
+        )
         self.note = QLabel()
         self.note.setWordWrap(True)
         bar = QHBoxLayout()
@@ -92,6 +92,7 @@ class ComparePlots(QWidget):
         bar.addWidget(self.smoothing)
         bar.addWidget(QLabel("x axis"))
         bar.addWidget(self.x_axis)
+        bar.addWidget(self.repeats)
         bar.addWidget(self.note, 1)
         self.view = pg.GraphicsLayoutWidget()
         self.table = QTableWidget(0, 7)
@@ -119,6 +120,8 @@ class ComparePlots(QWidget):
         self.normalised.toggled.connect(self.redraw)
         self.smoothing.valueChanged.connect(self.redraw)
         self.x_axis.currentIndexChanged.connect(self.redraw)
+        self.repeats.toggled.connect(self.redraw)
+        self.bands: dict[str, list[pg.FillBetweenItem]] = {}
 
     # --- data -----------------------------------------------------------------------------------
     def set_runs(self, runs: list[RunCurves]) -> None:
@@ -138,7 +141,7 @@ class ComparePlots(QWidget):
                 )
         self.note.setText("; ".join(notes))
         self._fill_table()
-        self._fill_legend()
+        self.repeats.setEnabled(any(len(g) > 1 for g in self.groups(True)))
         self.redraw()
 
     def _metrics(self) -> list[tuple[str, str, str, float, str]]:
@@ -147,7 +150,7 @@ class ComparePlots(QWidget):
         out = []
         for s in series_for(columns, 1):
             title = s.label.split(" (")[0] if s.column == "proc_cpu_percent" else s.label
-            unit = _unit(s.column, s.plot)
+            unit = unit_of(s.column, s.plot)
             out.append((s.column, title.replace(" (°C)", "").replace(" (W)", ""), s.plot, s.scale, unit))
         for key, title, scale, unit in PROGRESS_METRICS:
             if any(any(p.get(key) is not None for p in r.progress) for r in self.runs):
@@ -159,7 +162,8 @@ class ComparePlots(QWidget):
         # The plots are kept (self._pool) and only taken out of the layout: a PlotItem deleted with
         # its legend still anchored to its ViewBox raises "already deleted" from the event loop
         self.view.clear()
-        self.plots, self.curves = {}, {}
+        self.plots, self.curves, self.bands = {}, {}, {}
+        self._fill_legend()
         if not self.runs:
             return
         metrics = self._metrics()
@@ -188,17 +192,38 @@ class ComparePlots(QWidget):
             else:
                 plot.setXLink(first)
             self.plots[key] = plot
-            self.curves[key] = []
-            for j, run in enumerate(self.runs):
-                xy = self._series(run, key, scale, iterations=iterations, normalised=normalised, window=window)
-                if xy is None:
+            self.curves[key], self.bands[key] = [], []
+            for g, members in enumerate(self.groups()):
+                series = [
+                    xy
+                    for j in members
+                    if (
+                        xy := self._series(
+                            self.runs[j], key, scale, iterations=iterations, normalised=normalised, window=window
+                        )
+                    )
+                    is not None
+                ]
+                if not series:
                     continue
-                colour = self.colour(j)
+                colour = self.colour(g)
+                run = self.runs[members[0]]
+                if len(series) == 1:
+                    x, y = series[0]
+                else:  # the repeats' mean in a band of ± one standard deviation
+                    x, y, sd = mean_band(series)
+                    upper = plot.plot(x, y + sd, pen=None, skipFiniteCheck=True)
+                    lower = plot.plot(x, y - sd, pen=None, skipFiniteCheck=True)
+                    fill = pg.mkColor(colour)
+                    fill.setAlpha(60)
+                    band = pg.FillBetweenItem(upper, lower, brush=pg.mkBrush(fill))
+                    plot.addItem(band)
+                    self.bands[key].append(band)
                 curve = plot.plot(
-                    xy[0],
-                    xy[1],
-                    name=run.label(),
-                    pen=pg.mkPen(colour, width=1),
+                    x,
+                    y,
+                    name=self.group_label(members),
+                    pen=pg.mkPen(colour, width=2 if len(series) > 1 else 1),
                     skipFiniteCheck=True,
                     connect="finite",
                 )
@@ -251,12 +276,30 @@ class ComparePlots(QWidget):
     def colour(self, j: int) -> Any:
         return COLOURS[j] if len(self.runs) <= len(COLOURS) else pg.intColor(j, hues=len(self.runs))
 
-    def _fill_legend(self) -> None:
-        def name(j: int, run: RunCurves) -> str:
-            colour = pg.mkColor(self.colour(j)).name()
-            return f'<span style="color:{colour}; font-weight:bold">━━</span>&nbsp;{html.escape(run.label())}'
+    def groups(self, repeats: bool | None = None) -> list[list[int]]:
+        """The runs drawn as one curve each, as indices into ``runs``: repeats together when
+        *Mean ± band of repeats* is on (core.output.run_report.repeat_key), else each alone."""
+        if not (self.repeats.isChecked() if repeats is None else repeats):
+            return [[j] for j in range(len(self.runs))]
+        by_key: dict[str, list[int]] = {}
+        for j, run in enumerate(self.runs):
+            by_key.setdefault(repeat_key({**run.detail, "id": run.run_id}), []).append(j)
+        return list(by_key.values())
 
-        self.legend.setText(" &nbsp;&nbsp; ".join(name(j, r) for j, r in enumerate(self.runs)))
+    def group_label(self, members: list[int]) -> str:
+        if len(members) == 1:
+            return self.runs[members[0]].label()
+        first = self.runs[members[0]]
+        ids = ", ".join(f"#{i}" for i in sorted(self.runs[j].run_id for j in members))
+        return f"{first.name.removesuffix(' #1')}: mean ± sd of {len(members)} repeats ({ids})"
+
+    def _fill_legend(self) -> None:
+        def name(g: int, members: list[int]) -> str:
+            colour = pg.mkColor(self.colour(g)).name()
+            label = html.escape(self.group_label(members))
+            return f'<span style="color:{colour}; font-weight:bold">━━</span>&nbsp;{label}'
+
+        self.legend.setText(" &nbsp;&nbsp; ".join(name(g, m) for g, m in enumerate(self.groups())))
 
     def _fill_table(self) -> None:
         self.table.setRowCount(len(self.runs))

@@ -8,6 +8,7 @@ import html
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from core.output.run_report import predicted_vs_measured
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from gui.models.results_model import local_date
 from telemetry.inventory.text import inventory_to_text
@@ -67,32 +68,6 @@ def _rate(x: float | None) -> str | None:
 
 
 # --- runs -----------------------------------------------------------------------------------------
-def predicted_vs_measured(run: dict[str, Any]) -> list[tuple[str, str | None, str | None, str | None]]:
-    """(figure, predicted, measured, error of the prediction) for a run that came from a sizing."""
-    p, m = run.get("prediction") or {}, run.get("measured") or {}
-    rows = []
-    if p.get("step_s") is not None or m.get("median_step_s") is not None:
-        err = m.get("step_error")
-        if err is None and p.get("step_s") and m.get("median_step_s"):
-            err = p["step_s"] / m["median_step_s"] - 1
-        rows.append(
-            ("Step time", _opt(p.get("step_s"), fmt_seconds), _opt(m.get("median_step_s"), fmt_seconds), _pct(err))
-        )
-    if p.get("peak_memory_bytes") is not None or m.get("training_memory_bytes") is not None:
-        err = m.get("memory_error")
-        if err is None and p.get("peak_memory_bytes") and m.get("training_memory_bytes"):
-            err = p["peak_memory_bytes"] / m["training_memory_bytes"] - 1
-        rows.append(
-            (
-                "Training memory",
-                _opt(p.get("peak_memory_bytes"), fmt_bytes),
-                _opt(m.get("training_memory_bytes"), fmt_bytes),
-                _pct(err),
-            )
-        )
-    return rows
-
-
 def run_html(run: dict[str, Any], samples: int | None = None) -> str:
     m = run.get("metrics") or {}
     measured = run.get("measured") or {}

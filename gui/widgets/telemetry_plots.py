@@ -6,46 +6,16 @@ downsampling and clip-to-view so an hour of 10 Hz samples stays fluid."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from core.output.telemetry_columns import GIB, Series, series_for
 from telemetry.series import iterations_at, moving_average
 
-GIB = 2**30
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-
-
-@dataclass(frozen=True)
-class Series:
-    plot: str  # load, memory, gpu
-    label: str
-    column: str
-    scale: float  # to the plot's unit
-    limit: str | None  # the column whose limit is full scale when normalised
-
-
-def series_for(columns: Sequence[str], cores: int) -> list[Series]:
-    """The curves for the columns a sampler has (GPU ones only where there are GPUs)."""
-    out = [
-        Series("load", "CPU (machine)", "cpu_percent", 1.0, "cpu_percent"),
-        Series("load", f"trainer CPU (% of a core, {cores} cores)", "proc_cpu_percent", 1.0, None),
-        Series("memory", "RAM used", "ram_used_bytes", 1 / GIB, "ram_used_bytes"),
-        Series("memory", "trainer RSS", "proc_rss_bytes", 1 / GIB, "ram_used_bytes"),
-    ]
-    gpus = sorted({c.split("_")[0] for c in columns if c.startswith("gpu")})
-    for g in gpus:
-        n = g[3:]
-        out += [
-            Series("load", f"GPU {n} load", f"{g}_util_percent", 1.0, f"{g}_util_percent"),
-            Series("memory", f"GPU {n} memory", f"{g}_mem_used_bytes", 1 / GIB, f"{g}_mem_used_bytes"),
-            Series("gpu", f"GPU {n} temperature (°C)", f"{g}_temp_c", 1.0, None),
-            Series("gpu", f"GPU {n} power (W)", f"{g}_power_w", 1.0, f"{g}_power_w"),
-        ]
-    return [s for s in out if s.column in columns]
 
 
 class TelemetryPlots(QWidget):

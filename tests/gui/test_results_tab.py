@@ -285,3 +285,59 @@ def test_two_sizings_side_by_side_show_their_settings_and_every_candidate(qtbot,
     assert "Candidates (4)" in text and text.count("RTX 4090 × 1") == 2
     assert "fastest" in text and "lowest TCO" in text
     assert not tab.details.plots.isVisible()
+
+
+def test_repeats_are_drawn_as_their_mean_in_a_band(qtbot, tab) -> None:
+    from tests.gui.results_data import record_run
+
+    again = record_run(tab.store, "mlp-a wide", step_s=0.004, accuracy=0.80, rss_gib=2.5)  # a repeat of mlp-a
+    tab.refresh()
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 7, timeout=5000)
+    tab.select_keys([("run", tab.ids["mlp-a"]), ("run", again), ("run", tab.ids["mlp-b"])])
+    tab.compare_selected()
+    qtbot.waitUntil(lambda: len(tab.compare.runs) == 3, timeout=10_000)
+    compare = tab.compare
+    assert set(compare.curve_counts().values()) == {3}  # off: one curve per run
+    assert compare.repeats.isEnabled()
+    compare.repeats.setChecked(True)
+    # on: the two repeats are one curve, their mean, in a band; mlp-b alone
+    assert set(compare.curve_counts().values()) == {2}
+    assert {len(b) for b in compare.bands.values()} == {1}
+    mean = next(c for c in compare.curves["proc_rss_bytes"] if "mean ± sd of 2 repeats" in c.name())
+    assert f"(#{tab.ids['mlp-a']}, #{again})" in mean.name() and "mean ± sd of 2 repeats" in compare.legend.text()
+    # the RSS grows to 1.5 and 2.5 GiB: the mean ends near 2, the band ± 0.7 around it
+    assert mean.yData[-1] == pytest.approx(2.0, abs=0.02)
+    upper, lower = (item.yData for item in compare.bands["proc_rss_bytes"][0].curves)
+    assert upper[-1] - lower[-1] == pytest.approx(2 * np.sqrt(0.5), abs=0.03)
+    compare.repeats.setChecked(False)
+    assert set(compare.curve_counts().values()) == {3}
+
+
+def test_a_runs_and_an_experiments_report_are_written_as_pdf_and_csv(qtbot, tab, tmp_path) -> None:
+    import shutil
+    import subprocess
+
+    run_id = tab.ids["mlp-b"]
+    tab.select_keys([("run", run_id)])
+    assert tab.buttons["export_report"].isEnabled() and tab.buttons["rerun"].isEnabled()
+    pdf = tmp_path / "run report.pdf"
+    tab.export_report_to(pdf, "run", run_id)
+    qtbot.waitUntil(lambda: tab.message.text().startswith("Wrote"), timeout=20_000)
+    assert tab.message.text().startswith("Wrote run report.pdf (") and "run report.csv" in tab.message.text()
+    rows = list(csv.reader((tmp_path / "run report.csv").open(encoding="utf-8-sig")))
+    assert rows[0] == ["Run report", f"Run #{run_id}: mlp-b deep"]
+    assert ["Step time", "8 ms", "10 ms", "'-20%"] in rows
+    assert pdf.read_bytes().startswith(b"%PDF")
+    if shutil.which("pdftotext"):  # CI installs poppler-utils
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        for phrase in ("Run report", "What ran", "Predicted", "Telemetry over time", "Page 1 of"):
+            assert phrase in text, phrase
+    # a sizing has the purchasing report instead; the action says so
+    tab.select_keys([("sizing", tab.ids["sizing"])])
+    assert not tab.buttons["export_report"].isEnabled()
+    tab.export_report()
+    assert "a sizing's purchasing report is the Sizing wizard's Export report" in tab.message.text()
+    # a folder that does not exist: nothing written, the reason named
+    tab.export_report_to(tmp_path / "missing" / "r.pdf", "run", run_id)
+    assert tab.message.text().startswith("The report was not written:")
+    assert not (tmp_path / "missing").exists()

@@ -94,3 +94,35 @@ def test_a_workload_the_trainer_cannot_run_is_refused_in_the_tab(qtbot, main_win
     tab.run_file(write_json({"name": "gpt", "model": {"preset": "gpt2-small"}}))
     qtbot.waitUntil(lambda: "does not support the layer type" in tab.status.text(), timeout=30_000)
     assert tab.run is None and tab.start_file.isEnabled() and not tab.cancel_button.isEnabled()
+
+
+def test_a_stored_run_is_run_again_from_the_results_tab_with_its_settings(qtbot, main_window, tmp_path) -> None:
+    import json
+
+    from core.spec.workload import parse_workload
+    from telemetry.training import trainer_spec
+
+    doc = json.loads((ROOT / "examples/seed-mlp.json").read_text())
+    spec = trainer_spec(parse_workload(doc), epochs=1, samples=600, seed=3)
+    store = Store.open(tmp_path / "t.db")
+    old = store.start_run("trained", "seed MLP", workload={"document": doc, "trainer": spec}, device="cpu")
+    store.finish_run(old, "finished", exit_code=0)
+    w = main_window(store)
+    results, tab = w.results_tab, w.telemetry_tab
+    w.tabs.setCurrentWidget(results)
+    results.refresh()
+    qtbot.waitUntil(lambda: results.model.rowCount() == 1, timeout=5000)
+    results.select_keys([("run", old)])
+    qtbot.mouseClick(results.buttons["rerun"], Qt.MouseButton.LeftButton)
+    assert w.tabs.currentWidget() is tab
+    qtbot.waitUntil(lambda: tab.run is not None and tab.run.done and not tab.timer.isActive(), timeout=120_000)
+    assert tab.run.status == "finished", tab.run.reason
+    again = store.run(tab.run.run_id)
+    assert again["name"] == f"run #{old} (seed MLP) (re-run)"
+    assert again["workload"]["trainer"] == spec  # epochs 1, 600 samples, seed 3: as it ran, not the tab's
+    assert again["metrics"]["epochs"] == 1
+    # a run of several processes is re-run from the command line; the tab says how
+    assert not tab.rerun({"document": doc, "trainer": spec, "launch": {"nproc_per_node": 2, "nnodes": 1}}, "run #9")
+    assert "--nproc-per-node 2" in tab.status.text()
+    assert not tab.rerun({"document": doc}, "run #10")
+    assert tab.status.text() == "run #10 was stored without its trainer settings: it cannot be re-run."

@@ -1,0 +1,666 @@
+"""A run's or an experiment's report for purchasing: what ran, on what hardware, the prediction
+against the measurement, the telemetry figures and, for an experiment, its table as the paper laid
+it out. Built here as data, without Qt; drawn as a PDF by reports.run_pdf (the purchasing report's
+renderer and page rules) and written as CSV by ``result_report_rows``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import TrainRigError
+from core.output.experiment_summary import RESOURCES
+from core.output.report_csv import write_rows_csv
+from core.output.telemetry_columns import series_for, unit_of
+from core.units import fmt_bytes, fmt_seconds
+
+CHART_POINTS = 600  # points per curve in a printed chart: the page has fewer pixels across
+
+
+# --- data ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Table:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    right: frozenset[int] = frozenset()  # columns of figures, right-aligned
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Curve:
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    unit: str
+    x_label: str
+    curves: tuple[Curve, ...]
+    reference: tuple[str, float] | None = None  # a dashed line: (what it is, value in the chart's unit)
+
+
+@dataclass(frozen=True)
+class ResultReport:
+    title: str  # "Run report", "Experiment report"
+    subject: str  # "Run #12: seed MLP" — the page header
+    created: str
+    author: str | None
+    summary: str
+    tables: tuple[Table, ...]
+    charts: tuple[Chart, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A stored run as the report reads it: the run (``Store.result_detail`` decoded, with its name
+    and id) and its samples."""
+
+    run: dict[str, Any]
+    columns: list[str]
+    t: np.ndarray
+    values: np.ndarray
+    inventory: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+def _opt(value: Any, fmt: Callable[[Any], str]) -> str | None:
+    return None if value is None else fmt(value)
+
+
+def _pct(x: float | None) -> str | None:
+    return None if x is None else f"{x:+.0%}"
+
+
+def _score(x: float | None) -> str | None:
+    return None if x is None else f"{x:.3f}"
+
+
+def predicted_vs_measured(run: Mapping[str, Any]) -> list[tuple[str, str | None, str | None, str | None]]:
+    """(figure, predicted, measured, error of the prediction) for a run that came from a sizing."""
+    p, m = run.get("prediction") or {}, run.get("measured") or {}
+    rows = []
+    if p.get("step_s") is not None or m.get("median_step_s") is not None:
+        err = m.get("step_error")
+        if err is None and p.get("step_s") and m.get("median_step_s"):
+            err = p["step_s"] / m["median_step_s"] - 1
+        rows.append(
+            ("Step time", _opt(p.get("step_s"), fmt_seconds), _opt(m.get("median_step_s"), fmt_seconds), _pct(err))
+        )
+    if p.get("peak_memory_bytes") is not None or m.get("training_memory_bytes") is not None:
+        err = m.get("memory_error")
+        if err is None and p.get("peak_memory_bytes") and m.get("training_memory_bytes"):
+            err = p["peak_memory_bytes"] / m["training_memory_bytes"] - 1
+        rows.append(
+            (
+                "Training memory",
+                _opt(p.get("peak_memory_bytes"), fmt_bytes),
+                _opt(m.get("training_memory_bytes"), fmt_bytes),
+                _pct(err),
+            )
+        )
+    return rows
+
+
+def repeat_key(run: Mapping[str, Any]) -> str:
+    """Runs with the same key are repeats of one another: the same workload, trainer settings
+    (epochs, samples, batch, device, …) and launch, on the same device, differing at most in the
+    seed. A run stored without its trainer settings is a repeat of nothing but itself."""
+    stored = run.get("workload") if isinstance(run.get("workload"), dict) else {}
+    trainer = stored.get("trainer") if isinstance(stored.get("trainer"), dict) else None
+    if trainer is None:
+        return f"run {run.get('id')}"
+    settings = {k: v for k, v in trainer.items() if k != "seed"}
+    return json.dumps(
+        [stored.get("document"), settings, stored.get("launch"), run.get("device")], sort_keys=True, default=str
+    )
+
+
+def _date(created: str | None) -> str:
+    if not created:
+        return "—"
+    try:
+        return datetime.fromisoformat(created).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return created
+
+
+def _cells(rows: Sequence[Sequence[Any]]) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple("—" if c is None or c == "" else str(c) for c in r) for r in rows)
+
+
+def _trainer(run: Mapping[str, Any]) -> dict[str, Any]:
+    stored = run.get("workload") if isinstance(run.get("workload"), dict) else {}
+    return stored.get("trainer") if isinstance(stored.get("trainer"), dict) else {}
+
+
+def _network(run: Mapping[str, Any]) -> str | None:
+    stored = run.get("workload") if isinstance(run.get("workload"), dict) else {}
+    doc = stored.get("document") if isinstance(stored.get("document"), dict) else {}
+    model = doc.get("model") if isinstance(doc.get("model"), dict) else {}
+    if model.get("preset"):
+        return f"preset {model['preset']}"
+    layers = _trainer(run).get("model", {}).get("layers") if isinstance(_trainer(run).get("model"), dict) else None
+    if isinstance(layers, list):
+        kinds = [str(la.get("type")) for la in layers if isinstance(la, dict)]
+        return f"{len(kinds)} layers ({', '.join(dict.fromkeys(kinds))})"
+    trace = model.get("trace") if isinstance(model.get("trace"), dict) else None
+    return f"PyTorch code {trace.get('file')}" if trace else None
+
+
+def _samples(t: Mapping[str, Any]) -> str | None:
+    if t.get("csv"):
+        return f"from {t['csv']}"
+    return None if t.get("samples") is None else f"{t['samples']:,} (synthetic, the model's input shape)"
+
+
+def what_ran(run: Mapping[str, Any]) -> Table:
+    t, m = _trainer(run), run.get("metrics") or {}
+    stored = run.get("workload") if isinstance(run.get("workload"), dict) else {}
+    doc = stored.get("document") if isinstance(stored.get("document"), dict) else {}
+    launch = stored.get("launch") if isinstance(stored.get("launch"), dict) else {}
+    status = str(run.get("status") or "")
+    if run.get("reason"):
+        status += f": {run['reason']}"
+    processes = (launch.get("nproc_per_node") or 1) * (launch.get("nnodes") or 1)
+    rows = [
+        ("Workload", doc.get("name") or run.get("name")),
+        ("Network", _network(run)),
+        ("Training samples", _samples(t)),
+        ("Epochs", _opt(m.get("epochs") or t.get("epochs"), str)),
+        (
+            "Batch size",
+            _opt(t.get("batch_size"), lambda x: f"{x:,}" + (f" over {processes} processes" if processes > 1 else "")),
+        ),
+        (
+            "Optimizer",
+            _opt(t.get("optimizer"), str)
+            + (f", learning rate {t['learning_rate']:g}" if isinstance(t.get("learning_rate"), int | float) else "")
+            if t.get("optimizer")
+            else None,
+        ),
+        ("Precision", t.get("precision")),
+        ("Device", run.get("device")),
+        ("Seed", _opt(t.get("seed"), str)),
+        ("Machine", run.get("machine")),
+        ("Started", _date(run.get("created"))),
+        ("Duration", _opt(run.get("duration_s"), fmt_seconds)),
+        ("Status", status),
+    ]
+    return Table("What ran", ("", "Value"), _cells([r for r in rows if r[1] is not None]))
+
+
+def hardware(inv: Mapping[str, Any] | None, machine: str | None) -> Table:
+    if not inv:
+        return Table(
+            "Hardware",
+            ("", "Value"),
+            _cells([("Machine", machine or "unknown")]),
+            note="No inventory of this machine was stored with the run (open the Inventory tab once on it).",
+        )
+    cpu, mem, sw = inv.get("cpu") or {}, inv.get("memory") or {}, inv.get("software") or {}
+    gpus = inv.get("gpus") or []
+    rows = [
+        ("Machine", inv.get("host") or machine),
+        ("CPU", cpu.get("model")),
+        ("Cores", f"{cpu.get('physical_cores', '?')} physical, {cpu.get('logical_cores', '?')} logical"),
+        ("Memory", _opt(mem.get("total_bytes"), fmt_bytes)),
+        (
+            "GPUs",
+            ", ".join(f"{g.get('name')} ({fmt_bytes(g.get('memory_bytes'))})" for g in gpus)
+            or f"none ({inv.get('gpu_note') or 'no NVIDIA GPU'})",
+        ),
+        ("Operating system", sw.get("os")),
+        ("Python / PyTorch", f"{sw.get('python') or '?'} / {sw.get('pytorch') or 'not found'}"),
+    ]
+    taken = f"From the inventory taken {_date(inv['taken'])}." if inv.get("taken") else ""
+    return Table("Hardware", ("", "Value"), _cells(rows), note=taken)
+
+
+def measured_table(run: Mapping[str, Any]) -> Table:
+    m, measured = run.get("metrics") or {}, run.get("measured") or {}
+    rows = [
+        ("Training time", _opt(m.get("training_time_s") or measured.get("training_time_s"), fmt_seconds)),
+        ("Median step (after warm-up)", _opt(m.get("median_step_s") or measured.get("median_step_s"), fmt_seconds)),
+        ("Steps", _opt(m.get("steps") or m.get("iterations"), lambda x: f"{x:,}")),
+        ("Held-out accuracy", _score(m.get("accuracy"))),
+        ("Chance accuracy", _score(m.get("chance_accuracy"))),
+        ("Macro F1", _score(m.get("macro_f1"))),
+        ("Share of the time waiting for data", _opt(m.get("data_wait_share"), lambda x: f"{x:.1%}")),
+        (
+            "Peak memory",
+            None
+            if m.get("peak_memory_bytes") is None
+            else f"{fmt_bytes(m['peak_memory_bytes'])} ({m.get('peak_memory_kind') or 'kind not recorded'})",
+        ),
+    ]
+    for r in m.get("ranks") or []:
+        rows.append(
+            (
+                f"Rank {r.get('rank')}",
+                f"median step {fmt_seconds(r.get('median_step_s'))}, all-reduce {fmt_seconds(r.get('allreduce_s'))} "
+                f"({r.get('allreduce_share', 0):.0%} of the step at most)",
+            )
+        )
+    return Table("Measured", ("", "Value"), _cells([r for r in rows if r[1] is not None]))
+
+
+def prediction_table(run: Mapping[str, Any]) -> Table:
+    pvm = predicted_vs_measured(run)
+    where = (run.get("prediction") or {}).get("device", "this machine")
+    if not pvm:
+        return Table(
+            "Predicted against measured",
+            ("", "Predicted", "Measured", "Error"),
+            (),
+            note="This run was not started from a sizing: there is no prediction to compare.",
+        )
+    return Table(
+        f"Predicted (sized on {where}) against measured",
+        ("", "Predicted", "Measured", "Error"),
+        _cells(pvm),
+        frozenset({1, 2, 3}),
+        "Error: predicted ÷ measured − 1 (+: the sizing predicted too much).",
+    )
+
+
+def telemetry_table(data: RunData) -> Table:
+    """Per sampled figure: its mean, minimum and maximum over the run, in its unit, and how many
+    samples had a value (a figure that could not be read is missing, never 0)."""
+    rows = []
+    n = len(data.t)
+    for s in series_for(data.columns, 1):
+        j = data.columns.index(s.column)
+        if j >= data.values.shape[1]:
+            continue
+        v = data.values[:, j].astype(float)
+        v = v[np.isfinite(v)] * s.scale
+        label = s.label.split(" (% of a core")[0] + (" (% of a core)" if s.column == "proc_cpu_percent" else "")
+        unit = unit_of(s.column, s.plot)
+        if len(v):
+            rows.append((label, unit, f"{v.mean():,.2f}", f"{v.min():,.2f}", f"{v.max():,.2f}", f"{len(v):,} of {n:,}"))
+        else:
+            rows.append((label, unit, "—", "—", "—", f"0 of {n:,}"))
+    sampling = data.run.get("sampling") or {}
+    rate = sampling.get("rate_hz")
+    reasons = "; ".join(f"{k}: {v}" for k, v in (sampling.get("reasons") or {}).items())
+    note = (
+        f"{n:,} samples" + (f" at {rate:g} Hz" if rate else "") + (f" over {data.t[-1]:,.1f} s" if n else "") + "."
+    ) + (f" Not sampled: {reasons}." if reasons else "")
+    return Table(
+        "Telemetry",
+        ("Figure", "Unit", "Mean", "Minimum", "Maximum", "Samples"),
+        _cells(rows),
+        frozenset({2, 3, 4, 5}),
+        note,
+    )
+
+
+def _thin(x: np.ndarray, y: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """At most CHART_POINTS points: the mean of each stretch (finite values only)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) > CHART_POINTS:
+        starts = np.unique(np.linspace(0, len(x), CHART_POINTS, endpoint=False).astype(int))
+        counts = np.diff(np.append(starts, len(x)))
+        x, y = np.add.reduceat(x, starts) / counts, np.add.reduceat(y, starts) / counts
+    return tuple(float(v) for v in x), tuple(float(v) for v in y)
+
+
+def _column_curve(data: RunData, column: str, scale: float, label: str) -> Curve | None:
+    if column not in data.columns or not len(data.t):
+        return None
+    j = data.columns.index(column)
+    if j >= data.values.shape[1]:
+        return None
+    x, y = _thin(np.asarray(data.t, float), data.values[:, j].astype(float) * scale)
+    return Curve(label, x, y) if x else None
+
+
+def _progress_curve(data: RunData, key: str, scale: float, label: str) -> Curve | None:
+    prog = data.run.get("progress") or []
+    pts = [(p.get("t"), p.get(key)) for p in prog if isinstance(p, dict)]
+    x = np.array([a for a, b in pts if a is not None and b is not None], float)
+    y = np.array([b for a, b in pts if a is not None and b is not None], float) * scale
+    if not len(x):
+        return None
+    x, y = _thin(x, y)
+    return Curve(label, x, y)
+
+
+def charts_for(runs: Sequence[tuple[str, RunData]]) -> tuple[Chart, ...]:
+    """One chart per sampled figure and per training curve, one curve per run (an experiment's
+    runs overlaid, as its summary plot), against seconds since the run started."""
+    columns = list(dict.fromkeys(c for _, d in runs for c in d.columns))
+    charts = []
+    for s in series_for(columns, 1):
+        title = s.label.split(" (")[0]
+        curves = [c for label, d in runs if (c := _column_curve(d, s.column, s.scale, label)) is not None]
+        if curves:
+            charts.append(Chart(title, unit_of(s.column, s.plot), "s", tuple(curves)))
+    for key, title, scale, unit in (("loss", "Training loss", 1.0, ""), ("step_s", "Step time", 1e3, "ms")):
+        curves = [c for label, d in runs if (c := _progress_curve(d, key, scale, label)) is not None]
+        if curves:
+            ref = None
+            if key == "step_s" and len(runs) == 1:
+                p = (runs[0][1].run.get("prediction") or {}).get("step_s")
+                ref = ("predicted step", p * 1e3) if p else None
+            charts.append(Chart(title, unit, "s", tuple(curves), ref))
+    return tuple(charts)
+
+
+# --- a run --------------------------------------------------------------------------------------
+def run_summary(run: Mapping[str, Any]) -> str:
+    m, t = run.get("metrics") or {}, _trainer(run)
+    status = str(run.get("status") or "unknown")
+    head = f"{run.get('name') or 'The run'} ran on {run.get('device') or 'an unknown device'}"
+    if run.get("machine"):
+        head += f" of {run['machine']}"
+    if t.get("epochs"):
+        head += f" for {t['epochs']} epoch{'s' if t['epochs'] != 1 else ''}"
+    parts = [head + f" and {status}" + (f" ({run['reason']})" if run.get("reason") else "") + "."]
+    if m.get("training_time_s") is not None:
+        parts.append(
+            f"Training took {fmt_seconds(m['training_time_s'])}"
+            + (f", held-out accuracy {m['accuracy']:.3f}" if m.get("accuracy") is not None else "")
+            + (f" (chance {m['chance_accuracy']:.3f})" if m.get("chance_accuracy") else "")
+            + (f", macro F1 {m['macro_f1']:.3f}" if m.get("macro_f1") is not None else "")
+            + "."
+        )
+    for figure, pred, meas, err in predicted_vs_measured(run):
+        if pred and meas and err:
+            parts.append(f"{figure}: predicted {pred}, measured {meas} ({err}).")
+    return " ".join(parts)
+
+
+def run_report(data: RunData, created: str, author: str | None = None) -> ResultReport:
+    run = data.run
+    subject = f"Run #{run.get('id', '?')}: {run.get('name') or ''}".rstrip(": ")
+    return ResultReport(
+        "Run report",
+        subject,
+        created,
+        author,
+        run_summary(run),
+        (
+            what_ran(run),
+            hardware(data.inventory, run.get("machine")),
+            prediction_table(run),
+            measured_table(run),
+            telemetry_table(data),
+        ),
+        charts_for([(f"#{run.get('id', '?')}", data)]),
+        tuple(str(n) for n in (run.get("notes"),) if n),
+    )
+
+
+# --- an experiment ------------------------------------------------------------------------------
+def _spread(x: Any, fmt: str, scale: float = 1.0) -> str:
+    if not isinstance(x, dict) or x.get("mean") is None:
+        return "—"
+    text = fmt.format(x["mean"] * scale)
+    return text + (f" ± {fmt.format(x['sd'] * scale)}" if x.get("n", 1) > 1 else "")
+
+
+def _error(pred: float | None, meas: Any) -> str:
+    if not pred or not isinstance(meas, dict) or not meas.get("mean"):
+        return "—"
+    return f"{pred / meas['mean'] - 1:+.0%}"
+
+
+def one_factor_tables(factor: str, rows: Sequence[Mapping[str, Any]]) -> tuple[Table, ...]:
+    """Finocchiaro's Tables 4.1–4.5: per value, time, accuracy and macro F1 (mean ± spread over
+    repeats), the measured step and memory beside the predicted ones; then each resource's mean
+    and maximum."""
+    column = factor.rpartition(".")[2]  # the field's own name heads the column: "batch_size"
+    main = Table(
+        f"Per value of {factor} (the layout of Finocchiaro's Tables 4.1–4.5)",
+        (
+            column,
+            "Training time (s)",
+            "Accuracy",
+            "Macro F1",
+            "Step measured",
+            "Step predicted",
+            "Error",
+            "Memory measured",
+            "Memory predicted",
+            "Runs",
+        ),
+        _cells(
+            [
+                (
+                    _scalar(r.get("value")),
+                    _spread(r.get("training_time_s"), "{:.2f}"),
+                    _spread(r.get("accuracy"), "{:.3f}"),
+                    _spread(r.get("macro_f1"), "{:.3f}"),
+                    _spread(r.get("step_s"), "{:.3g} ms", 1e3),
+                    _opt(r.get("predicted_step_s"), fmt_seconds),
+                    _error(r.get("predicted_step_s"), r.get("step_s")),
+                    _spread(r.get("training_memory_bytes"), "{:,.1f} MiB", 2**-20),
+                    _opt(r.get("predicted_memory_bytes"), fmt_bytes),
+                    f"{r.get('runs', 0)}" + (f" ({r['failed']} failed)" if r.get("failed") else ""),
+                )
+                for r in rows
+            ]
+        ),
+        frozenset(range(1, 10)),
+        "Mean ± sample standard deviation over the repeats; error: predicted ÷ measured − 1.",
+    )
+    labels = [label for label in RESOURCES if any(label in (r.get("resources_mean_max") or {}) for r in rows)]
+    if not labels:
+        return (main,)
+
+    def cell(r: Mapping[str, Any], label: str) -> str:
+        pair = (r.get("resources_mean_max") or {}).get(label)
+        if not pair:
+            return "—"
+        mean, peak = pair
+        if "bytes" in label:
+            return f"{mean / 2**20:,.0f} / {peak / 2**20:,.0f}"
+        return f"{mean:,.1f} / {peak:,.1f}"
+
+    resources = Table(
+        "Resources during the runs, mean / maximum",
+        (column, *(label.replace("(bytes)", "(MiB)") for label in labels)),
+        _cells([(_scalar(r.get("value")), *(cell(r, label) for label in labels)) for r in rows]),
+        frozenset(range(1, len(labels) + 1)),
+    )
+    return main, resources
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def generic_tables(summary: Mapping[str, Any]) -> tuple[Table, ...]:
+    """An experiment kind without a layout of its own: each list of records as a table, the rest
+    as figures."""
+    tables, figures = [], []
+    for key, value in summary.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            headers = list(dict.fromkeys(k for v in value for k in v))
+            tables.append(
+                Table(
+                    key.replace("_", " ").capitalize(),
+                    tuple(h.replace("_", " ") for h in headers),
+                    _cells(
+                        [
+                            [
+                                _scalar(v.get(h)) if not isinstance(v.get(h), dict | list) else json.dumps(v.get(h))
+                                for h in headers
+                            ]
+                            for v in value
+                        ]
+                    ),
+                )
+            )
+        elif isinstance(value, str | int | float) and key not in ("factor",):
+            figures.append((key.replace("_", " ").capitalize(), _scalar(value)))
+    if figures:
+        tables.insert(0, Table("Figures", ("", "Value"), _cells(figures)))
+    return tuple(tables)
+
+
+def experiment_summary_text(exp: Mapping[str, Any], runs: Sequence[RunData]) -> str:
+    plan = exp.get("plan") or {}
+    values = plan.get("values") or [r.get("value") for r in (exp.get("summary") or {}).get("rows", [])]
+    kind = exp.get("kind")
+    what = {
+        "one-factor": f"One-factor experiment on {exp.get('factor')}",
+        "threads": "Thread scaling (Wünsche 2016, Fig. 1)",
+        "storage": "Storage comparison (Panaite & Leba 2024)",
+    }.get(str(kind), f"Experiment ({kind})")
+    text = what + (f" at {', '.join(_scalar(v) for v in values)}" if values else "")
+    if plan.get("repeats", 1) > 1:
+        text += f", {plan['repeats']} repeats of each (seeds 0 to {plan['repeats'] - 1})"
+    if exp.get("machine"):
+        text += f", on {exp['machine']}"
+    text += f"; {exp.get('status') or 'status unknown'}."
+    if runs:
+        done = sum(1 for d in runs if d.run.get("status") == "finished")
+        text += f" {done} of {len(runs)} runs in this database finished."
+    verdict = (exp.get("summary") or {}).get("verdict")
+    if verdict:
+        text += f" {verdict}"
+    return text
+
+
+def _curve_label(run: Mapping[str, Any]) -> str:
+    """An experiment's run by its id and what sets it apart: "#4 training.batch_size=128 #2" (the
+    part of its name after the experiment's)."""
+    return f"#{run.get('id')} {str(run.get('name') or '').rpartition(': ')[2]}".strip()
+
+
+def runs_table(runs: Sequence[RunData]) -> Table:
+    rows = []
+    for d in runs:
+        r, m = d.run, d.run.get("metrics") or {}
+        rows.append(
+            (
+                f"#{r.get('id')}",
+                r.get("name"),
+                r.get("status"),
+                r.get("device"),
+                _opt(m.get("training_time_s"), fmt_seconds),
+                _opt(m.get("median_step_s"), fmt_seconds),
+                _score(m.get("accuracy")),
+                _score(m.get("macro_f1")),
+            )
+        )
+    return Table(
+        "Runs",
+        ("Run", "Name", "Status", "Device", "Training time", "Median step", "Accuracy", "Macro F1"),
+        _cells(rows),
+        frozenset({4, 5, 6, 7}),
+    )
+
+
+def experiment_report(
+    exp: Mapping[str, Any], runs: Sequence[RunData], created: str, author: str | None = None
+) -> ResultReport:
+    summary = exp.get("summary") or {}
+    if exp.get("kind") == "one-factor":
+        tables = one_factor_tables(str(exp.get("factor")), summary.get("rows") or [])
+    else:
+        tables = generic_tables(summary)
+    first = runs[0] if runs else None
+    notes = []
+    if summary.get("source"):
+        notes.append(f"Source: {summary['source']}")
+    if exp.get("notes"):
+        notes.append(str(exp["notes"]))
+    return ResultReport(
+        "Experiment report",
+        f"Experiment #{exp.get('id', '?')}: {exp.get('name') or ''}".rstrip(": "),
+        created,
+        author,
+        experiment_summary_text(exp, runs),
+        (
+            *tables,
+            *((runs_table(runs),) if runs else ()),
+            hardware(first.inventory if first else None, exp.get("machine")),
+            *((what_ran(first.run),) if first else ()),
+        ),
+        charts_for([(_curve_label(d.run), d) for d in runs]),
+        tuple(notes),
+    )
+
+
+# --- CSV ----------------------------------------------------------------------------------------
+def result_report_rows(report: ResultReport) -> list[list[Any]]:
+    """The report as CSV rows: a title block, then each table under its title with its header row,
+    separated by an empty row. The samples themselves are *Export samples…*'s."""
+    out: list[list[Any]] = [
+        [report.title, report.subject],
+        ["made", report.created],
+        *([["by", report.author]] if report.author else []),
+        ["summary", report.summary],
+    ]
+    for t in report.tables:
+        out += [[], [t.title], list(t.headers), *[list(r) for r in t.rows]]
+        if t.note:
+            out.append([t.note])
+    for n in report.notes:
+        out += [[], [n]]
+    return out
+
+
+def write_result_csv(report: ResultReport, path: Path) -> None:
+    """The report's tables as CSV, whole or not at all."""
+    write_rows_csv(result_report_rows(report), path)
+
+
+# --- from the store -----------------------------------------------------------------------------
+def load_run(store: Any, run_id: int) -> RunData | None:
+    """A stored run with its samples and the inventory of the machine it ran on (``Store``); None
+    when it is not in the database."""
+    detail = store.result_detail("run", run_id)
+    if not detail or not isinstance(detail.get("run"), dict):
+        return None
+    run = {**detail["run"], "name": detail.get("name") or detail["run"].get("name"), "id": int(run_id)}
+    run["notes"] = detail.get("notes")
+    columns, t, values = store.run_series(run_id)
+    inv_id = run.get("inventory_id")
+    if inv_id is None and run.get("machine"):  # none was taken before the run: the machine's newest
+        newest = store.results(kind=["inventory"], machine=run["machine"], limit=1)
+        inv_id = newest[0]["id"] if newest else None
+    inv = (store.result_detail("inventory", int(inv_id)) or {}) if inv_id is not None else {}
+    inventory = inv.get("snapshot") if isinstance(inv.get("snapshot"), dict) else None
+    if inventory is not None:
+        inventory = {**inventory, "taken": inv.get("created")}
+    return RunData(run, list(columns), t, values, inventory)
+
+
+def load_report(store: Any, kind: str, item_id: int, created: str, author: str | None = None) -> ResultReport:
+    """The report of a stored run or experiment. TrainRigError when it is not there or is of
+    another kind (sizings have the purchasing report)."""
+    if kind == "run":
+        data = load_run(store, item_id)
+        if data is None:
+            raise TrainRigError(f"run #{item_id} is not in this database")
+        return run_report(data, created, author)
+    if kind == "experiment":
+        detail = store.result_detail("experiment", item_id) or {}
+        exp = detail.get("experiment")
+        if not isinstance(exp, dict):
+            raise TrainRigError(f"experiment #{item_id} is not in this database")
+        exp = {**exp, "name": detail.get("name") or exp.get("name"), "notes": detail.get("notes")}
+        runs = [d for i in exp.get("run_ids") or [] if (d := load_run(store, int(i))) is not None]
+        return experiment_report(exp, runs, created, author)
+    raise TrainRigError(
+        f"a {kind} has no run report: runs and experiments have one, a sizing has the purchasing report"
+    )
