@@ -212,8 +212,9 @@ class ComparePlots(QWidget):
                     x, y = series[0]
                 else:  # the repeats' mean in a band of ± one standard deviation
                     x, y, sd = mean_band(series)
-                    upper = plot.plot(x, y + sd, pen=None, skipFiniteCheck=True)
-                    lower = plot.plot(x, y - sd, pen=None, skipFiniteCheck=True)
+                    # the band's edges: curves of the band alone (a PlotDataItem without a pen
+                    # draws no path, and the fill between two such is empty)
+                    upper, lower = pg.PlotCurveItem(x, y + sd), pg.PlotCurveItem(x, y - sd)
                     fill = pg.mkColor(colour)
                     fill.setAlpha(60)
                     band = pg.FillBetweenItem(upper, lower, brush=pg.mkBrush(fill))
