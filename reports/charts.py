@@ -232,5 +232,7 @@ def line_chart(chart: Chart, width: int = 2000, height: int = 640) -> QImage:
 
 
 def _decimals(top: float) -> int:
-    """Decimals that tell round ticks apart: none from 10 up, more below."""
-    return 0 if top >= 10 else 1 if top >= 1 else 2 if top >= 0.1 else 3
+    """Decimals that tell round ticks apart: none for ticks of 1 and up, one for 0.5 or 0.2 …"""
+    ticks = round_ticks(top)
+    step = ticks[0] if ticks else top
+    return 0 if step >= 1 or step <= 0 else min(9, -math.floor(math.log10(step) + 1e-9))

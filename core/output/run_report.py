@@ -341,12 +341,28 @@ def _progress_curve(data: RunData, key: str, scale: float, label: str) -> Curve 
 
 def charts_for(runs: Sequence[tuple[str, RunData]]) -> tuple[Chart, ...]:
     """One chart per sampled figure and per training curve, one curve per run (an experiment's
-    runs overlaid, as its summary plot), against seconds since the run started."""
+    runs overlaid, as its summary plot), against seconds since the run started. A GPU figure is
+    one chart for all GPUs: for one run a curve per GPU, for several the first GPU's of each (as
+    the experiment's table reports it)."""
     columns = list(dict.fromkeys(c for _, d in runs for c in d.columns))
     charts = []
+    drawn: set[str] = set()
     for s in series_for(columns, 1):
-        title = s.label.split(" (")[0]
-        curves = [c for label, d in runs if (c := _column_curve(d, s.column, s.scale, label)) is not None]
+        if s.column.startswith("gpu"):
+            figure = s.column.partition("_")[2]  # util_percent, mem_used_bytes, temp_c, power_w
+            if figure in drawn:
+                continue
+            drawn.add(figure)
+            gpus = [c for c in series_for(columns, 1) if c.column.startswith("gpu") and c.column.endswith(figure)]
+            title = "GPU " + s.label.split(" ", 2)[2].split(" (")[0]  # "GPU 0 load (%)" → "GPU load"
+            if len(runs) == 1:
+                pairs = [(g.label.split(" ", 2)[0] + " " + g.label.split(" ", 2)[1], g.column) for g in gpus]
+                curves = [c for label, col in pairs if (c := _column_curve(runs[0][1], col, s.scale, label))]
+            else:
+                curves = [c for label, d in runs if (c := _column_curve(d, gpus[0].column, s.scale, label))]
+        else:
+            title = s.label.split(" (")[0]
+            curves = [c for label, d in runs if (c := _column_curve(d, s.column, s.scale, label)) is not None]
         if curves:
             charts.append(Chart(title, unit_of(s.column, s.plot), "s", tuple(curves)))
     for key, title, scale, unit in (("loss", "Training loss", 1.0, ""), ("step_s", "Step time", 1e3, "ms")):

@@ -154,3 +154,18 @@ def test_the_band_of_repeats_is_their_mean_and_sd_over_the_stretch_all_cover() -
     np.testing.assert_allclose(sd, math.sqrt(2))
     alone = mean_band([(x1, x1), (np.array([20.0, 30.0]), np.array([1.0, 2.0]))])
     assert len(alone[0]) == 101 and not alone[2].any()  # nothing shared: the longest alone, no band
+
+
+def test_a_gpu_figure_is_one_chart_with_a_curve_per_gpu(store) -> None:
+    columns = ["cpu_percent", "gpu0_util_percent", "gpu1_util_percent", "gpu0_mem_used_bytes", "gpu1_mem_used_bytes"]
+    rid = store.start_run("trained", "two GPUs", device="cuda:0", sampling={"columns": columns, "rate_hz": 10.0})
+    store.add_samples(rid, [(k / 10, [50.0, 90.0, 80.0 + k, 2.0 * 2**30, 3.0 * 2**30]) for k in range(10)])
+    store.finish_run(rid, "finished", exit_code=0, sampling={"columns": columns, "rate_hz": 10.0})
+    report = load_report(store, "run", rid, "now")
+    charts = {c.title: c for c in report.charts}
+    assert list(charts) == ["CPU", "GPU load", "GPU memory"]
+    assert [c.label for c in charts["GPU load"].curves] == ["GPU 0", "GPU 1"]
+    assert charts["GPU load"].curves[1].y[-1] == 89.0 and charts["GPU memory"].unit == "GiB"
+    assert charts["GPU memory"].curves[1].y[0] == 3.0
+    rows = {r[0]: r for r in _table(report, "Telemetry").rows}
+    assert rows["GPU 1 load"][1:5] == ("%", "84.50", "80.00", "89.00")
