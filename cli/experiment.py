@@ -8,21 +8,25 @@ import argparse
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cli.run import EXIT_CANCELLED, EXIT_FAILED, ProgressBar, check_rate, wait_with_cancel
 from core.errors import TrainRigError
+from core.output import scaling
 from core.output.experiment_summary import ExperimentRow, summary_text
 from core.output.thread_scaling import SOURCE, ThreadPoint, verdict
-from core.spec.experiment import expand, parse_vary
+from core.spec.experiment import Variant, expand, parse_vary
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store, this_host
 from core.units import fmt_seconds
 from telemetry.experiments import ExperimentPlan, run_experiment
 from telemetry.inventory import collect_inventory
 from telemetry.page_cache import evict
+from telemetry.process_scaling import parse_process_counts, process_factor, process_setup, scaling_predictions
 from telemetry.pytorch_env import find_torch_environment
+from telemetry.runs import Run
 from telemetry.sampler import DEFAULT_RATE_HZ
 from telemetry.storage_ab import summary_row, tier_of, write_dataset
 from telemetry.thread_scaling import physical_and_logical, run_thread_scaling
@@ -59,6 +63,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="storage A/B (Panaite & Leba 2024): the same data set, one file per sample, trained from DIR and "
         "from a RAM disk (--ramdisk), the page cache evicted before each run",
     )
+    what.add_argument(
+        "--processes",
+        metavar="1,N2,…",
+        help="process scaling: the same workload trained by 1, 2, 4, … processes (more than one through torchrun "
+        "with DistributedDataParallel: gloo on the CPU, NCCL on GPUs), the speed-ups beside the sizing's prediction "
+        "for that many devices and Wünsche 2016's published cut per doubling of GPUs",
+    )
     p.add_argument("--ramdisk", type=Path, default=Path("/dev/shm"), help="the RAM disk to compare with (/dev/shm)")
     p.add_argument("--data-format", choices=("raw", "npy"), default="npy", help="files the storage test writes")
     p.add_argument("--loader-workers", type=int, default=2, help="DataLoader worker processes reading the files (2)")
@@ -77,6 +88,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         return run_threads(args, store)
     if args.storage is not None:
         return run_storage(args, store)
+    if args.processes is not None:
+        return run_processes(args, store)
     check_rate(args.rate)
     if not 1 <= args.repeats <= 20:
         raise TrainRigError(f"--repeats must be 1–20, not {args.repeats}")
@@ -95,16 +108,10 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     name = str(document.get("name") or "workload")
     plan = ExperimentPlan(name, factor, variants, args.repeats, args.epochs, args.samples, args.device)
     bar = ProgressBar(sys.stderr)
-    status = {"head": ""}
-
-    def started(i: int, n: int, variant: Any, repeat: int, r: Any) -> None:
-        bar.close()
-        status["head"] = f"run {i}/{n} ({variant.label}" + (f", repeat {repeat + 1}" if args.repeats > 1 else "") + ")"
-        print(status["head"], file=sys.stderr, flush=True)
-        r.on_message = lambda _run, msg: bar.show(msg)
-
     print(f"Experiment on {name}: {factor.name} = {', '.join(map(str, factor.values))}, {args.repeats} run(s) each")
-    outcome = run_experiment(env.python, plan, store, rate_hz=args.rate, wait=wait_with_cancel, on_run=started)
+    outcome = run_experiment(
+        env.python, plan, store, rate_hz=args.rate, wait=wait_with_cancel, on_run=progress_lines(bar, args.repeats)
+    )
     bar.close()
     rows = outcome.rows
     summary = summary_json(factor.name, rows, outcome.run_ids)
@@ -126,6 +133,76 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         ids = [str(i) for i in outcome.run_ids if i is not None]
         if ids:
             print(f"Runs stored: {', '.join(ids)}" + (f"; experiment #{eid}" if eid is not None else ""))
+    if outcome.cancelled:
+        return EXIT_CANCELLED
+    return 0 if complete else EXIT_FAILED
+
+
+def progress_lines(bar: ProgressBar, repeats: int) -> Callable[[int, int, Variant, int, Run], None]:
+    """As each run starts: a line naming it (run 2/3 (training.batch_size=64)), then its progress bar."""
+
+    def started(i: int, n: int, variant: Variant, repeat: int, r: Run) -> None:
+        bar.close()
+        print(
+            f"run {i}/{n} ({variant.label}" + (f", repeat {repeat + 1}" if repeats > 1 else "") + ")",
+            file=sys.stderr,
+            flush=True,
+        )
+        r.on_message = lambda _run, msg: bar.show(msg)
+
+    return started
+
+
+def run_processes(args: argparse.Namespace, store: Store | None) -> int:
+    """The process-scaling experiment: the one-factor loop over process counts, each count > 1
+    launched through torchrun; the summary from core.output.scaling."""
+    check_rate(args.rate)
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        raise TrainRigError(f"--device must be cpu or cuda:N, not {args.device!r}")
+    counts = parse_process_counts(args.processes, args.device)  # refused before anything runs
+    document = read_workload_document(args.workload)
+    workload = parse_workload(document)
+    trainer_spec(workload, epochs=args.epochs, samples=args.samples, device=args.device)  # trainable here?
+    env = find_torch_environment(args.python)
+    if not env.ok:
+        raise TrainRigError(env.message)
+    predictions, notes = scaling_predictions(workload, counts, args.device, store)
+    factor, variants = process_factor(document, counts)
+    plan = ExperimentPlan(workload.name, factor, variants, 1, args.epochs, args.samples, args.device)
+    bar = ProgressBar(sys.stderr)
+    print(
+        f"Process scaling of {workload.name} on {args.device}: {', '.join(map(str, counts))} process(es), global batch "
+        f"{workload.training.batch_size} split over them, seed 0"
+    )
+    outcome = run_experiment(
+        env.python,
+        plan,
+        store,
+        rate_hz=args.rate,
+        wait=wait_with_cancel,
+        on_run=progress_lines(bar, 1),
+        setup=process_setup(predictions, args.device),
+    )
+    bar.close()
+    runs = [(int(value), record) for value, record, _cols in outcome.results]
+    step = {n: (p or {}).get("step_s") for n, p in predictions.items()}
+    rows = scaling.scaling_rows(runs, step, notes)
+    summary = scaling.summary_json(rows, outcome.run_ids)
+    complete = len(rows) == len(counts) and all(r.status == "finished" for r in rows)
+    status = "cancelled" if outcome.cancelled else "finished" if complete else "failed"
+    plan_doc = {
+        "values": counts,
+        "device": args.device,
+        "epochs": args.epochs,
+        "samples": args.samples,
+        "workload": document,
+    }
+    eid = save(store, f"{workload.name}: processes", "scaling", "processes", plan_doc, outcome.run_ids, summary, status)
+    if args.json:
+        print(json.dumps({**summary, "experiment_id": eid}, indent=2))
+    else:
+        print(scaling.scaling_text(rows))
+        print(f"{summary['verdict']} — {scaling.SOURCE}")
     if outcome.cancelled:
         return EXIT_CANCELLED
     return 0 if complete else EXIT_FAILED

@@ -14,6 +14,10 @@ from core.storage.store import Store
 from telemetry.runs import Run
 from telemetry.training import size_here, trainer_spec, training_run
 
+# (a value, the sizing's prediction on this machine) → (the prediction its runs are compared with,
+# more training_run arguments)
+VariantSetup = Callable[[Variant, dict[str, Any] | None], tuple[dict[str, Any] | None, Mapping[str, Any]]]
+
 
 @dataclass(frozen=True)
 class ExperimentPlan:
@@ -41,7 +45,13 @@ class ExperimentOutcome:
 def run_record(r: Run) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """A finished run as the summary reads it (status, metrics, measured, prediction) and its
     sampled columns."""
-    record = {"status": r.status, "metrics": r.metrics or {}, "measured": r.measured(), "prediction": r.prediction}
+    record = {
+        "status": r.status,
+        "metrics": r.metrics or {},
+        "measured": r.measured(),
+        "prediction": r.prediction,
+        "threads": (r.started or {}).get("threads"),  # PyTorch's threads in the (first) process
+    }
     cols: dict[str, list[float]] = {}
     if r.sampler is not None:
         _t, v = r.sampler.buffer.snapshot()
@@ -59,15 +69,21 @@ def run_experiment(
     wait: Callable[[Run], None],
     on_run: Callable[[int, int, Variant, int, Run], None] = lambda *_: None,
     run_kwargs: Mapping[str, Any] | None = None,
+    setup: VariantSetup | None = None,
 ) -> ExperimentOutcome:
     """Train every value ``plan.repeats`` times, one run after another. ``wait(run)`` blocks until
     the run ends (and may cancel it); a cancelled run stops the experiment. ``on_run(i, n, variant,
-    repeat, run)`` is called as each run starts."""
+    repeat, run)`` is called as each run starts. ``setup(variant, prediction)`` may replace the
+    prediction a value's runs are compared with and add to their ``training_run`` arguments (the
+    process scaling: a torchrun launch per process count)."""
     out = ExperimentOutcome(plan)
     total = len(plan.variants) * plan.repeats
     i = 0
     for variant in plan.variants:
         workload, prediction = size_here(variant.document, store)
+        extra: Mapping[str, Any] = {}
+        if setup is not None:
+            prediction, extra = setup(variant, prediction)
         for repeat in range(plan.repeats):
             spec = trainer_spec(workload, epochs=plan.epochs, samples=plan.samples, device=plan.device, seed=repeat)
             r = training_run(
@@ -78,7 +94,7 @@ def run_experiment(
                 workload_document=variant.document,
                 prediction=prediction,
                 rate_hz=rate_hz,
-                **dict(run_kwargs or {}),
+                **{**dict(run_kwargs or {}), **extra},
             )
             i += 1
             on_run(i, total, variant, repeat, r)

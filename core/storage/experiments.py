@@ -1,6 +1,6 @@
-"""Experiments in the database: a one-factor experiment, a thread-scaling or a storage comparison
-groups the runs it made (by their uids, so that an archive carries the group to another machine)
-with its plan and its summary table; the results browser lists it with kind "experiment"."""
+"""Experiments in the database: a one-factor experiment, a thread-scaling, a storage comparison or a
+process scaling groups the runs it made (by their uids, so that an archive carries the group to another
+machine) with its plan and its summary table; the results browser lists it with kind "experiment"."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sqlite_utils
 
 from core.storage import results_index
 
-EXPERIMENT_KINDS = ("one-factor", "threads", "storage")
+EXPERIMENT_KINDS = ("one-factor", "threads", "storage", "scaling")
 
 
 def create(db: sqlite_utils.Database) -> None:
@@ -22,10 +22,10 @@ def create(db: sqlite_utils.Database) -> None:
             "id": int,
             "created": str,
             "name": str,
-            "kind": str,  # one-factor, threads, storage
+            "kind": str,  # one-factor, threads, storage, scaling
             "machine": str,
             "status": str,  # finished, cancelled, failed
-            "factor": str,  # the field varied ("training.batch_size", "threads", "storage")
+            "factor": str,  # the field varied ("training.batch_size", "threads", "storage", "processes")
             "plan": str,  # JSON: values, repeats, device, epochs, samples, the base workload
             "run_uids": str,  # JSON: the results index uids of its runs, in order
             "summary": str,  # JSON: the summary table as the command prints it with --json

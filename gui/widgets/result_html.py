@@ -387,9 +387,60 @@ def experiment_html(detail: dict[str, Any]) -> str:
             )
             + f"<p>{esc(summary.get('verdict', ''))} — {esc(summary.get('source', ''))}</p>"
         )
+    elif exp.get("kind") == "scaling":
+        body = scaling_body(summary)
     else:
         body = generic(summary)
     return page(f"Experiment #{detail.get('id', '?')}: {name}", head, body)
+
+
+def scaling_body(summary: dict[str, Any]) -> str:
+    """A process scaling (core.output.scaling): per process count the measurement, the sizing's
+    prediction for that many devices and Wünsche's published expectations; the verdict and source."""
+    groups = list(summary.get("published_cuts") or {})
+    cuts = summary.get("published_cuts") or {}
+
+    def s(x: Any) -> str:
+        return fmt_seconds(x) if isinstance(x, int | float) else "—"
+
+    def x(v: Any, fmt: str) -> str:
+        return fmt.format(v) if isinstance(v, int | float) else "—"
+
+    rows = [
+        [
+            r.get("processes"),
+            r.get("ranks"),
+            r.get("status"),
+            s(r.get("training_time_s")),
+            s(r.get("epoch_s")),
+            s(r.get("step_s")),
+            x(r.get("speed_up"), "{:.2f}×"),
+            x(r.get("cut_from_previous"), "{:+.0%}"),
+            x(r.get("allreduce_share"), "{:.0%}"),
+            s(r.get("predicted_step_s")) if r.get("predicted_step_s") else r.get("prediction_note") or "—",
+            x(r.get("predicted_speed_up"), "{:.2f}×"),
+            *[s((r.get("wuensche_s") or {}).get(g)) for g in groups],
+        ]
+        for r in summary.get("rows", [])
+    ]
+    headers = [
+        "processes",
+        "ranks",
+        "status",
+        "training time",
+        "epoch",
+        "step",
+        "speed-up",
+        "cut per doubling",
+        "all-reduce share",
+        "sizing: step",
+        "sizing: speed-up",
+        *[f"Wünsche {g} ({cuts[g]:.0%})" for g in groups],
+    ]
+    return (
+        table(headers, rows)
+        + f"<p>{esc(summary.get('verdict', ''))}</p><p>Source: {esc(summary.get('source', ''))}</p>"
+    )
 
 
 def _scalar(v: Any) -> str:

@@ -264,6 +264,35 @@ def test_an_experiment_shows_its_summary_table(qtbot) -> None:
         assert text in html, text
 
 
+def test_a_process_scaling_shows_its_table_verdict_and_source(qtbot) -> None:
+    from core.output.scaling import scaling_rows, summary_json
+    from core.storage.store import Store
+    from gui.widgets.result_html import details_html
+
+    def run(t: float, shares: tuple[float, ...]) -> dict:
+        ranks = [{"rank": i, "allreduce_share": s} for i, s in enumerate(shares)]
+        return {"status": "finished", "metrics": {"training_time_s": t, "median_step_s": t / 40, "ranks": ranks}}
+
+    rows = scaling_rows([(1, run(10.0, ())), (2, run(9.0, (0.05, 0.07)))], {1: 0.25}, {2: "not modelled: shared CPU"})
+    store = Store.open(None)
+    eid = store.save_experiment("seed MLP: processes", "scaling", "processes", {}, [], summary_json(rows, []))
+    html = details_html("experiment", store.result_detail("experiment", eid))
+    for text in (
+        "scaling",
+        "Wünsche CNTK/MXNet (35%)",
+        "Wünsche Torch/TensorFlow (10%)",
+        "1.11×",  # 10 s → 9 s
+        "+10%",
+        "7%",  # the slowest rank's all-reduce share
+        "not modelled: shared CPU",
+        "6.5 s",  # CNTK/MXNet: 10 s × 0.65
+        "7.2 s",  # Caffe: 10 s × 0.72
+        "within the published range, closest to Torch/TensorFlow (10%)",
+        "Source: Wünsche 2016",
+    ):
+        assert text in html, text
+
+
 def test_two_sizings_side_by_side_show_their_settings_and_every_candidate(qtbot, tab) -> None:
     from tests.gui.results_data import save_real_sizing
 
