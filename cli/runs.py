@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import OutputError, TrainRigError
-from core.output.run_report import load_report, write_result_csv
+from core.output.experiment_report import load_report
+from core.output.run_report import write_result_csv
 from core.paths import default_db_path
 from core.storage.files import check_target
 from core.storage.results_index import COLUMNS, KINDS

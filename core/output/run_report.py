@@ -1,7 +1,7 @@
-"""A run's or an experiment's report for purchasing: what ran, on what hardware, the prediction
-against the measurement, the telemetry figures and, for an experiment, its table as the paper laid
-it out. Built here as data, without Qt; drawn as a PDF by reports.run_pdf (the purchasing report's
-renderer and page rules) and written as CSV by ``result_report_rows``."""
+"""A run's report for purchasing: what ran, on what hardware, the prediction against the
+measurement, the telemetry's figures and charts. Built here as data, without Qt (an experiment's
+report, from the same pieces: core.output.experiment_report); drawn as a PDF by reports.run_pdf
+(the purchasing report's renderer and page rules) and written as CSV by ``result_report_rows``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import TrainRigError
-from core.output.experiment_summary import RESOURCES
 from core.output.report_csv import write_rows_csv
 from core.output.telemetry_columns import series_for, unit_of
 from core.units import fmt_bytes, fmt_seconds
@@ -75,7 +73,7 @@ class RunData:
 
 
 # --- shared pieces ------------------------------------------------------------------------------
-def _opt(value: Any, fmt: Callable[[Any], str]) -> str | None:
+def opt(value: Any, fmt: Callable[[Any], str]) -> str | None:
     return None if value is None else fmt(value)
 
 
@@ -83,7 +81,7 @@ def _pct(x: float | None) -> str | None:
     return None if x is None else f"{x:+.0%}"
 
 
-def _score(x: float | None) -> str | None:
+def score(x: float | None) -> str | None:
     return None if x is None else f"{x:.3f}"
 
 
@@ -96,7 +94,7 @@ def predicted_vs_measured(run: Mapping[str, Any]) -> list[tuple[str, str | None,
         if err is None and p.get("step_s") and m.get("median_step_s"):
             err = p["step_s"] / m["median_step_s"] - 1
         rows.append(
-            ("Step time", _opt(p.get("step_s"), fmt_seconds), _opt(m.get("median_step_s"), fmt_seconds), _pct(err))
+            ("Step time", opt(p.get("step_s"), fmt_seconds), opt(m.get("median_step_s"), fmt_seconds), _pct(err))
         )
     if p.get("peak_memory_bytes") is not None or m.get("training_memory_bytes") is not None:
         err = m.get("memory_error")
@@ -105,8 +103,8 @@ def predicted_vs_measured(run: Mapping[str, Any]) -> list[tuple[str, str | None,
         rows.append(
             (
                 "Training memory",
-                _opt(p.get("peak_memory_bytes"), fmt_bytes),
-                _opt(m.get("training_memory_bytes"), fmt_bytes),
+                opt(p.get("peak_memory_bytes"), fmt_bytes),
+                opt(m.get("training_memory_bytes"), fmt_bytes),
                 _pct(err),
             )
         )
@@ -136,7 +134,7 @@ def _date(created: str | None) -> str:
         return created
 
 
-def _cells(rows: Sequence[Sequence[Any]]) -> tuple[tuple[str, ...], ...]:
+def cells(rows: Sequence[Sequence[Any]]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple("—" if c is None or c == "" else str(c) for c in r) for r in rows)
 
 
@@ -178,27 +176,27 @@ def what_ran(run: Mapping[str, Any]) -> Table:
         ("Workload", doc.get("name") or run.get("name")),
         ("Network", _network(run)),
         ("Training samples", _samples(t)),
-        ("Epochs", _opt(m.get("epochs") or t.get("epochs"), str)),
+        ("Epochs", opt(m.get("epochs") or t.get("epochs"), str)),
         (
             "Batch size",
-            _opt(t.get("batch_size"), lambda x: f"{x:,}" + (f" over {processes} processes" if processes > 1 else "")),
+            opt(t.get("batch_size"), lambda x: f"{x:,}" + (f" over {processes} processes" if processes > 1 else "")),
         ),
         (
             "Optimizer",
-            _opt(t.get("optimizer"), str)
+            opt(t.get("optimizer"), str)
             + (f", learning rate {t['learning_rate']:g}" if isinstance(t.get("learning_rate"), int | float) else "")
             if t.get("optimizer")
             else None,
         ),
         ("Precision", t.get("precision")),
         ("Device", run.get("device")),
-        ("Seed", _opt(t.get("seed"), str)),
+        ("Seed", opt(t.get("seed"), str)),
         ("Machine", run.get("machine")),
         ("Started", _date(run.get("created"))),
-        ("Duration", _opt(run.get("duration_s"), fmt_seconds)),
+        ("Duration", opt(run.get("duration_s"), fmt_seconds)),
         ("Status", status),
     ]
-    return Table("What ran", ("", "Value"), _cells([r for r in rows if r[1] is not None]))
+    return Table("What ran", ("", "Value"), cells([r for r in rows if r[1] is not None]))
 
 
 def hardware(inv: Mapping[str, Any] | None, machine: str | None) -> Table:
@@ -206,7 +204,7 @@ def hardware(inv: Mapping[str, Any] | None, machine: str | None) -> Table:
         return Table(
             "Hardware",
             ("", "Value"),
-            _cells([("Machine", machine or "unknown")]),
+            cells([("Machine", machine or "unknown")]),
             note="No inventory of this machine was stored with the run (open the Inventory tab once on it).",
         )
     cpu, mem, sw = inv.get("cpu") or {}, inv.get("memory") or {}, inv.get("software") or {}
@@ -215,7 +213,7 @@ def hardware(inv: Mapping[str, Any] | None, machine: str | None) -> Table:
         ("Machine", inv.get("host") or machine),
         ("CPU", cpu.get("model")),
         ("Cores", f"{cpu.get('physical_cores', '?')} physical, {cpu.get('logical_cores', '?')} logical"),
-        ("Memory", _opt(mem.get("total_bytes"), fmt_bytes)),
+        ("Memory", opt(mem.get("total_bytes"), fmt_bytes)),
         (
             "GPUs",
             ", ".join(f"{g.get('name')} ({fmt_bytes(g.get('memory_bytes'))})" for g in gpus)
@@ -225,19 +223,19 @@ def hardware(inv: Mapping[str, Any] | None, machine: str | None) -> Table:
         ("Python / PyTorch", f"{sw.get('python') or '?'} / {sw.get('pytorch') or 'not found'}"),
     ]
     taken = f"From the inventory taken {_date(inv['taken'])}." if inv.get("taken") else ""
-    return Table("Hardware", ("", "Value"), _cells(rows), note=taken)
+    return Table("Hardware", ("", "Value"), cells(rows), note=taken)
 
 
 def measured_table(run: Mapping[str, Any]) -> Table:
     m, measured = run.get("metrics") or {}, run.get("measured") or {}
     rows = [
-        ("Training time", _opt(m.get("training_time_s") or measured.get("training_time_s"), fmt_seconds)),
-        ("Median step (after warm-up)", _opt(m.get("median_step_s") or measured.get("median_step_s"), fmt_seconds)),
-        ("Steps", _opt(m.get("steps") or m.get("iterations"), lambda x: f"{x:,}")),
-        ("Held-out accuracy", _score(m.get("accuracy"))),
-        ("Chance accuracy", _score(m.get("chance_accuracy"))),
-        ("Macro F1", _score(m.get("macro_f1"))),
-        ("Share of the time waiting for data", _opt(m.get("data_wait_share"), lambda x: f"{x:.1%}")),
+        ("Training time", opt(m.get("training_time_s") or measured.get("training_time_s"), fmt_seconds)),
+        ("Median step (after warm-up)", opt(m.get("median_step_s") or measured.get("median_step_s"), fmt_seconds)),
+        ("Steps", opt(m.get("steps") or m.get("iterations"), lambda x: f"{x:,}")),
+        ("Held-out accuracy", score(m.get("accuracy"))),
+        ("Chance accuracy", score(m.get("chance_accuracy"))),
+        ("Macro F1", score(m.get("macro_f1"))),
+        ("Share of the time waiting for data", opt(m.get("data_wait_share"), lambda x: f"{x:.1%}")),
         (
             "Peak memory",
             None
@@ -253,7 +251,7 @@ def measured_table(run: Mapping[str, Any]) -> Table:
                 f"({r.get('allreduce_share', 0):.0%} of the step at most)",
             )
         )
-    return Table("Measured", ("", "Value"), _cells([r for r in rows if r[1] is not None]))
+    return Table("Measured", ("", "Value"), cells([r for r in rows if r[1] is not None]))
 
 
 def prediction_table(run: Mapping[str, Any]) -> Table:
@@ -269,7 +267,7 @@ def prediction_table(run: Mapping[str, Any]) -> Table:
     return Table(
         f"Predicted (sized on {where}) against measured",
         ("", "Predicted", "Measured", "Error"),
-        _cells(pvm),
+        cells(pvm),
         frozenset({1, 2, 3}),
         "Error: predicted ÷ measured − 1 (+: the sizing predicted too much).",
     )
@@ -301,7 +299,7 @@ def telemetry_table(data: RunData) -> Table:
     return Table(
         "Telemetry",
         ("Figure", "Unit", "Mean", "Minimum", "Maximum", "Samples"),
-        _cells(rows),
+        cells(rows),
         frozenset({2, 3, 4, 5}),
         note,
     )
@@ -421,201 +419,6 @@ def run_report(data: RunData, created: str, author: str | None = None) -> Result
     )
 
 
-# --- an experiment ------------------------------------------------------------------------------
-def _spread(x: Any, fmt: str, scale: float = 1.0) -> str:
-    if not isinstance(x, dict) or x.get("mean") is None:
-        return "—"
-    text = fmt.format(x["mean"] * scale)
-    return text + (f" ± {fmt.format(x['sd'] * scale)}" if x.get("n", 1) > 1 else "")
-
-
-def _error(pred: float | None, meas: Any) -> str:
-    if not pred or not isinstance(meas, dict) or not meas.get("mean"):
-        return "—"
-    return f"{pred / meas['mean'] - 1:+.0%}"
-
-
-def one_factor_tables(factor: str, rows: Sequence[Mapping[str, Any]]) -> tuple[Table, ...]:
-    """Finocchiaro's Tables 4.1–4.5: per value, time, accuracy and macro F1 (mean ± spread over
-    repeats), the measured step and memory beside the predicted ones; then each resource's mean
-    and maximum."""
-    column = factor.rpartition(".")[2]  # the field's own name heads the column: "batch_size"
-    main = Table(
-        f"Per value of {factor} (the layout of Finocchiaro's Tables 4.1–4.5)",
-        (
-            column,
-            "Training time (s)",
-            "Accuracy",
-            "Macro F1",
-            "Step measured",
-            "Step predicted",
-            "Error",
-            "Memory measured",
-            "Memory predicted",
-            "Runs",
-        ),
-        _cells(
-            [
-                (
-                    _scalar(r.get("value")),
-                    _spread(r.get("training_time_s"), "{:.2f}"),
-                    _spread(r.get("accuracy"), "{:.3f}"),
-                    _spread(r.get("macro_f1"), "{:.3f}"),
-                    _spread(r.get("step_s"), "{:.3g} ms", 1e3),
-                    _opt(r.get("predicted_step_s"), fmt_seconds),
-                    _error(r.get("predicted_step_s"), r.get("step_s")),
-                    _spread(r.get("training_memory_bytes"), "{:,.1f} MiB", 2**-20),
-                    _opt(r.get("predicted_memory_bytes"), fmt_bytes),
-                    f"{r.get('runs', 0)}" + (f" ({r['failed']} failed)" if r.get("failed") else ""),
-                )
-                for r in rows
-            ]
-        ),
-        frozenset(range(1, 10)),
-        "Mean ± sample standard deviation over the repeats; error: predicted ÷ measured − 1.",
-    )
-    labels = [label for label in RESOURCES if any(label in (r.get("resources_mean_max") or {}) for r in rows)]
-    if not labels:
-        return (main,)
-
-    def cell(r: Mapping[str, Any], label: str) -> str:
-        pair = (r.get("resources_mean_max") or {}).get(label)
-        if not pair:
-            return "—"
-        mean, peak = pair
-        if "bytes" in label:
-            return f"{mean / 2**20:,.0f} / {peak / 2**20:,.0f}"
-        return f"{mean:,.1f} / {peak:,.1f}"
-
-    resources = Table(
-        "Resources during the runs, mean / maximum",
-        (column, *(label.replace("(bytes)", "(MiB)") for label in labels)),
-        _cells([(_scalar(r.get("value")), *(cell(r, label) for label in labels)) for r in rows]),
-        frozenset(range(1, len(labels) + 1)),
-    )
-    return main, resources
-
-
-def _scalar(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return "" if v is None else str(v)
-
-
-def generic_tables(summary: Mapping[str, Any]) -> tuple[Table, ...]:
-    """An experiment kind without a layout of its own: each list of records as a table, the rest
-    as figures."""
-    tables, figures = [], []
-    for key, value in summary.items():
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            headers = list(dict.fromkeys(k for v in value for k in v))
-            tables.append(
-                Table(
-                    key.replace("_", " ").capitalize(),
-                    tuple(h.replace("_", " ") for h in headers),
-                    _cells(
-                        [
-                            [
-                                _scalar(v.get(h)) if not isinstance(v.get(h), dict | list) else json.dumps(v.get(h))
-                                for h in headers
-                            ]
-                            for v in value
-                        ]
-                    ),
-                )
-            )
-        elif isinstance(value, str | int | float) and key not in ("factor",):
-            figures.append((key.replace("_", " ").capitalize(), _scalar(value)))
-    if figures:
-        tables.insert(0, Table("Figures", ("", "Value"), _cells(figures)))
-    return tuple(tables)
-
-
-def experiment_summary_text(exp: Mapping[str, Any], runs: Sequence[RunData]) -> str:
-    plan = exp.get("plan") or {}
-    values = plan.get("values") or [r.get("value") for r in (exp.get("summary") or {}).get("rows", [])]
-    kind = exp.get("kind")
-    what = {
-        "one-factor": f"One-factor experiment on {exp.get('factor')}",
-        "threads": "Thread scaling (Wünsche 2016, Fig. 1)",
-        "storage": "Storage comparison (Panaite & Leba 2024)",
-    }.get(str(kind), f"Experiment ({kind})")
-    text = what + (f" at {', '.join(_scalar(v) for v in values)}" if values else "")
-    if plan.get("repeats", 1) > 1:
-        text += f", {plan['repeats']} repeats of each (seeds 0 to {plan['repeats'] - 1})"
-    if exp.get("machine"):
-        text += f", on {exp['machine']}"
-    text += f"; {exp.get('status') or 'status unknown'}."
-    if runs:
-        done = sum(1 for d in runs if d.run.get("status") == "finished")
-        text += f" {done} of {len(runs)} runs in this database finished."
-    verdict = (exp.get("summary") or {}).get("verdict")
-    if verdict:
-        text += f" {verdict}"
-    return text
-
-
-def _curve_label(run: Mapping[str, Any]) -> str:
-    """An experiment's run by its id and what sets it apart: "#4 training.batch_size=128 #2" (the
-    part of its name after the experiment's)."""
-    return f"#{run.get('id')} {str(run.get('name') or '').rpartition(': ')[2]}".strip()
-
-
-def runs_table(runs: Sequence[RunData]) -> Table:
-    rows = []
-    for d in runs:
-        r, m = d.run, d.run.get("metrics") or {}
-        rows.append(
-            (
-                f"#{r.get('id')}",
-                r.get("name"),
-                r.get("status"),
-                r.get("device"),
-                _opt(m.get("training_time_s"), fmt_seconds),
-                _opt(m.get("median_step_s"), fmt_seconds),
-                _score(m.get("accuracy")),
-                _score(m.get("macro_f1")),
-            )
-        )
-    return Table(
-        "Runs",
-        ("Run", "Name", "Status", "Device", "Training time", "Median step", "Accuracy", "Macro F1"),
-        _cells(rows),
-        frozenset({4, 5, 6, 7}),
-    )
-
-
-def experiment_report(
-    exp: Mapping[str, Any], runs: Sequence[RunData], created: str, author: str | None = None
-) -> ResultReport:
-    summary = exp.get("summary") or {}
-    if exp.get("kind") == "one-factor":
-        tables = one_factor_tables(str(exp.get("factor")), summary.get("rows") or [])
-    else:
-        tables = generic_tables(summary)
-    first = runs[0] if runs else None
-    notes = []
-    if summary.get("source"):
-        notes.append(f"Source: {summary['source']}")
-    if exp.get("notes"):
-        notes.append(str(exp["notes"]))
-    return ResultReport(
-        "Experiment report",
-        f"Experiment #{exp.get('id', '?')}: {exp.get('name') or ''}".rstrip(": "),
-        created,
-        author,
-        experiment_summary_text(exp, runs),
-        (
-            *tables,
-            *((runs_table(runs),) if runs else ()),
-            hardware(first.inventory if first else None, exp.get("machine")),
-            *((what_ran(first.run),) if first else ()),
-        ),
-        charts_for([(_curve_label(d.run), d) for d in runs]),
-        tuple(notes),
-    )
-
-
 # --- CSV ----------------------------------------------------------------------------------------
 def result_report_rows(report: ResultReport) -> list[list[Any]]:
     """The report as CSV rows: a title block, then each table under its title with its header row,
@@ -659,24 +462,3 @@ def load_run(store: Any, run_id: int) -> RunData | None:
     if inventory is not None:
         inventory = {**inventory, "taken": inv.get("created")}
     return RunData(run, list(columns), t, values, inventory)
-
-
-def load_report(store: Any, kind: str, item_id: int, created: str, author: str | None = None) -> ResultReport:
-    """The report of a stored run or experiment. TrainRigError when it is not there or is of
-    another kind (sizings have the purchasing report)."""
-    if kind == "run":
-        data = load_run(store, item_id)
-        if data is None:
-            raise TrainRigError(f"run #{item_id} is not in this database")
-        return run_report(data, created, author)
-    if kind == "experiment":
-        detail = store.result_detail("experiment", item_id) or {}
-        exp = detail.get("experiment")
-        if not isinstance(exp, dict):
-            raise TrainRigError(f"experiment #{item_id} is not in this database")
-        exp = {**exp, "name": detail.get("name") or exp.get("name"), "notes": detail.get("notes")}
-        runs = [d for i in exp.get("run_ids") or [] if (d := load_run(store, int(i))) is not None]
-        return experiment_report(exp, runs, created, author)
-    raise TrainRigError(
-        f"a {kind} has no run report: runs and experiments have one, a sizing has the purchasing report"
-    )

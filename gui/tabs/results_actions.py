@@ -16,7 +16,8 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMenu, QMessageBox
 
 from core.errors import TrainRigError
-from core.output.run_report import ResultReport, load_report, write_result_csv
+from core.output.experiment_report import load_report
+from core.output.run_report import ResultReport, write_result_csv
 from core.spec.workload import parse_workload
 from core.storage.files import check_target
 from gui.models.results_model import KIND_LABELS

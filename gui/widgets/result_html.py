@@ -8,7 +8,8 @@ import html
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from core.output.run_report import predicted_vs_measured
+from core.output.experiment_report import experiment_tables
+from core.output.run_report import Table, predicted_vs_measured
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from gui.models.results_model import local_date
 from telemetry.inventory.text import inventory_to_text
@@ -340,11 +341,10 @@ def generic(detail: dict[str, Any], depth: int = 0) -> str:
 
 
 def experiment_html(detail: dict[str, Any]) -> str:
-    """An experiment's summary as the command printed it: per value of its factor (one-factor), per
-    thread count (thread scaling) or per location (storage)."""
+    """An experiment's summary, the tables of its report (core.output.run_report.experiment_tables):
+    per value of its factor, per thread count, per process count or per storage location."""
     name = detail.get("name") or ""
     exp = detail.get("experiment") if isinstance(detail.get("experiment"), dict) else {}
-    summary = exp.get("summary") or {}
     runs = exp.get("run_ids") or []
     head = pairs(
         [
@@ -354,92 +354,21 @@ def experiment_html(detail: dict[str, Any]) -> str:
             ("runs in this database", ", ".join(f"#{i}" for i in runs) or "none"),
         ]
     )
-
-    def spread(x: Any, fmt: str) -> str:
-        if not isinstance(x, dict):
-            return "—"
-        return fmt.format(x["mean"]) + (f" ± {fmt.format(x['sd'])}" if x.get("n", 1) > 1 else "")
-
-    if exp.get("kind") == "one-factor":
-        body = table(
-            [str(exp.get("factor")), "time (s)", "accuracy", "macro F1", "step measured", "step predicted", "runs"],
-            [
-                [
-                    _scalar(r.get("value")),
-                    spread(r.get("training_time_s"), "{:.2f}"),
-                    spread(r.get("accuracy"), "{:.3f}"),
-                    spread(r.get("macro_f1"), "{:.3f}"),
-                    f"{r['step_s']['mean'] * 1e3:.3g} ms" if isinstance(r.get("step_s"), dict) else "—",
-                    f"{r['predicted_step_s'] * 1e3:.3g} ms" if r.get("predicted_step_s") else "—",
-                    f"{r.get('runs', 0)}" + (f" ({r['failed']} failed)" if r.get("failed") else ""),
-                ]
-                for r in summary.get("rows", [])
-            ],
-        )
-    elif exp.get("kind") == "threads":
-        body = (
-            table(
-                ["threads", "step", "samples/s"],
-                [
-                    [p["threads"], f"{p['step_s'] * 1e3:.3g} ms", f"{64 / p['step_s']:,.0f}"]
-                    for p in summary.get("points", [])
-                ],
-            )
-            + f"<p>{esc(summary.get('verdict', ''))} — {esc(summary.get('source', ''))}</p>"
-        )
-    elif exp.get("kind") == "scaling":
-        body = scaling_body(summary)
-    else:
-        body = generic(summary)
+    body = "".join(table_html(t) for t in experiment_tables(exp))
+    summary = exp.get("summary") or {}
+    if summary.get("verdict"):
+        body += f"<p>{esc(summary['verdict'])}</p>"
+    if summary.get("source"):
+        body += f"<p>Source: {esc(summary['source'])}</p>"
     return page(f"Experiment #{detail.get('id', '?')}: {name}", head, body)
 
 
-def scaling_body(summary: dict[str, Any]) -> str:
-    """A process scaling (core.output.scaling): per process count the measurement, the sizing's
-    prediction for that many devices and Wünsche's published expectations; the verdict and source."""
-    groups = list(summary.get("published_cuts") or {})
-    cuts = summary.get("published_cuts") or {}
-
-    def s(x: Any) -> str:
-        return fmt_seconds(x) if isinstance(x, int | float) else "—"
-
-    def x(v: Any, fmt: str) -> str:
-        return fmt.format(v) if isinstance(v, int | float) else "—"
-
-    rows = [
-        [
-            r.get("processes"),
-            r.get("ranks"),
-            r.get("status"),
-            s(r.get("training_time_s")),
-            s(r.get("epoch_s")),
-            s(r.get("step_s")),
-            x(r.get("speed_up"), "{:.2f}×"),
-            x(r.get("cut_from_previous"), "{:+.0%}"),
-            x(r.get("allreduce_share"), "{:.0%}"),
-            s(r.get("predicted_step_s")) if r.get("predicted_step_s") else r.get("prediction_note") or "—",
-            x(r.get("predicted_speed_up"), "{:.2f}×"),
-            *[s((r.get("wuensche_s") or {}).get(g)) for g in groups],
-        ]
-        for r in summary.get("rows", [])
-    ]
-    headers = [
-        "processes",
-        "ranks",
-        "status",
-        "training time",
-        "epoch",
-        "step",
-        "speed-up",
-        "cut per doubling",
-        "all-reduce share",
-        "sizing: step",
-        "sizing: speed-up",
-        *[f"Wünsche {g} ({cuts[g]:.0%})" for g in groups],
-    ]
+def table_html(t: Table) -> str:
+    """A report table (core.output.run_report) as the details pane shows it."""
     return (
-        table(headers, rows)
-        + f"<p>{esc(summary.get('verdict', ''))}</p><p>Source: {esc(summary.get('source', ''))}</p>"
+        f"<h4>{esc(t.title)}</h4>"
+        + (table(list(t.headers), t.rows) if t.rows else "")
+        + (f"<p><small>{esc(t.note)}</small></p>" if t.note else "")
     )
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from core.errors import TrainRigError
+from core.output.experiment_report import load_report
 from core.output.report_csv import rows_to_csv
-from core.output.run_report import load_report, repeat_key, result_report_rows
+from core.output.run_report import repeat_key, result_report_rows
 from core.storage.store import Store
 from telemetry.series import mean_band
 from tests.gui.results_data import COLUMNS, record_run
