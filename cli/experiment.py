@@ -15,13 +15,13 @@ from typing import Any
 from cli.run import EXIT_CANCELLED, EXIT_FAILED, ProgressBar, check_rate, wait_with_cancel
 from core.errors import TrainRigError
 from core.output import scaling
-from core.output.experiment_summary import ExperimentRow, summary_text
+from core.output.experiment_summary import summary_text
 from core.output.thread_scaling import SOURCE, ThreadPoint, verdict
-from core.spec.experiment import Variant, expand, parse_vary
+from core.spec.experiment import MAX_RUNS, Variant, expand, parse_vary
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store, this_host
 from core.units import fmt_seconds
-from telemetry.experiments import ExperimentPlan, run_experiment
+from telemetry.experiments import ExperimentPlan, run_experiment, save_one_factor
 from telemetry.inventory import collect_inventory
 from telemetry.page_cache import evict
 from telemetry.process_scaling import parse_process_counts, process_factor, process_setup, scaling_predictions
@@ -31,8 +31,6 @@ from telemetry.sampler import DEFAULT_RATE_HZ
 from telemetry.storage_ab import summary_row, tier_of, write_dataset
 from telemetry.thread_scaling import physical_and_logical, run_thread_scaling
 from telemetry.training import size_here, trainer_spec, training_run
-
-MAX_RUNS = 200
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -114,18 +112,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     )
     bar.close()
     rows = outcome.rows
-    summary = summary_json(factor.name, rows, outcome.run_ids)
-    complete = all(r.runs and not r.failed for r in rows)
-    status = "cancelled" if outcome.cancelled else "finished" if complete else "failed"
-    plan_doc = {
-        "values": list(factor.values),
-        "repeats": args.repeats,
-        "device": args.device,
-        "epochs": args.epochs,
-        "samples": args.samples,
-        "workload": document,
-    }
-    eid = save(store, f"{name}: {factor.name}", "one-factor", factor.name, plan_doc, outcome.run_ids, summary, status)
+    eid, status, summary = save_one_factor(store, plan, outcome, document)
+    complete = status == "finished"
     if args.json:
         print(json.dumps({**summary, "experiment_id": eid}, indent=2))
     else:
@@ -222,32 +210,6 @@ def save(
     if store is None:
         return None
     return store.save_experiment(name, kind, factor, plan, run_ids, summary, status, this_host())
-
-
-def summary_json(factor: str, rows: list[ExperimentRow], run_ids: list[int | None]) -> dict[str, Any]:
-    def spread(s: Any) -> dict[str, float] | None:
-        return None if s is None else {"mean": s.mean, "sd": s.sd, "n": s.n}
-
-    return {
-        "factor": factor,
-        "run_ids": run_ids,
-        "rows": [
-            {
-                "value": r.value,
-                "runs": r.runs,
-                "failed": r.failed,
-                "training_time_s": spread(r.training_time_s),
-                "accuracy": spread(r.accuracy),
-                "macro_f1": spread(r.macro_f1),
-                "step_s": spread(r.step_s),
-                "predicted_step_s": r.predicted_step_s,
-                "training_memory_bytes": spread(r.peak_memory_bytes),
-                "predicted_memory_bytes": r.predicted_memory_bytes,
-                "resources_mean_max": r.resources,
-            }
-            for r in rows
-        ],
-    }
 
 
 def run_threads(args: argparse.Namespace, store: Store | None) -> int:

@@ -72,17 +72,63 @@ def result_reports(run: list[str], tmp: Path) -> None:
     db = [*run, "--db", str(tmp / "runs.db")]
     quiet = {"cwd": ROOT, "check": True, "stdout": subprocess.DEVNULL}
     subprocess.run([*db, "inventory", "--save"], **quiet)
-    vary = ["--vary", "training.batch_size=64,128,256", "--repeats", "2", "--epochs", "2", "--samples", "3000"]
+    vary = ["--vary", "training.batch_size=64,128,256", "--repeats", "2", "--epochs", "3", "--samples", "20000"]
     subprocess.run([*db, "experiment", "examples/seed-mlp.json", *vary], **quiet)
     for key, name in (("experiment:1", "sample-experiment-report"), ("run:1", "sample-run-report")):
         pdf, csv = f"docs/{name}.pdf", f"docs/{name}.csv"
         subprocess.run([*db, "runs", "--report", key, "--pdf", pdf, "--csv", csv], cwd=ROOT, check=True)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    shots = [sys.executable, __file__, "--experiment-shots", str(tmp / "runs.db")]
+    subprocess.run(shots, cwd=ROOT, check=True, env=env)
+
+
+def experiment_shots(db: Path) -> None:
+    """The Results tab on that experiment: its table (details), then its six runs compared with
+    the repeats as a mean ± band."""
+    sys.path.insert(0, str(ROOT))
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtWidgets import QApplication
+
+    from core.storage.store import Store
+    from gui.app import configure_app
+    from gui.tabs.results_tab import ResultsTab
+
+    app = QApplication([])
+    configure_app(app)
+
+    def settle(until: object = None, limit_s: float = 20.0) -> None:
+        import time
+
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end and not (until and until()):  # type: ignore[operator]
+            QCoreApplication.processEvents()
+            time.sleep(0.02)
+
+    tab = ResultsTab(Store.open(db))
+    tab.resize(1366, 900)
+    tab.show()
+    settle(lambda: tab.model.rowCount() > 0)
+    tab.select_keys([("experiment", 1)])
+    settle(lambda: "Per value of" in tab.details.text.toPlainText())
+    tab.split.setSizes([200, 700])
+    settle(limit_s=0.5)
+    tab.grab().save(str(ROOT / "docs/screenshot-experiment-table.png"))
+    tab.compare_selected()
+    settle(lambda: len(tab.compare.runs) == 6)
+    tab.compare.repeats.setChecked(True)
+    settle(limit_s=0.5)
+    tab.grab().save(str(ROOT / "docs/screenshot-experiment.png"))
+    print("docs/screenshot-experiment-table.png and docs/screenshot-experiment.png from the Results tab")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check the README's sample")
+    parser.add_argument("--experiment-shots", type=Path, help=argparse.SUPPRESS)  # the step above, in its own process
     args = parser.parse_args()
+    if args.experiment_shots:
+        experiment_shots(args.experiment_shots)
+        return 0
     text = README.read_text(encoding="utf-8")
     block = sample_block(size_output())
     if args.check:

@@ -32,6 +32,8 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.results_tab, "&Results")
         self.results_tab.show_wizard.connect(lambda: self.tabs.setCurrentWidget(self.sizing_tab))
         self.results_tab.rerun_requested.connect(self._rerun)
+        self.telemetry_tab.experiment_saved.connect(lambda _eid: self.results_tab.refresh())
+        self.telemetry_tab.show_result.connect(self._show_result)
         self.sizing_tab.results.run_here.connect(self._run_here)
         self.sizing_tab.python_for_runs = self._python_for_runs
         self.inventory_tab.detected.connect(self.sizing_tab.set_inventory)
@@ -94,6 +96,10 @@ class MainWindow(QMainWindow):
     def _run_here(self) -> None:
         self.tabs.setCurrentWidget(self.telemetry_tab)
         self.telemetry_tab.run_wizard_workload()
+
+    def _show_result(self, kind: str, id_: int) -> None:
+        self.tabs.setCurrentWidget(self.results_tab)
+        self.results_tab.show_key(kind, id_)
 
     def _rerun(self, stored: object, name: str) -> None:
         self.tabs.setCurrentWidget(self.telemetry_tab)  # where the run, or why it cannot start, shows

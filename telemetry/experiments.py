@@ -10,7 +10,7 @@ from typing import Any
 
 from core.output.experiment_summary import ExperimentRow, summarise
 from core.spec.experiment import Factor, Variant
-from core.storage.store import Store
+from core.storage.store import Store, this_host
 from telemetry.runs import Run
 from telemetry.training import size_here, trainer_spec, training_run
 
@@ -107,3 +107,56 @@ def run_experiment(
                 out.cancelled = True
                 return out
     return out
+
+
+def summary_dict(factor: str, rows: list[ExperimentRow], run_ids: list[int | None]) -> dict[str, Any]:
+    def spread(s: Any) -> dict[str, float] | None:
+        return None if s is None else {"mean": s.mean, "sd": s.sd, "n": s.n}
+
+    return {
+        "factor": factor,
+        "run_ids": run_ids,
+        "rows": [
+            {
+                "value": r.value,
+                "runs": r.runs,
+                "failed": r.failed,
+                "training_time_s": spread(r.training_time_s),
+                "accuracy": spread(r.accuracy),
+                "macro_f1": spread(r.macro_f1),
+                "step_s": spread(r.step_s),
+                "predicted_step_s": r.predicted_step_s,
+                "training_memory_bytes": spread(r.peak_memory_bytes),
+                "predicted_memory_bytes": r.predicted_memory_bytes,
+                "resources_mean_max": r.resources,
+            }
+            for r in rows
+        ],
+    }
+
+
+def save_one_factor(
+    store: Store | None, plan: ExperimentPlan, outcome: ExperimentOutcome, document: Mapping[str, Any]
+) -> tuple[int | None, str, dict[str, Any]]:
+    """Record a one-factor experiment with its runs (the Results tab lists it): its id (None
+    without a database), its status (finished, failed: a run did not finish, or cancelled) and
+    its summary."""
+    rows = outcome.rows
+    summary = summary_dict(plan.factor.name, rows, outcome.run_ids)
+    complete = all(r.runs and not r.failed for r in rows)
+    status = "cancelled" if outcome.cancelled else "finished" if complete else "failed"
+    plan_doc = {
+        "values": list(plan.factor.values),
+        "repeats": plan.repeats,
+        "device": plan.device,
+        "epochs": plan.epochs,
+        "samples": plan.samples,
+        "workload": dict(document),
+    }
+    if store is None:
+        return None, status, summary
+    name = f"{plan.name}: {plan.factor.name}"
+    eid = store.save_experiment(
+        name, "one-factor", plan.factor.name, plan_doc, outcome.run_ids, summary, status, this_host()
+    )
+    return eid, status, summary

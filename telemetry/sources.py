@@ -121,9 +121,12 @@ class ProcessTreeSource:
         cpu = rss = threads = 0.0
         denied: set[str] = set()
         alive = 0
+        zombie = getattr(ps, "STATUS_ZOMBIE", None)
         for pid, p in list(self._procs.items()):
             try:
                 with p.oneshot():
+                    if zombie is not None and p.status() == zombie:  # exited, not yet reaped: its RSS reads 0
+                        raise ps.NoSuchProcess(pid)
                     alive += 1
                     for col, fn in (
                         ("proc_cpu_percent", p.cpu_percent),

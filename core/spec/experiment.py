@@ -30,6 +30,7 @@ TRAINING_FACTORS = {
 MODEL_FACTORS = ("depth", "width", "activation")
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu")
 MAX_VALUES = 32
+MAX_RUNS = 200  # values × repeats of one experiment
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,12 @@ class ResultsActions:
 
     def action_specs(self: ResultsTab) -> list[tuple[str, str, str, Callable[[], None]]]:
         return [
-            ("compare", "Compare", "Overlay the selected runs' telemetry, one plot per metric", self.compare_selected),
+            (
+                "compare",
+                "Compare",
+                "Overlay the telemetry of the selected runs and of the selected experiments' runs, one plot per metric",
+                self.compare_selected,
+            ),
             (
                 "open_wizard",
                 "Open in wizard",
@@ -86,7 +91,7 @@ class ResultsActions:
         kinds = [k for k, _ in keys]
         writable = self.store is not None and not self.busy
         enabled = {
-            "compare": "run" in kinds,
+            "compare": "run" in kinds or "experiment" in kinds,
             "open_wizard": kinds == ["sizing"] and self.wizard is not None,
             "tag": bool(keys) and writable,
             "rename": len(keys) == 1 and writable,

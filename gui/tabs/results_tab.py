@@ -372,9 +372,14 @@ class ResultsTab(ResultsActions, QWidget):
 
     # --- compare --------------------------------------------------------------------------------
     def compare_selected(self) -> None:
+        """Overlay the selected runs and the runs of the selected experiments."""
         ids = self.selected_run_ids()
-        if not ids or self.store is None:
-            self.say("Select one or more runs to compare (sizings, inventories and calibrations have no curves).")
+        experiments = [id_ for kind, id_ in self.selected_keys() if kind == "experiment"]
+        if not (ids or experiments) or self.store is None:
+            self.say(
+                "Select one or more runs or experiments to compare (sizings, inventories and calibrations have no "
+                "curves)."
+            )
             return
         store = self.store
         self._compare_generation += 1
@@ -382,6 +387,8 @@ class ResultsTab(ResultsActions, QWidget):
 
         def work() -> list[RunCurves]:
             out = []
+            for eid in experiments:
+                ids.extend(i for i in (store.experiment(eid) or {}).get("run_ids") or [] if i not in ids)
             for id_ in ids:
                 detail = run_of(store.result_detail("run", id_) or {})
                 columns, t, values = store.run_series(id_)
@@ -403,6 +410,9 @@ class ResultsTab(ResultsActions, QWidget):
         def done(runs: list[RunCurves]) -> None:
             if generation != self._compare_generation:
                 return
+            if not runs:
+                self.say("The selected experiments have no runs in this database to compare.")
+                return
             self.compare.set_runs(runs)
             self.pane.setCurrentWidget(self.compare)
             sizes = self.split.sizes()
@@ -411,8 +421,17 @@ class ResultsTab(ResultsActions, QWidget):
             counts = self.compare.curve_counts()
             self.say(f"Comparing {len(runs)} run{'s' if len(runs) != 1 else ''} on {len(counts)} metrics.", error=False)
 
-        self.say(f"Reading the samples of {len(ids)} run{'s' if len(ids) != 1 else ''}…", error=False)
+        what = f"{len(ids)} run{'s' if len(ids) != 1 else ''}" if not experiments else "the selected runs"
+        self.say(f"Reading the samples of {what}…", error=False)
         self.run_job(work, done, lambda msg: self.say(f"The runs cannot be compared: {msg}", error=True))
+
+    def show_key(self, kind: str, id_: int) -> None:
+        """Show one result (an experiment the Telemetry tab just stored): the table re-read, the
+        result selected, its details below."""
+        self.refresh()
+        self.select_keys([(kind, id_)])
+        if (kind, id_) not in self.selected_keys():
+            self.say(f"{kind.capitalize()} #{id_} is hidden by the filters above: clear them to see it.")
 
     # --- plumbing -------------------------------------------------------------------------------
     def run_job(self, fn: Any, on_done: Any, on_failed: Any, *, busy: bool = False) -> None:

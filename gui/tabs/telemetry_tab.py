@@ -8,11 +8,12 @@ ring buffer and latest message from a timer at 15 Hz."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 from core.errors import TrainRigError
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
+from gui.tabs.telemetry_experiment import ExperimentActions, ExperimentRunner
 from gui.widgets.telemetry_plots import TelemetryPlots
 from gui.workers import Job, start_job
 from telemetry.pytorch_env import find_torch_environment
@@ -40,7 +42,10 @@ from telemetry.training import size_here, this_machine_prediction, trainer_spec,
 FRAME_MS = 66  # ~15 frames/s: the GUI thread reads the buffer, it never gets a signal per sample
 
 
-class TelemetryTab(QWidget):
+class TelemetryTab(ExperimentActions, QWidget):
+    experiment_saved = Signal(int)  # an experiment was stored: the Results tab lists it
+    show_result = Signal(str, int)  # the user asked to see a result (kind, id) in the Results tab
+
     def __init__(
         self,
         store: Store | None,
@@ -53,6 +58,9 @@ class TelemetryTab(QWidget):
         self.wizard = wizard
         self.python_for_runs = python_for_runs
         self.run: Run | None = None
+        self.experiment: ExperimentRunner | None = None
+        self.experiment_progress: tuple[int, int, str] | None = None
+        self.last_experiment: int | None = None
         self.last_document: Any = None
         self._job: Job | None = None
         self._drawn_at: tuple[int, int, bool] | None = None
@@ -67,6 +75,19 @@ class TelemetryTab(QWidget):
         self.start_file.clicked.connect(self.run_file_dialog)
         self.start_last = QPushButton("Run the last again")
         self.start_last.clicked.connect(self.run_last)
+        self.start_experiment_button = QPushButton("Experiment…")
+        self.start_experiment_button.setToolTip(
+            "A one-factor experiment as Finocchiaro's Tables 4.1–4.5: vary one field (batch size, depth, width, "
+            "activation, optimizer, learning rate, … or any workload field) over values you give, each trained in "
+            "turn with the same seeds"
+        )
+        self.start_experiment_button.clicked.connect(self.experiment_dialog)
+        self.show_experiment = QPushButton("Show in Results")
+        self.show_experiment.setToolTip("The last experiment's table, runs and overlaid telemetry in the Results tab")
+        self.show_experiment.setEnabled(False)
+        self.show_experiment.clicked.connect(
+            lambda: self.last_experiment is not None and self.show_result.emit("experiment", self.last_experiment)
+        )
         self.cancel_button = QPushButton("Cancel (Esc)")
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
@@ -80,7 +101,7 @@ class TelemetryTab(QWidget):
         self.rate = _spin(1, 20, 10, "samples per second (1–20 Hz)")
         self.rate.setSuffix(" Hz")
         top = QHBoxLayout()
-        for w in (self.start_wizard, self.start_file, self.start_last):
+        for w in (self.start_wizard, self.start_file, self.start_last, self.start_experiment_button):
             top.addWidget(w)
         for label, w in (("Epochs", self.epochs), ("Samples", self.samples), ("Device", self.device)):
             top.addWidget(QLabel(label))
@@ -88,6 +109,7 @@ class TelemetryTab(QWidget):
         top.addWidget(QLabel("Sampling"))
         top.addWidget(self.rate)
         top.addStretch(1)
+        top.addWidget(self.show_experiment)
         top.addWidget(self.cancel_button)
 
         self.progress = QProgressBar()
@@ -144,7 +166,7 @@ class TelemetryTab(QWidget):
     # --- starting ------------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return (self.run is not None and not self.run.done) or self._job is not None
+        return (self.run is not None and not self.run.done) or self._job is not None or self.experiment is not None
 
     def run_wizard_workload(self) -> None:
         if self.wizard is None:
@@ -272,29 +294,35 @@ class TelemetryTab(QWidget):
             self._set_busy(False)
             self._say(f"The trainer cannot start in {python}: {exc}", error=True)
             return
-        self.run = run
         self.last_document = document
-        assert run.sampler is not None
-        import os
+        self.watch(run, prediction, spec, name)
 
+    def watch(self, run: Run, prediction: dict[str, Any] | None, spec: dict[str, Any], name: str) -> None:
+        """Plot ``run`` (started) live from now on."""
+        self.run = run
+        assert run.sampler is not None
         self.plots.configure(
-            run.sampler.columns, run.sampler.limits, os.cpu_count() or 1, prediction, spec["device"] != "cpu"
+            run.sampler.columns, run.sampler.limits, os.cpu_count() or 1, prediction, spec.get("device") != "cpu"
         )
         self.notes.setText("; ".join(f"{k}: {v}" for k, v in run.sampler.reasons.items()))
         self._drawn_at = None
         self.progress.setValue(0)
         self.progress.setFormat("starting PyTorch…")
-        self._say(f"Running {name} on {spec['device']} ({spec['epochs']} epochs, batch {spec['batch_size']}).")
+        self._say(
+            f"Running {name} on {spec.get('device')} ({spec.get('epochs')} epochs, batch {spec.get('batch_size')})."
+        )
         self.comparison.setText(_comparison(prediction, None, None))
         self.timer.start()
 
     def _set_busy(self, busy: bool) -> None:
-        for b in (self.start_wizard, self.start_file, self.start_last):
+        for b in (self.start_wizard, self.start_file, self.start_last, self.start_experiment_button):
             b.setEnabled(not busy and (b is not self.start_wizard or self.wizard is not None))
         self.cancel_button.setEnabled(busy)
 
     # --- while it runs -------------------------------------------------------------------------
     def cancel(self) -> None:
+        if self.experiment is not None:
+            self.experiment.cancel()  # the run in progress is cancelled, and no other starts
         if self.run is not None and not self.run.done:
             self.run.cancel()
             self._say("Cancelling: the trainer was asked to stop (forced after 5 s).")
@@ -340,7 +368,8 @@ class TelemetryTab(QWidget):
             self._ended(r)
 
     def _ended(self, r: Run) -> None:
-        self._set_busy(False)
+        if self.experiment is None:
+            self._set_busy(False)
         if r.status == "finished" and self.wizard is not None:
             self.wizard.runs_changed()
         m = r.metrics or {}
@@ -358,6 +387,9 @@ class TelemetryTab(QWidget):
             self.progress.setFormat(r.status)
             text = f"{r.status.capitalize()}: {r.reason}"
         stored = f" (run {r.run_id}, {r.sampler.buffer.total if r.sampler else 0} samples stored)" if r.run_id else ""
+        if self.experiment_progress is not None:
+            i, n, label = self.experiment_progress
+            text = f"Experiment run {i} of {n} ({label}): {text[0].lower()}{text[1:]}" + ("; next…" if i < n else "")
         self._say(text + stored, error=r.status == "failed")
         self.comparison.setText(
             _comparison(r.prediction, measured.get("median_step_s"), measured.get("training_memory_bytes"), final=True)
@@ -383,6 +415,8 @@ class TelemetryTab(QWidget):
         )
         if answer != QMessageBox.StandardButton.Yes:
             return False
+        if self.experiment is not None:
+            self.experiment.cancel()
         if self.run is not None:
             self.run.cancel()
             self.run.wait(self.run.grace_s + 3)

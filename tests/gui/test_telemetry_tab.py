@@ -126,3 +126,48 @@ def test_a_stored_run_is_run_again_from_the_results_tab_with_its_settings(qtbot,
     assert "--nproc-per-node 2" in tab.status.text()
     assert not tab.rerun({"document": doc}, "run #10")
     assert tab.status.text() == "run #10 was stored without its trainer settings: it cannot be re-run."
+
+
+def test_a_one_factor_experiment_from_the_tab_runs_each_value_and_lands_in_the_results_tab(
+    qtbot, main_window, tmp_path
+) -> None:
+    from gui.widgets.experiment_dialog import ExperimentDialog
+
+    store = Store.open(tmp_path / "t.db")
+    w = main_window(store)
+    tab, results = w.telemetry_tab, w.results_tab
+    w.tabs.setCurrentWidget(tab)
+    tab.epochs.setValue(1)
+    tab.samples.setValue(600)
+    dialog = ExperimentDialog(None, tab)
+    qtbot.addWidget(dialog)
+    dialog.file = ROOT / "examples/seed-mlp.json"
+    dialog.field.setCurrentText("batch_size")
+    assert dialog.values.text() == "64,128,256,512"  # the factor's starting values
+    # a bad value is refused in the dialog, naming it, and nothing runs
+    dialog.values.setText("64,0")
+    dialog.accept()
+    assert dialog.request is None and dialog.message.text().startswith("Not started: ")
+    assert "batch_size=0" in dialog.message.text()
+    dialog.values.setText("64,128,256")
+    dialog.accept()
+    assert dialog.request is not None and len(dialog.request.variants) == 3
+    tab.start_experiment(dialog.request)
+    assert tab.running and not tab.start_file.isEnabled() and tab.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: tab.experiment_progress is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: tab.experiment is None, timeout=180_000)
+    assert tab.status.text().startswith("Experiment finished: 3 runs of batch_size (64, 128, 256); experiment #1")
+    assert tab.start_file.isEnabled() and tab.show_experiment.isEnabled()
+    exp = store.experiment(1)
+    assert exp["kind"] == "one-factor" and exp["status"] == "finished" and len(exp["run_ids"]) == 3
+    assert [r["value"] for r in exp["summary"]["rows"]] == [64, 128, 256]
+    assert all(r["runs"] == 1 and r["accuracy"]["mean"] > 0 for r in exp["summary"]["rows"])
+    # Show in Results: its table; Compare overlays its three runs
+    qtbot.mouseClick(tab.show_experiment, Qt.MouseButton.LeftButton)
+    assert w.tabs.currentWidget() is results and results.selected_keys() == [("experiment", 1)]
+    qtbot.waitUntil(lambda: "Per value of batch_size" in results.details.text.toPlainText(), timeout=10_000)
+    qtbot.mouseClick(results.buttons["compare"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(results.compare.runs) == 3, timeout=20_000)
+    assert set(results.compare.curve_counts().values()) == {3}
+    if os.environ.get("TRAINRIG_SCREENSHOTS"):
+        results.grab().save(str(ROOT / "docs/screenshot-experiment.png"))

@@ -236,3 +236,18 @@ def test_moving_average_smooths_over_the_window_and_keeps_gaps() -> None:
         20.0,
         30.0,
     ]
+
+
+def test_a_process_that_exited_but_is_not_reaped_is_gone_not_zero() -> None:
+    import subprocess
+    import time
+
+    child = subprocess.Popen(["sleep", "0.05"])  # not waited for: a zombie once it exits
+    source = ProcessTreeSource(child.pid)
+    assert source.read(0.0, slow=False)["proc_rss_bytes"] > 0
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert source.read(1.0, slow=False) == {}  # not an RSS of 0 bytes
+    assert source.reasons["proc_cpu_percent"] == f"process {child.pid} has exited"
+    child.wait()
