@@ -181,11 +181,11 @@ def line_chart(chart: Chart, width: int = 2000, height: int = 640) -> QImage:
     longest = max((len(c.label) for c in chart.curves), default=0)
     per_row = 3 if longest <= 24 else 2 if longest <= 40 else 1
     legend_rows = -(-len(chart.curves) // per_row) if len(chart.curves) > 1 else 0  # one curve: the title names it
-    left, right, top = 170, width - 40, 70
+    left, right, top = 170, width - 150, 70  # the x axis's name right of its last tick
     bottom = height - 90 - legend_rows * 40
     unit = f" ({chart.unit})" if chart.unit else ""
     p.drawText(QRectF(left, 5, right - left, 50), Qt.AlignmentFlag.AlignLeft, chart.title + unit)
-    xs = [x for c in chart.curves for x in c.x]
+    xs = [x for c in chart.curves for x in c.x] + ([chart.marker[1]] if chart.marker else [])
     ys = [y for c in chart.curves for y in c.y] + ([chart.reference[1]] if chart.reference else [])
     x1 = max(xs, default=1.0) or 1.0
     y1 = (max(ys, default=1.0) or 1.0) * 1.08
@@ -204,7 +204,7 @@ def line_chart(chart: Chart, width: int = 2000, height: int = 640) -> QImage:
         gx = left + value * sx
         p.drawLine(QPointF(gx, bottom), QPointF(gx, bottom + 10))
         p.drawText(QRectF(gx - 100, bottom + 12, 200, 36), Qt.AlignmentFlag.AlignCenter, f"{value:,.{_decimals(x1)}f}")
-    p.drawText(QRectF(right - 300, bottom + 12, 300, 36), Qt.AlignmentFlag.AlignRight, chart.x_label)
+    p.drawText(QRectF(right + 30, bottom + 12, width - right - 30, 36), Qt.AlignmentFlag.AlignLeft, chart.x_label)
     for i, curve in enumerate(chart.curves):
         colour = QColor(LINE_COLOURS[i % len(LINE_COLOURS)])
         p.setPen(QPen(colour, 4))
@@ -219,6 +219,12 @@ def line_chart(chart: Chart, width: int = 2000, height: int = 640) -> QImage:
         p.fillRect(QRectF(lx, ly + 8, 40, 10), colour)
         p.setPen(QColor("black"))
         p.drawText(QRectF(lx + 50, ly - 6, (right - left) / per_row - 60, 40), Qt.AlignmentFlag.AlignLeft, curve.label)
+    if chart.marker:
+        name, value = chart.marker
+        gx = left + value * sx
+        p.setPen(QPen(QColor("#444444"), 3, Qt.PenStyle.DashLine))
+        p.drawLine(QPointF(gx, top), QPointF(gx, bottom))
+        p.drawText(QRectF(gx + 10, top, 600, 36), Qt.AlignmentFlag.AlignLeft, name)
     if chart.reference:
         name, value = chart.reference
         gy = bottom - value * sy

@@ -53,15 +53,20 @@ def result_blocks(r: ResultReport, width: float, breaks: Breaks) -> tuple[str, B
     ]
     for t in r.tables:
         parts += _table(b, t)
-    if r.charts:
+    figures = [i for i, c in enumerate(r.charts) if c.x_label != "s"]  # the experiment's own figure
+    over_time = [i for i, c in enumerate(r.charts) if c.x_label == "s"]
+    if figures:
+        parts.append(b.heading("Figure"))
+        parts += [f"<p><img src='chart{i}.png' width='{css_px(width)}'></p>" for i in figures]
+    if over_time:
         parts.append(b.heading("Telemetry over time"))
         parts.append(
             "<p class='note'>Sampled during the run"
-            + ("s" if len({c.label for ch in r.charts for c in ch.curves}) > 1 else "")
+            + ("s" if len({c.label for i in over_time for c in r.charts[i].curves}) > 1 else "")
             + ", against seconds since each started; where a run has more samples than the page has room "
             "for, each point is the mean of its stretch.</p>"
         )
-        parts += [f"<p><img src='chart{i}.png' width='{css_px(width)}'></p>" for i in range(len(r.charts))]
+        parts += [f"<p><img src='chart{i}.png' width='{css_px(width)}'></p>" for i in over_time]
     for note in r.notes:
         parts.append(f"<p class='note'>Note: {_e(note)}</p>")
     return "".join(parts), b

@@ -12,6 +12,8 @@ from typing import Any
 from core.errors import TrainRigError
 from core.output.experiment_summary import RESOURCES
 from core.output.run_report import (
+    Chart,
+    Curve,
     ResultReport,
     RunData,
     Table,
@@ -19,6 +21,7 @@ from core.output.run_report import (
     charts_for,
     hardware,
     load_run,
+    newest_inventory,
     opt,
     run_report,
     score,
@@ -144,7 +147,7 @@ def threads_table(summary: Mapping[str, Any]) -> Table:
         ("threads", "step", "samples/s"),
         cells([(p.get("threads"), fmt_seconds(p["step_s"]), f"{64 / p['step_s']:,.0f}") for p in points]),
         frozenset({1, 2}),
-        f"This machine: {summary['physical']} physical and {summary['logical']} logical cores."
+        f"This machine: {summary['physical']} physical and {summary.get('logical', '?')} logical cores."
         if summary.get("physical")
         else "",
     )
@@ -215,6 +218,39 @@ def experiment_tables(exp: Mapping[str, Any]) -> tuple[Table, ...]:
     return generic_tables(summary)
 
 
+def summary_charts(exp: Mapping[str, Any]) -> tuple[Chart, ...]:
+    """The figure the paper drew for the experiment, where it drew one: thread scaling's rate by
+    thread count with the physical cores marked (Wünsche, Fig. 1); process scaling's training time
+    by process count beside Wünsche's published cuts."""
+    summary = exp.get("summary") or {}
+    if exp.get("kind") == "threads":
+        points = [p for p in summary.get("points") or [] if isinstance(p, Mapping) and p.get("step_s")]
+        if not points:
+            return ()
+        xs = tuple(float(p["threads"]) for p in points)
+        ys = tuple(64 / float(p["step_s"]) for p in points)
+        physical = summary.get("physical")
+        marker = (f"{physical} physical cores", float(physical)) if physical else None
+        curve = Curve("measured", xs, ys)
+        return (
+            Chart(
+                "Training rate by thread count (Wünsche 2016, Fig. 1)", "samples/s", "threads", (curve,), None, marker
+            ),
+        )
+    if exp.get("kind") == "scaling":
+        rows = [r for r in summary.get("rows") or [] if isinstance(r, Mapping) and r.get("training_time_s")]
+        if not rows:
+            return ()
+        xs = tuple(float(r["processes"]) for r in rows)
+        curves = [Curve("measured", xs, tuple(float(r["training_time_s"]) for r in rows))]
+        for group, cut in (summary.get("published_cuts") or {}).items():
+            expected = [(r.get("wuensche_s") or {}).get(group) for r in rows]
+            if all(isinstance(e, int | float) for e in expected):
+                curves.append(Curve(f"Wünsche {group} ({cut:.0%} a doubling)", xs, tuple(float(e) for e in expected)))
+        return (Chart("Training time by process count", "s", "processes", tuple(curves)),)
+    return ()
+
+
 def experiment_summary_text(exp: Mapping[str, Any], runs: Sequence[RunData]) -> str:
     plan = exp.get("plan") or {}
     values = plan.get("values") or [r.get("value") for r in (exp.get("summary") or {}).get("rows", [])]
@@ -236,7 +272,7 @@ def experiment_summary_text(exp: Mapping[str, Any], runs: Sequence[RunData]) -> 
         text += f" {done} of {len(runs)} runs in this database finished."
     verdict = (exp.get("summary") or {}).get("verdict")
     if verdict:
-        text += f" {verdict}"
+        text += f" {verdict[0].upper()}{verdict[1:]}" + ("" if verdict.endswith(".") else ".")
     return text
 
 
@@ -271,7 +307,11 @@ def runs_table(runs: Sequence[RunData]) -> Table:
 
 
 def experiment_report(
-    exp: Mapping[str, Any], runs: Sequence[RunData], created: str, author: str | None = None
+    exp: Mapping[str, Any],
+    runs: Sequence[RunData],
+    created: str,
+    author: str | None = None,
+    inventory: Mapping[str, Any] | None = None,
 ) -> ResultReport:
     summary = exp.get("summary") or {}
     tables = experiment_tables(exp)
@@ -290,10 +330,10 @@ def experiment_report(
         (
             *tables,
             *((runs_table(runs),) if runs else ()),
-            hardware(first.inventory if first else None, exp.get("machine")),
+            hardware(inventory, exp.get("machine")),
             *((what_ran(first.run),) if first else ()),
         ),
-        charts_for([(_curve_label(d.run), d) for d in runs]),
+        (*summary_charts(exp), *charts_for([(_curve_label(d.run), d) for d in runs])),
         tuple(notes),
     )
 
@@ -313,7 +353,8 @@ def load_report(store: Any, kind: str, item_id: int, created: str, author: str |
             raise TrainRigError(f"experiment #{item_id} is not in this database")
         exp = {**exp, "name": detail.get("name") or exp.get("name"), "notes": detail.get("notes")}
         runs = [d for i in exp.get("run_ids") or [] if (d := load_run(store, int(i))) is not None]
-        return experiment_report(exp, runs, created, author)
+        inventory = runs[0].inventory if runs else newest_inventory(store, exp.get("machine"))
+        return experiment_report(exp, runs, created, author, inventory)
     raise TrainRigError(
         f"a {kind} has no run report: runs and experiments have one, a sizing has the purchasing report"
     )

@@ -45,6 +45,7 @@ class Chart:
     x_label: str
     curves: tuple[Curve, ...]
     reference: tuple[str, float] | None = None  # a dashed line: (what it is, value in the chart's unit)
+    marker: tuple[str, float] | None = None  # a dashed vertical line: (what it is, x)
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ def hardware(inv: Mapping[str, Any] | None, machine: str | None) -> Table:
             "Hardware",
             ("", "Value"),
             cells([("Machine", machine or "unknown")]),
-            note="No inventory of this machine was stored with the run (open the Inventory tab once on it).",
+            note="No inventory of this machine is stored (open the Inventory tab once on it, or run "
+            "`python main.py inventory --save`).",
         )
     cpu, mem, sw = inv.get("cpu") or {}, inv.get("memory") or {}, inv.get("software") or {}
     gpus = inv.get("gpus") or []
@@ -454,11 +456,21 @@ def load_run(store: Any, run_id: int) -> RunData | None:
     run["notes"] = detail.get("notes")
     columns, t, values = store.run_series(run_id)
     inv_id = run.get("inventory_id")
-    if inv_id is None and run.get("machine"):  # none was taken before the run: the machine's newest
-        newest = store.results(kind=["inventory"], machine=run["machine"], limit=1)
-        inv_id = newest[0]["id"] if newest else None
-    inv = (store.result_detail("inventory", int(inv_id)) or {}) if inv_id is not None else {}
-    inventory = inv.get("snapshot") if isinstance(inv.get("snapshot"), dict) else None
-    if inventory is not None:
-        inventory = {**inventory, "taken": inv.get("created")}
-    return RunData(run, list(columns), t, values, inventory)
+    if inv_id is None:  # none was taken before the run: the machine's newest
+        return RunData(run, list(columns), t, values, newest_inventory(store, run.get("machine")))
+    return RunData(run, list(columns), t, values, inventory_of(store, int(inv_id)))
+
+
+def inventory_of(store: Any, inventory_id: int) -> dict[str, Any] | None:
+    """A stored inventory snapshot with the date it was ``taken``; None when it is not there."""
+    inv = store.result_detail("inventory", inventory_id) or {}
+    snapshot = inv.get("snapshot")
+    return {**snapshot, "taken": inv.get("created")} if isinstance(snapshot, dict) else None
+
+
+def newest_inventory(store: Any, machine: str | None) -> dict[str, Any] | None:
+    """The newest inventory stored for ``machine`` (a host name)."""
+    if not machine:
+        return None
+    newest = store.results(kind=["inventory"], machine=machine, limit=1)
+    return inventory_of(store, int(newest[0]["id"])) if newest else None

@@ -1,5 +1,6 @@
 """The details of one result: a readable page of its figures and, for a run, its telemetry plotted
-as the Telemetry tab plots a live run (the same widget, fed from the store instead of the buffer)."""
+as the Telemetry tab plots a live run (the same widget, fed from the store instead of the buffer);
+for a thread or process scaling, the figure the paper drew (the report's chart, drawn live)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import os
 from typing import Any
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QTextBrowser, QVBoxLayout, QWidget
 
+from core.output.experiment_report import summary_charts
+from core.output.run_report import Chart
 from gui.widgets.result_html import details_html, page, run_of
-from gui.widgets.telemetry_plots import TelemetryPlots
+from gui.widgets.telemetry_plots import COLOURS, TelemetryPlots
 
 
 class ResultDetails(QWidget):
@@ -24,6 +28,11 @@ class ResultDetails(QWidget):
         self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.addWidget(self.text)
         self.split.addWidget(self.plots)
+        self.figure = pg.PlotWidget()
+        self.figure.setBackground("w")
+        self.figure.setMinimumWidth(360)
+        self.figure.setVisible(False)
+        self.split.addWidget(self.figure)
         self.split.setStretchFactor(0, 2)
         self.split.setStretchFactor(1, 3)
         self.split.setSizes([460, 900])  # the figures' tables readable beside the plots
@@ -38,6 +47,7 @@ class ResultDetails(QWidget):
         self.kind, self.detail = None, None
         self.text.setHtml(page("", f"<p>{text}</p>"))
         self.plots.setVisible(False)
+        self.figure.setVisible(False)
 
     def show_html(self, html: str, kind: str | None = None) -> None:
         """A page of several results (sizings side by side): text only."""
@@ -45,6 +55,7 @@ class ResultDetails(QWidget):
         self.text.setHtml(html)
         self.text.verticalScrollBar().setValue(0)
         self.plots.setVisible(False)
+        self.figure.setVisible(False)
 
     def show_result(self, kind: str, detail: dict[str, Any], series: Any = None) -> None:
         """``series`` is a run's ``(columns, t, values)`` from the store (None for other kinds)."""
@@ -55,6 +66,35 @@ class ResultDetails(QWidget):
         self.plots.setVisible(has_plot)
         if has_plot:
             self._plot_run(run_of(detail), *series)
+        exp = detail.get("experiment") if kind == "experiment" else None
+        charts = summary_charts(exp) if isinstance(exp, dict) else ()
+        self.figure.setVisible(bool(charts))
+        if charts:
+            self._draw_figure(charts[0])
+            total = sum(self.split.sizes())
+            self.split.setSizes([total * 2 // 5, 0, total - total * 2 // 5])  # a splitter keeps a new pane at 0
+
+    def _draw_figure(self, chart: Chart) -> None:
+        plot = self.figure.getPlotItem()
+        plot.clear()
+        if plot.legend is None:
+            plot.addLegend(offset=(-10, 10))
+        plot.setTitle(chart.title, size="9pt")
+        plot.setLabel("left", chart.unit)
+        plot.setLabel("bottom", chart.x_label)
+        for i, curve in enumerate(chart.curves):
+            pen = pg.mkPen(
+                COLOURS[i % len(COLOURS)],
+                width=2 if i == 0 else 1,
+                style=Qt.PenStyle.SolidLine if i == 0 else Qt.PenStyle.DashLine,
+            )
+            plot.plot(curve.x, curve.y, pen=pen, symbol="o" if i == 0 else None, symbolSize=6, name=curve.label)
+        if chart.marker:
+            name, x = chart.marker
+            pen = pg.mkPen("#444", style=Qt.PenStyle.DashLine)
+            line = pg.InfiniteLine(x, angle=90, pen=pen, label=name, labelOpts={"color": "#333", "position": 0.95})
+            plot.addItem(line)
+        plot.setYRange(0, max(max(c.y) for c in chart.curves) * 1.1, padding=0)
 
     def _plot_run(self, run: dict[str, Any], columns: list[str], t: np.ndarray, values: np.ndarray) -> None:
         sampling = run.get("sampling") or {}

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
@@ -370,3 +371,22 @@ def test_a_runs_and_an_experiments_report_are_written_as_pdf_and_csv(qtbot, tab,
     tab.export_report_to(tmp_path / "missing" / "r.pdf", "run", run_id)
     assert tab.message.text().startswith("The report was not written:")
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_thread_scaling_shows_its_figure_with_the_physical_cores_marked(qtbot, tab) -> None:
+    points = [{"threads": 1, "step_s": 0.004}, {"threads": 2, "step_s": 0.0025}, {"threads": 4, "step_s": 0.005}]
+    summary = {"physical": 2, "logical": 2, "points": points, "verdict": "fastest at 2 thread(s)", "source": "Wünsche"}
+    eid = tab.store.save_experiment("seed MLP: thread scaling", "threads", "threads", {}, [], summary)
+    tab.refresh()
+    tab.select_keys([("experiment", eid)])
+    qtbot.waitUntil(lambda: tab.details.figure.isVisible(), timeout=10_000)
+    assert "Step of 64 samples per thread count" in tab.details.text.toPlainText()
+    plot = tab.details.figure.getPlotItem()
+    (curve,) = plot.listDataItems()
+    assert list(curve.xData) == [1, 2, 4] and list(curve.yData) == [16_000, 25_600, 12_800]  # 64 / step
+    marker = next(i for i in plot.items if isinstance(i, pg.InfiniteLine))
+    assert marker.value() == 2 and marker.label.format == "2 physical cores"
+    # a run's details show its telemetry instead
+    tab.select_keys([("run", tab.ids["mlp-a"])])
+    qtbot.waitUntil(lambda: tab.details.plots.isVisible(), timeout=10_000)
+    assert not tab.details.figure.isVisible()

@@ -170,3 +170,29 @@ def test_a_gpu_figure_is_one_chart_with_a_curve_per_gpu(store) -> None:
     assert charts["GPU memory"].curves[1].y[0] == 3.0
     rows = {r[0]: r for r in _table(report, "Telemetry").rows}
     assert rows["GPU 1 load"][1:5] == ("%", "84.50", "80.00", "89.00")
+
+
+def test_scaling_experiments_carry_the_papers_figure(store) -> None:
+    from core.output.experiment_report import summary_charts
+    from core.output.scaling import scaling_rows, summary_json
+
+    points = [{"threads": 1, "step_s": 0.004}, {"threads": 2, "step_s": 0.0025}, {"threads": 4, "step_s": 0.005}]
+    (chart,) = summary_charts({"kind": "threads", "summary": {"physical": 2, "logical": 4, "points": points}})
+    assert chart.x_label == "threads" and chart.marker == ("2 physical cores", 2.0)
+    assert chart.curves[0].y == (16_000.0, 25_600.0, 12_800.0)
+
+    def run(t: float) -> dict:
+        return {"status": "finished", "metrics": {"training_time_s": t, "median_step_s": t / 40, "ranks": []}}
+
+    rows = scaling_rows([(1, run(10.0)), (2, run(9.0))], {}, {})
+    (chart,) = summary_charts({"kind": "scaling", "summary": summary_json(rows, [])})
+    measured, *published = chart.curves
+    assert measured.y == (10.0, 9.0) and len(published) == 3
+    cntk = next(c for c in published if "CNTK" in c.label)
+    assert cntk.y == pytest.approx((10.0, 6.5))  # 35 % less per doubling
+    # the experiment's report puts the figure before its runs' telemetry
+    eid = store.save_experiment(
+        "seed MLP: thread scaling", "threads", "threads", {}, [], {"physical": 2, "points": points}
+    )
+    report = load_report(store, "experiment", eid, "now")
+    assert report.charts[0].title.startswith("Training rate by thread count")
