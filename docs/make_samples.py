@@ -67,13 +67,17 @@ def readme_block(text: str) -> str:
 
 
 def result_reports(run: list[str], tmp: Path) -> None:
-    """A real one-factor experiment on this machine (the seed MLP at batch 64, 128 and 256, two
-    repeats of each), then its report and its first run's, as PDF and CSV."""
+    """Real experiments on this machine: one-factor (the seed MLP at batch 64, 128 and 256, two
+    repeats of each), thread scaling and 1 against 2 processes; the first one's report and its
+    first run's, as PDF and CSV; screenshots of each in the Results tab."""
     db = [*run, "--db", str(tmp / "runs.db")]
     quiet = {"cwd": ROOT, "check": True, "stdout": subprocess.DEVNULL}
     subprocess.run([*db, "inventory", "--save"], **quiet)
     vary = ["--vary", "training.batch_size=64,128,256", "--repeats", "2", "--epochs", "3", "--samples", "20000"]
-    subprocess.run([*db, "experiment", "examples/seed-mlp.json", *vary], **quiet)
+    subprocess.run([*db, "experiment", "examples/seed-mlp.json", *vary], **quiet)  # experiment 1
+    subprocess.run([*db, "experiment", "examples/seed-mlp.json", "--threads"], **quiet)  # 2
+    processes = ["--processes", "1,2", "--epochs", "3", "--samples", "20000"]
+    subprocess.run([*db, "experiment", "examples/seed-mlp.json", *processes], **quiet)  # 3
     for key, name in (("experiment:1", "sample-experiment-report"), ("run:1", "sample-run-report")):
         pdf, csv = f"docs/{name}.pdf", f"docs/{name}.csv"
         subprocess.run([*db, "runs", "--report", key, "--pdf", pdf, "--csv", csv], cwd=ROOT, check=True)
@@ -83,8 +87,8 @@ def result_reports(run: list[str], tmp: Path) -> None:
 
 
 def experiment_shots(db: Path) -> None:
-    """The Results tab on that experiment: its table (details), then its six runs compared with
-    the repeats as a mean ± band."""
+    """The Results tab on those experiments: the one-factor table (details), its six runs compared
+    with the repeats as a mean ± band, and the two scaling experiments with their figures."""
     sys.path.insert(0, str(ROOT))
     from PySide6.QtCore import QCoreApplication
     from PySide6.QtWidgets import QApplication
@@ -118,7 +122,13 @@ def experiment_shots(db: Path) -> None:
     tab.compare.repeats.setChecked(True)
     settle(limit_s=0.5)
     tab.grab().save(str(ROOT / "docs/screenshot-experiment.png"))
-    print("docs/screenshot-experiment-table.png and docs/screenshot-experiment.png from the Results tab")
+    tab.pane.setCurrentWidget(tab.details)
+    for eid, name in ((2, "screenshot-threads.png"), (3, "screenshot-processes.png")):
+        tab.select_keys([("experiment", eid)])
+        settle(lambda: tab.details.figure.isVisible())
+        settle(limit_s=0.5)
+        tab.grab().save(str(ROOT / "docs" / name))
+    print("docs/screenshot-experiment*.png, screenshot-threads.png, screenshot-processes.png from the Results tab")
 
 
 def main() -> int:

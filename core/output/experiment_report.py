@@ -176,7 +176,9 @@ def scaling_table(summary: Mapping[str, Any]) -> Table:
             x(r.get("speed_up"), "{:.2f}×"),
             x(r.get("cut_from_previous"), "{:+.0%}"),
             x(r.get("allreduce_share"), "{:.0%}"),
-            s(r.get("predicted_step_s")) if r.get("predicted_step_s") else r.get("prediction_note"),
+            s(r.get("predicted_step_s"))
+            if r.get("predicted_step_s")
+            else str(r.get("prediction_note") or "").split(":")[0],
             x(r.get("predicted_speed_up"), "{:.2f}×"),
             *[s((r.get("wuensche_s") or {}).get(g)) for g in groups],
         )
@@ -197,11 +199,17 @@ def scaling_table(summary: Mapping[str, Any]) -> Table:
         "sizing: speed-up",
         *[f"Wünsche {g} ({cuts[g]:.0%})" for g in groups],
     )
+    notes = dict.fromkeys(
+        str(r.get("prediction_note"))
+        for r in summary.get("rows") or []
+        if isinstance(r, Mapping) and not r.get("predicted_step_s") and ":" in str(r.get("prediction_note") or "")
+    )
     return Table(
         "Per process count: measured, the sizing's prediction and Wünsche 2016's published cuts",
         headers,
         cells(rows),
         frozenset(range(3, len(headers))),
+        " ".join(f"Sizing: {n[0].upper()}{n[1:]}." for n in notes),
     )
 
 

@@ -69,10 +69,13 @@ class ResultDetails(QWidget):
         exp = detail.get("experiment") if kind == "experiment" else None
         charts = summary_charts(exp) if isinstance(exp, dict) else ()
         self.figure.setVisible(bool(charts))
+        # an experiment's table is wide: its figure goes below it; a run's telemetry beside its figures
+        vertical = bool(charts)
+        if vertical != (self.split.orientation() == Qt.Orientation.Vertical):
+            self.split.setOrientation(Qt.Orientation.Vertical if vertical else Qt.Orientation.Horizontal)
+            self.split.setSizes([460, 900, 0] if not vertical else [300, 0, 300])  # a splitter keeps a new pane at 0
         if charts:
             self._draw_figure(charts[0])
-            total = sum(self.split.sizes())
-            self.split.setSizes([total * 2 // 5, 0, total - total * 2 // 5])  # a splitter keeps a new pane at 0
 
     def _draw_figure(self, chart: Chart) -> None:
         plot = self.figure.getPlotItem()
@@ -95,6 +98,8 @@ class ResultDetails(QWidget):
             line = pg.InfiniteLine(x, angle=90, pen=pen, label=name, labelOpts={"color": "#333", "position": 0.95})
             plot.addItem(line)
         plot.setYRange(0, max(max(c.y) for c in chart.curves) * 1.1, padding=0)
+        counts = sorted({x for c in chart.curves for x in c.x})  # threads or processes: whole numbers
+        plot.getAxis("bottom").setTicks([[(x, f"{x:g}") for x in counts]])
 
     def _plot_run(self, run: dict[str, Any], columns: list[str], t: np.ndarray, values: np.ndarray) -> None:
         sampling = run.get("sampling") or {}
