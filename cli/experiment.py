@@ -28,7 +28,8 @@ from telemetry.process_scaling import parse_process_counts, process_factor, proc
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.runs import Run
 from telemetry.sampler import DEFAULT_RATE_HZ
-from telemetry.storage_ab import summary_row, tier_of, write_dataset
+from telemetry.storage_ab import FORMATS as STORAGE_FORMATS
+from telemetry.storage_ab import check_format, summary_row, tier_of, write_dataset
 from telemetry.thread_scaling import physical_and_logical, run_thread_scaling
 from telemetry.training import size_here, trainer_spec, training_run
 
@@ -69,7 +70,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "for that many devices and Wünsche 2016's published cut per doubling of GPUs",
     )
     p.add_argument("--ramdisk", type=Path, default=Path("/dev/shm"), help="the RAM disk to compare with (/dev/shm)")
-    p.add_argument("--data-format", choices=("raw", "npy"), default="npy", help="files the storage test writes")
+    p.add_argument(
+        "--data-format",
+        choices=STORAGE_FORMATS,
+        default="npy",
+        help="files the storage test writes: float32 arrays (raw, npy) or 8-bit images (png, tiff; jpeg needs Pillow)",
+    )
     p.add_argument("--loader-workers", type=int, default=2, help="DataLoader worker processes reading the files (2)")
     p.add_argument("--repeats", type=int, default=1, help="runs per value, with seeds 0, 1, …: mean ± spread (1)")
     p.add_argument("--epochs", type=int, help="epochs per run (default: the workload's)")
@@ -259,6 +265,7 @@ def run_storage(args: argparse.Namespace, store: Store | None) -> int:
         raise TrainRigError(f"--loader-workers must be 0–64, not {args.loader_workers}")
     document = read_workload_document(args.workload)
     workload, prediction = size_here(document, store)
+    check_format(args.data_format, [int(v) for v in workload.analysis.input_shape])  # before a file is written
     samples = args.samples or min(workload.data.samples, 20_000)
     env = find_torch_environment(args.python)
     if not env.ok:
@@ -314,12 +321,15 @@ def run_storage(args: argparse.Namespace, store: Store | None) -> int:
 
 def storage_table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'location':<12} {'tier':<9} {'epoch':>9} {'files read at':>14} {'waiting for data':>17} "
+        f"{'location':<12} {'tier':<9} {'files':>12} {'epoch':>9} {'files read at':>14} {'waiting for data':>17} "
         f"{'sizing: read an epoch':>22}"
     ]
     for r in rows:
         rate = f"{r['consumed_bps'] / 2**20:,.1f} MiB/s" if r["consumed_bps"] else "—"
         wait = f"{r['data_wait_share']:.0%} of the time" if r["data_wait_share"] is not None else "—"
         pred = fmt_seconds(r["predicted_read_s"]) if r["predicted_read_s"] is not None else "tier unknown"
-        lines.append(f"{r['location']:<12} {r['tier']:<9} {r['epoch_s']:>8.2f}s {rate:>14} {wait:>17} {pred:>22}")
+        files = f"{r.get('format', '?')} {r.get('bytes_per_file', 0):,.0f} B"
+        lines.append(
+            f"{r['location']:<12} {r['tier']:<9} {files:>12} {r['epoch_s']:>8.2f}s {rate:>14} {wait:>17} {pred:>22}"
+        )
     return "\n".join(lines)

@@ -119,14 +119,43 @@ def read_index(folder: str) -> dict[str, Any]:
             index = json.load(fh)
     except (OSError, ValueError) as exc:
         raise WorkerError(f"the data set in {folder} has no readable index.json: {exc}") from None
-    if index.get("format") not in ("raw", "npy"):
-        raise WorkerError(f"the data set in {folder} is {index.get('format')!r}; the trainer reads raw or npy files")
+    fmt = index.get("format")
+    if fmt not in ("raw", "npy", *IMAGE_FORMATS):
+        raise WorkerError(
+            f"the data set in {folder} is {fmt!r}; the trainer reads raw, npy, {', '.join(IMAGE_FORMATS)} files"
+        )
+    if fmt == "jpeg" and not _codec().jpeg_available():
+        raise WorkerError("the data set is JPEG files and this Python has no Pillow to decode them: pip install pillow")
     return index
 
 
-def read_sample(torch: Any, path: str, fmt: str, shape: Sequence[int]) -> Any:
+IMAGE_FORMATS = ("png", "tiff", "jpeg")
+
+
+def _codec() -> Any:
+    """image_codec.py, beside this file (it needs NumPy: imported only for image files)."""
+    import image_codec
+
+    return image_codec
+
+
+def read_sample(
+    torch: Any, path: str, fmt: str, shape: Sequence[int], scale: float = 32.0, offset: float = 128.0
+) -> Any:
+    """One sample's tensor of ``shape``: float32 values, or an 8-bit image decoded and mapped back
+    as (byte − offset) / scale, channels first."""
     with open(path, "rb") as fh:
         data = fh.read()
+    if fmt in IMAGE_FORMATS:
+        codec = _codec()
+        try:
+            img = codec.decode(fmt, data)
+        except (codec.ImageError, OSError) as exc:
+            raise WorkerError(f"{path}: {exc}") from None
+        x = torch.from_numpy(img.copy()).to(torch.float32).sub_(offset).div_(scale)
+        if x.dim() == 3:
+            x = x.permute(2, 0, 1)  # H×W×C as C×H×W
+        return x.reshape(tuple(shape))
     if fmt == "npy":  # NumPy's format 1.0: magic, version, header length, header, then the values
         header_len = int.from_bytes(data[8:10], "little")
         data = data[10 + header_len :]
@@ -151,9 +180,11 @@ def file_data(torch: Any, folder: str, input_shape: Sequence[int], classes: int)
             return n_train
 
         def __getitem__(self, i: int) -> Any:
-            return read_sample(torch, paths[i], index["format"], input_shape), labels[i]
+            return read_sample(torch, paths[i], fmt, input_shape, *scaling), labels[i]
 
-    x_test = torch.stack([read_sample(torch, p, index["format"], input_shape) for p in paths[n_train:]])
+    fmt = index["format"]
+    scaling = (float(index.get("image_scale", 32.0)), float(index.get("image_offset", 128.0)))
+    x_test = torch.stack([read_sample(torch, p, fmt, input_shape, *scaling) for p in paths[n_train:]])
     y_test = torch.tensor(labels[n_train:])
     epoch_bytes = sum(os.path.getsize(p) for p in paths[:n_train])
     return Files(), x_test, y_test, epoch_bytes
