@@ -213,6 +213,48 @@ def scaling_table(summary: Mapping[str, Any]) -> Table:
     )
 
 
+def storage_table(summary: Mapping[str, Any]) -> Table:
+    """Panaite & Leba's comparison as measured: per location its tier, the files, the epoch, the
+    rate training consumed them at, the share of the time spent waiting for data, and the time the
+    sizing assumes for reading an epoch from that tier."""
+    rows = [r for r in summary.get("rows") or [] if isinstance(r, Mapping)]
+    pages = dict.fromkeys(str(r["page_cache"]) for r in rows if r.get("page_cache"))
+
+    def rate(x: Any) -> str | None:
+        return f"{x / 2**20:,.1f} MiB/s" if isinstance(x, int | float) and x else None
+
+    return Table(
+        "Per location (Panaite & Leba 2024)",
+        (
+            "location",
+            "tier",
+            "files",
+            "bytes per file",
+            "epoch",
+            "files read at",
+            "waiting for data",
+            "sizing: read an epoch",
+        ),
+        cells(
+            [
+                (
+                    r.get("location"),
+                    r.get("tier"),
+                    f"{r.get('files', 0):,} {r.get('format') or ''}".strip(),
+                    opt(r.get("bytes_per_file"), lambda b: f"{b:,.0f} B"),
+                    opt(r.get("epoch_s"), fmt_seconds),
+                    rate(r.get("consumed_bps")),
+                    opt(r.get("data_wait_share"), lambda x: f"{x:.0%}"),
+                    opt(r.get("predicted_read_s"), fmt_seconds) or "tier unknown",
+                )
+                for r in rows
+            ]
+        ),
+        frozenset({2, 3, 4, 5, 6, 7}),
+        " ".join(f"{p[0].upper()}{p[1:]}" + ("" if p.endswith(".") else ".") for p in pages),
+    )
+
+
 def experiment_tables(exp: Mapping[str, Any]) -> tuple[Table, ...]:
     """An experiment's summary as tables, by its kind (a kind without a layout: its records)."""
     summary = exp.get("summary") or {}
@@ -223,6 +265,8 @@ def experiment_tables(exp: Mapping[str, Any]) -> tuple[Table, ...]:
         return (threads_table(summary),)
     if kind == "scaling":
         return (scaling_table(summary),)
+    if kind == "storage":
+        return (storage_table(summary),)
     return generic_tables(summary)
 
 

@@ -196,3 +196,38 @@ def test_scaling_experiments_carry_the_papers_figure(store) -> None:
     )
     report = load_report(store, "experiment", eid, "now")
     assert report.charts[0].title.startswith("Training rate by thread count")
+
+
+def test_a_storage_experiment_reads_as_its_table_per_location() -> None:
+    from core.output.experiment_report import experiment_tables
+
+    rows = [
+        {
+            "location": "your folder",
+            "tier": "nvme",
+            "format": "png",
+            "files": 2500,
+            "bytes_per_file": 11192.0,
+            "epoch_s": 0.5,
+            "consumed_bps": 2**20 * 52.0,
+            "data_wait_share": 0.31,
+            "predicted_read_s": 0.0126,
+            "page_cache": "page cache evicted for all 2,501 files (posix_fadvise DONTNEED)",
+        },
+        {
+            "location": "RAM disk",
+            "tier": "ramdisk",
+            "format": "png",
+            "files": 2500,
+            "bytes_per_file": 11192.0,
+            "epoch_s": 0.25,
+            "consumed_bps": None,
+            "data_wait_share": None,
+            "predicted_read_s": None,
+            "page_cache": "page cache evicted for all 2,501 files (posix_fadvise DONTNEED)",
+        },
+    ]
+    (table,) = experiment_tables({"kind": "storage", "summary": {"rows": rows}})
+    assert table.rows[0] == ("your folder", "nvme", "2,500 png", "11,192 B", "500 ms", "52.0 MiB/s", "31%", "12.6 ms")
+    assert table.rows[1][5:] == ("—", "—", "tier unknown")
+    assert table.note == "Page cache evicted for all 2,501 files (posix_fadvise DONTNEED)."
