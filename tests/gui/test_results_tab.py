@@ -285,7 +285,8 @@ def test_a_process_scaling_shows_its_table_verdict_and_source(qtbot) -> None:
         "1.11×",  # 10 s → 9 s
         "+10%",
         "7%",  # the slowest rank's all-reduce share
-        "not modelled: shared CPU",
+        "not modelled",  # in its cell; the reason under the table
+        "Sizing: Not modelled: shared CPU.",
         "6.5 s",  # CNTK/MXNet: 10 s × 0.65
         "7.2 s",  # Caffe: 10 s × 0.72
         "within the published range, closest to Torch/TensorFlow (10%)",
