@@ -52,6 +52,9 @@ def main() -> None:
             f"{preset:11} {n:2} candidate rows: median {statistics.median(times) * 1e3:6.1f} ms, "
             f"max {max(times) * 1e3:6.1f} ms per what-if change (engine + rules + BOM + all views)"
         )
+    from gui.wizard import session
+
+    session.ask_save_changes = lambda parent, name: "discard"  # closing asks about the changed workload
     w.close()
 
 

@@ -156,6 +156,18 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
     for key in ("elementwise_s", "optimizer_tensor_s"):
         if prof.get(key):
             out[key] = {k: float(v) for k, v in prof[key].items()}
+    small_n, large_n = prof.get("elementwise_elements"), prof.get("elementwise_large_elements")
+    if prof.get("elementwise_s") and prof.get("elementwise_large_s") and small_n and large_n:
+        # by tensor size: a cached activation against one past the caches and the allocator's reuse
+        out["elementwise_curves"] = {
+            k: [[float(small_n), float(v)], [float(large_n), float(prof["elementwise_large_s"][k])]]
+            for k, v in prof["elementwise_s"].items()
+            if k in prof["elementwise_large_s"] and v > 0 and prof["elementwise_large_s"][k] > 0
+        }
+    if prof.get("first_touch_s_per_byte") is not None:
+        out["first_touch_s_per_byte"] = float(prof["first_touch_s_per_byte"])
+    if _curve(prof.get("weight_stream")):
+        out["weight_stream"] = _curve(prof["weight_stream"])
     if prof.get("optimizer_s"):  # by tensor size; a calibration from an older version has one figure
         curves = {k: _curve(v if isinstance(v, list) else [[1.0, v]]) for k, v in prof["optimizer_s"].items()}
         out["optimizer_s"] = {k: v for k, v in curves.items() if v}

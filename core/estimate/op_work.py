@@ -60,6 +60,10 @@ ELEMENT_ACCESSES = {
     "add": 6,
     "embedding": 4,
 }
+# glibc's malloc serves an allocation over its mmap threshold with fresh pages from the kernel; the
+# threshold adapts to the sizes freed, up to DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit systems
+# (mallopt(3)). A tensor larger than that is new memory every step.
+MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 # fp32 words read or written per parameter by one optimizer step in PyTorch's default (foreach)
 # implementations: TrainRig estimates, in the ratios `calibrate` measured on a CPU.
 OPTIMIZER_ACCESSES = {"sgd": 3, "sgd_momentum": 7, "adam": 21, "adamw": 25, "rmsprop": 14, "adagrad": 13}
@@ -214,25 +218,60 @@ def op_times(
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
     measured = cal.get("elementwise_s", {})
+    curves = cal.get("elementwise_curves", {})
+    touch = float(cal.get("first_touch_s_per_byte", 0.0))
 
-    def per_element(k: str) -> float:
+    def per_element(k: str, n: float = 0.0) -> float:
+        """Seconds per element of kind ``k`` on a tensor of ``n`` elements: measured by size where
+        `calibrate` measured it at two sizes, else at its one size, else from the bandwidth."""
+        if k in curves and n > 0:
+            return interpolate_rate(curves[k], n)
         return float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
 
+    def fresh(elems: float) -> float:
+        """What allocating a tensor of ``elems`` costs beyond computing it: new pages past the
+        allocator's reuse (measured; only tensors over glibc's largest mmap threshold)."""
+        n_bytes = elems * b * act_bytes
+        return n_bytes * touch if n_bytes > MMAP_THRESHOLD_MAX_BYTES else 0.0
+
+    stream = cal.get("weight_stream")
     compute = memory = 0.0
     for op in ops:
         if op.rate:
-            compute += matrix_time(op, b, checkpointing, peak_rate, cal, speed)
+            seconds = matrix_time(op, b, checkpointing, peak_rate, cal, speed)
+            weight_bytes = op.gemm_k * op.gemm_n * 4  # fp32
+            if stream and kind == "cpu" and op.rate == "linear" and weight_bytes > 0:
+                # at a small batch a linear layer costs by its weights' bytes, not its FLOPs: read in
+                # forward and for the input's gradient, its gradient written (new memory each step
+                # past the allocator's reuse), at what `calibrate` measured per byte by layer size
+                passes = 2 if op.first else 3
+                seconds = max(seconds, passes * weight_bytes * interpolate_rate(stream, weight_bytes))
+            compute += seconds
+            if touch and kind == "cpu":  # its output, and in backward its input's gradient
+                memory += fresh(op.out_elems) + (0.0 if op.first else fresh(op.in_elems))
         for k, elems in op.elementwise:
-            memory += per_element(k) * elems * b
+            memory += per_element(k, elems * b) * elems * b
         if op.cpu_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
-            memory += sum(per_element(k) for k in ("softmax", "dropout", "add")) * op.cpu_scores * b
-    memory += per_element("softmax") * model.output_elems * b  # cross-entropy: log-softmax and NLL
+            memory += sum(per_element(k, op.cpu_scores * b) for k in ("softmax", "dropout", "add")) * op.cpu_scores * b
+    memory += loss_time(model, b, per_element("softmax", model.output_elems * b), measured)
     curve = cal.get("optimizer_s", {}).get(optimizer)
     if curve:  # measured per element by tensor size: small tensors stay in cache
         opt = sum(interpolate_rate(curve, size) * size for size in tensor_sizes)
     else:
         opt = OPTIMIZER_ACCESSES[optimizer] * 4 / bandwidth * model.parameters
     return compute, memory, opt
+
+
+def loss_time(model: ModelAnalysis, b: int, softmax_s: float, measured: Mapping[str, Any]) -> float:
+    """Cross-entropy's forward and backward over the ``b`` samples' outputs: per element at
+    softmax's cost, but at least what `calibrate` measured a row of few classes to cost (a row of 10
+    classes costs about what one of 100 does: the kernels' per-row work dominates)."""
+    per_element = softmax_s * model.output_elems * b
+    row = float(measured.get("cross_entropy_row", 0.0))
+    if not row:
+        return per_element
+    width = max(1, model.output_shape[-1] if model.output_shape else 1)
+    return max(per_element, model.output_elems * b / width * row)
 
 
 def _gpu_op_times(

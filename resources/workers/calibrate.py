@@ -66,10 +66,21 @@ LINEAR_SIZES["cuda"] = [(512, 1024, 1024), (2048, 2048, 2048), (8192, 4096, 4096
 CONV_SIZES = {"cpu": [(256, 8, 8, 16), (32, 16, 32, 32), (16, 64, 64, 28), (8, 128, 256, 28)]}
 CONV_SIZES["cuda"] = [(256, 8, 8, 32), (64, 32, 64, 56), (64, 128, 128, 28), (128, 256, 256, 28)]
 FIRST_CONV_SIZES = {"cpu": [(256, 1, 8, 28), (64, 3, 32, 32)], "cuda": [(256, 1, 8, 28), (256, 3, 64, 64)]}
+# Linear layers (in, out features) timed at batch 8, where a step costs by its weights' bytes: 2 MiB
+# of weights (in the caches) and 40 MiB (past them and past glibc's mmap threshold).
+WEIGHT_STREAM_SIZES = [(1024, 512), (65536, 160)]
 # Elements per elementwise measurement: large enough that the per-element cost dominates the call.
+# On a CPU also at a size past the caches and past glibc's largest mmap threshold (32 MiB), where
+# every fresh tensor is new memory the kernel must fault in and zero: a large activation costs per
+# element several times what a cached one does (docs/accuracy.md, "CPU: large activations").
 ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+LARGE_ELEMENTS = {"cpu": 2**24}
 # Parameter tensor sizes (elements) at which the optimizer's cost per element is measured.
-OPTIMIZER_SIZES = {"cpu": [2**14, 2**17, 2**20, 2**22], "cuda": [2**18, 2**22, 2**26]}
+# On a CPU up to 2**24 (64 MiB a tensor): past the caches, and past the allocator's reuse for the
+# temporaries PyTorch's per-tensor Adam makes (sqrt, div), a large layer's step costs per element
+# about twice what a 16 MiB one does.
+OPTIMIZER_SIZES = {"cpu": [2**14, 2**17, 2**20, 2**22, 2**24], "cuda": [2**18, 2**22, 2**26]}
+OPTIMIZER_ELEMENTS = {"cpu": 2**22, "cuda": 2**26}  # elements in all per timed step, at every size up to it
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "rmsprop", "adagrad")
 
 
@@ -107,6 +118,10 @@ def train_rates(torch, dev) -> dict[str, Any]:
 
     call = conv_time(8, 8, 8, 4, 1, False)
     curves: dict[str, Any] = {"linear_train": linear, "conv_train": [], "conv_first_train": [], "conv_call_s": call}
+    if dev.type == "cpu":  # by the layer's weight bytes: in cache, and past the caches and the allocator
+        curves["weight_stream"] = [
+            [4 * n_in * n_out, weight_stream(torch, dev, 8, n_in, n_out)] for n_in, n_out in WEIGHT_STREAM_SIZES
+        ]
     for key, sizes, first in (("conv_train", CONV_SIZES, False), ("conv_first_train", FIRST_CONV_SIZES, True)):
         for batch, cin, cout, hw in sizes[dev.type]:
             fwd = 2 * batch * cout * hw * hw * cin * 9
@@ -115,11 +130,28 @@ def train_rates(torch, dev) -> dict[str, Any]:
     return curves
 
 
-def elementwise_costs(torch, dev) -> dict[str, float]:
+def weight_stream(torch, dev, rows: int = 8, n_in: int = 65536, n_out: int = 160) -> float:
+    """Seconds per byte of weights of a training step of a linear layer at a small batch (for the
+    large size, a flattened image into a classifier): its weights read in forward and for the
+    input's gradient, and its gradient written, each a pass over them (3 passes), the gradient new
+    memory each step as after ``zero_grad()``. At such a batch a step costs by its weights' bytes,
+    not its FLOPs."""
+    lin = torch.nn.Linear(n_in, n_out).to(dev)
+    x = torch.randn(rows, n_in, device=dev, requires_grad=True)
+
+    def step() -> None:
+        lin.weight.grad = lin.bias.grad = x.grad = None
+        lin(x).sum().backward()
+        sync(torch, dev)
+
+    return median_time(step, repeat=5) / (3 * 4 * n_in * n_out)
+
+
+def elementwise_costs(torch, dev, n: int | None = None, repeat: int = 7) -> dict[str, float]:
     """Seconds per element of the forward and backward of each kind of elementwise layer (per input
-    element for pooling, per output element otherwise)."""
+    element for pooling, per output element otherwise), on tensors of ``n`` elements."""
     F = torch.nn.functional
-    n = ELEMENTS[dev.type]
+    n = n or ELEMENTS[dev.type]
     image = (n // (32 * 32 * 32), 32, 32, 32)
     rows = (n // 256, 256)
     bn = torch.nn.BatchNorm2d(32).to(dev)
@@ -149,7 +181,7 @@ def elementwise_costs(torch, dev) -> dict[str, float]:
             fn(x).backward(grad)
             sync(torch, dev)
 
-        out[name] = median_time(run, repeat=7) / x.numel()
+        out[name] = median_time(run, repeat=repeat) / x.numel()
     grad = torch.ones(n // 128, 128, device=dev)
 
     def lookup() -> None:
@@ -157,8 +189,33 @@ def elementwise_costs(torch, dev) -> dict[str, float]:
         emb(idx).backward(grad)
         sync(torch, dev)
 
-    out["embedding"] = median_time(lookup, repeat=7) / grad.numel()
+    out["embedding"] = median_time(lookup, repeat=repeat) / grad.numel()
+    if n == ELEMENTS[dev.type]:
+        # cross-entropy over few classes costs per row, not per class: log-softmax, NLL and their
+        # backward on 16,384 rows of 10 classes (about 100 ns a row on a CPU whatever the width
+        # up to ~100; per element it is softmax's cost past that)
+        logits = torch.randn(2**14, 10, device=dev, requires_grad=True)
+        labels = torch.randint(0, 10, (2**14,), device=dev)
+
+        def loss() -> None:
+            logits.grad = None
+            F.cross_entropy(logits, labels).backward()
+            sync(torch, dev)
+
+        out["cross_entropy_row"] = median_time(loss, repeat=repeat) / 2**14
     return out
+
+
+def first_touch_s_per_byte(torch, n: int = 2**24) -> float:
+    """Seconds per byte a fresh tensor of ``n`` fp32 elements costs beyond writing it in place: new
+    memory faulted in and zeroed by the kernel (glibc serves allocations over its mmap threshold,
+    at most 32 MiB, from fresh pages each time); 0 where the allocator reuses memory."""
+    buf = torch.empty(n)
+
+    def fresh() -> None:
+        torch.empty(n).fill_(1.0)
+
+    return max(0.0, median_time(fresh) - median_time(lambda: buf.fill_(1.0))) / (4 * n)
 
 
 def optimizer_costs(torch, dev) -> tuple[dict[str, list[list[float]]], dict[str, float]]:
@@ -192,7 +249,7 @@ def optimizer_costs(torch, dev) -> tuple[dict[str, list[list[float]]], dict[str,
         per_tensor[name] = timed(name, 64, 8) / 64
         per_element[name] = []
         for n in OPTIMIZER_SIZES[dev.type]:
-            k = max(1, OPTIMIZER_SIZES[dev.type][-1] // n)  # as many elements in all at every size
+            k = max(1, OPTIMIZER_ELEMENTS[dev.type] // n)  # as many elements in all at every size
             seconds = max(timed(name, k, n) - k * per_tensor[name], 0.0) / (k * n)
             per_element[name].append([n, seconds])
     return per_element, per_tensor
@@ -201,12 +258,18 @@ def optimizer_costs(torch, dev) -> tuple[dict[str, list[list[float]]], dict[str,
 def profile(torch, dev) -> dict:
     """What the timing model needs of a device: layer rates by size, elementwise and optimizer costs."""
     per_element, per_tensor = optimizer_costs(torch, dev)
-    return {
+    out = {
         **train_rates(torch, dev),
         "elementwise_s": elementwise_costs(torch, dev),
+        "elementwise_elements": ELEMENTS[dev.type],
         "optimizer_s": per_element,
         "optimizer_tensor_s": per_tensor,
     }
+    if dev.type in LARGE_ELEMENTS:
+        out["elementwise_large_s"] = elementwise_costs(torch, dev, LARGE_ELEMENTS[dev.type], repeat=3)
+        out["elementwise_large_elements"] = LARGE_ELEMENTS[dev.type]
+        out["first_touch_s_per_byte"] = first_touch_s_per_byte(torch)
+    return out
 
 
 def step_overhead(torch, sgd_per_tensor: float) -> dict:

@@ -367,3 +367,92 @@ def test_the_calibration_message_says_exactly_what_later_sizings_use() -> None:
     assert "NVIDIA H100 80GB HBM3: only the measured efficiency" in text
     assert "its per-op GPU rates are stored, not applied" in text
     assert "Sizings of this machine use them" not in text  # the old claim, untrue for a GPU
+
+
+def _large_tensor_cal(**extra: object) -> dict:
+    """A calibration whose profile measured the elementwise kinds at 2 and 16 Mi elements, the
+    cross-entropy of a 10-class row, fresh memory per byte and the weight stream by layer size."""
+    small = {k: 0.4e-9 for k in ELEMENTWISE_KINDS if k != "embedding"}
+    large = {k: 2.0e-9 for k in small}
+    profile = {
+        "linear_train": [[1.0, 8.0e10]],
+        "conv_train": [[1.0, 4.0e10]],
+        "elementwise_s": {**small, "cross_entropy_row": 1.0e-7},
+        "elementwise_elements": 2**21,
+        "elementwise_large_s": large,
+        "elementwise_large_elements": 2**24,
+        "first_touch_s_per_byte": 0.12e-9,
+        "weight_stream": [[2 * 2**20, 0.04e-9], [40 * 2**20, 0.12e-9]],
+        **extra,
+    }
+    return {**CAL, "cpu_profile": profile}
+
+
+def test_large_activations_cost_what_calibrate_measured_past_the_caches() -> None:
+    rates = efficiency_from_calibration(_large_tensor_cal(), "cpu")
+    assert rates["elementwise_curves"]["relu"] == [[2.0**21, 0.4e-9], [2.0**24, 2.0e-9]]
+    relu = {
+        "input_shape": [8, 64, 64],
+        "layers": [{"type": "relu"}, {"type": "flatten"}, {"type": "linear", "out_features": 10}],
+    }
+
+    def memory_s(batch: int, cal: dict) -> float:
+        w = parse_workload(
+            {
+                "model": relu,
+                "data": {"samples": 4096},
+                "training": {"batch_size": batch, "epochs": 1, "loop": "device_tensors"},
+            }
+        )
+        return size_candidate(w, CPU, 1, calibrated=cal).step.memory_s
+
+    # 8 × 64 × 64 = 32,768 elements a sample: 64 samples are 2 Mi elements (the cached cost), 512
+    # are 16 Mi (the large one); against a calibration that measured one size only (an older one)
+    flat = efficiency_from_calibration(_large_tensor_cal(elementwise_large_s=None), "cpu")
+    assert "elementwise_curves" not in flat
+    assert memory_s(64, rates) == pytest.approx(memory_s(64, flat))
+    assert memory_s(512, rates) - memory_s(512, flat) == pytest.approx(512 * 32768 * (2.0e-9 - 0.4e-9))
+
+
+def test_a_large_layer_at_a_small_batch_costs_by_its_weights_and_its_fresh_memory() -> None:
+    rates = efficiency_from_calibration(_large_tensor_cal(), "cpu")
+    model = {"input_shape": [65536], "layers": [{"type": "relu"}, {"type": "linear", "out_features": 160}]}
+    w = parse_workload(
+        {
+            "model": model,
+            "data": {"samples": 4096},
+            "training": {"batch_size": 8, "epochs": 1, "loop": "device_tensors"},
+        }
+    )
+    c = size_candidate(w, CPU, 1, calibrated=rates)
+    weights = 65536 * 160 * 4  # 40 MiB: the large measured point
+    flops_s = 3 * 2 * 65536 * 160 * 8 / 8.0e10  # what the FLOPs alone would take: 6.3 ms
+    assert c.step.compute_s == pytest.approx(3 * weights * 0.12e-9)  # 15 ms: by its bytes
+    assert c.step.compute_s > 2 * flops_s
+    # without the weight-stream measurement (an older calibration): by its FLOPs
+    older = efficiency_from_calibration(_large_tensor_cal(weight_stream=None), "cpu")
+    assert size_candidate(w, CPU, 1, calibrated=older).step.compute_s == pytest.approx(flops_s)
+
+
+def test_a_convolutions_large_output_pays_for_its_fresh_pages() -> None:
+    rates = efficiency_from_calibration(_large_tensor_cal(), "cpu")
+    conv = {
+        "input_shape": [3, 64, 64],
+        "layers": [
+            {"type": "conv2d", "out_channels": 32, "kernel_size": 3, "padding": 1},
+            {"type": "flatten"},
+            {"type": "linear", "out_features": 10},
+        ],
+    }
+
+    def memory_s(batch: int, cal: dict) -> float:
+        doc = {"model": conv, "data": {"samples": 4096}, "training": {"batch_size": batch, "epochs": 1}}
+        w = parse_workload({**doc, "training": {**doc["training"], "loop": "device_tensors"}})
+        return size_candidate(w, CPU, 1, calibrated=cal).step.memory_s
+
+    untouched = efficiency_from_calibration(_large_tensor_cal(first_touch_s_per_byte=0.0), "cpu")
+    out_bytes = 128 * 32 * 64 * 64 * 4  # 64 MiB at batch 128: over glibc's 32 MiB mmap threshold
+    # the convolution's output in forward, and in backward the gradient of the linear layer's input
+    # (the same 64 MiB, flattened); the convolution reads the image: no input gradient
+    assert memory_s(128, rates) - memory_s(128, untouched) == pytest.approx(2 * out_bytes * 0.12e-9)
+    assert memory_s(32, rates) == pytest.approx(memory_s(32, untouched))  # 16 MiB: reused memory
