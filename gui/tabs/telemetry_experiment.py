@@ -19,6 +19,7 @@ from core.errors import TrainRigError
 from core.storage.error_log import unexpected_message
 from core.storage.store import Store
 from gui.widgets.experiment_dialog import ExperimentDialog, ExperimentRequest
+from gui.workers import start_job
 from telemetry.experiments import ExperimentOutcome, ExperimentPlan, run_experiment, save_one_factor
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.runs import Run
@@ -91,10 +92,22 @@ class ExperimentActions:
         if self.running:
             self._say("A run is in progress: cancel it first.", error=True)
             return
-        env = find_torch_environment(self.python_for_runs())
-        if not env.ok:
-            self._say(env.message, error=True)
-            return
+        python = self.python_for_runs()
+
+        def find() -> str:  # off the window's thread: it starts a Python to look for PyTorch
+            env = find_torch_environment(python)
+            if not env.ok:
+                raise TrainRigError(env.message)
+            return env.python
+
+        self._set_busy(True)
+        self._say("Finding PyTorch for the experiment…")
+        self._job = start_job(
+            lambda: find(), lambda found: self._experiment_found(request, found), self._prepare_failed
+        )
+
+    def _experiment_found(self: TelemetryTab, request: ExperimentRequest, python: str) -> None:
+        self._job = None
         plan = ExperimentPlan(
             request.name,
             request.factor,
@@ -104,11 +117,10 @@ class ExperimentActions:
             self.samples.value() or None,
             self.device.currentText().strip(),
         )
-        runner = ExperimentRunner(env.python, plan, self.store, float(self.rate.value()))
+        runner = ExperimentRunner(python, plan, self.store, float(self.rate.value()))
         runner.run_started.connect(self._experiment_run_started)
         runner.ended.connect(lambda outcome: self._experiment_ended(runner, request, outcome))
         self.experiment = runner
-        self._set_busy(True)
         total = len(plan.variants) * plan.repeats
         self._say(f"Experiment on {request.name}: {request.factor.name}, {total} runs; sizing the first value…")
         runner.start()
