@@ -164,6 +164,8 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
             for k, v in prof["elementwise_s"].items()
             if k in prof["elementwise_large_s"] and v > 0 and prof["elementwise_large_s"][k] > 0
         }
+    if cal.get("threads"):  # the threads the measurements ran on (PyTorch's intra-op threads)
+        out["threads"] = int(cal["threads"])
     if prof.get("first_touch_s_per_byte") is not None:
         out["first_touch_s_per_byte"] = float(prof["first_touch_s_per_byte"])
     if _curve(prof.get("weight_stream")):

@@ -64,6 +64,7 @@ ELEMENT_ACCESSES = {
 # threshold adapts to the sizes freed, up to DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit systems
 # (mallopt(3)). A tensor larger than that is new memory every step.
 MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
+GRAIN_SIZE = 32768  # PyTorch's at::internal::GRAIN_SIZE: elements per chunk of a parallel CPU kernel
 # fp32 words read or written per parameter by one optimizer step in PyTorch's default (foreach)
 # implementations: TrainRig estimates, in the ratios `calibrate` measured on a CPU.
 OPTIMIZER_ACCESSES = {"sgd": 3, "sgd_momentum": 7, "adam": 21, "adamw": 25, "rmsprop": 14, "adagrad": 13}
@@ -221,12 +222,21 @@ def op_times(
     curves = cal.get("elementwise_curves", {})
     touch = float(cal.get("first_touch_s_per_byte", 0.0))
 
+    threads = int(cal.get("threads", 1)) if kind == "cpu" else 1
+
     def per_element(k: str, n: float = 0.0) -> float:
         """Seconds per element of kind ``k`` on a tensor of ``n`` elements: measured by size where
-        `calibrate` measured it at two sizes, else at its one size, else from the bandwidth."""
+        `calibrate` measured it at two sizes, else at its one size, else from the bandwidth. On a
+        CPU, PyTorch splits an elementwise kernel over its threads in chunks of at least 32,768
+        elements (at::internal::GRAIN_SIZE): a smaller tensor runs on fewer threads than the
+        measurement did."""
         if k in curves and n > 0:
-            return interpolate_rate(curves[k], n)
-        return float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
+            cost = interpolate_rate(curves[k], n)
+        else:
+            cost = float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
+        if threads > 1 and 0 < n and k in measured:
+            cost *= threads / max(1, min(threads, math.ceil(n / GRAIN_SIZE)))
+        return cost
 
     def fresh(elems: float) -> float:
         """What allocating a tensor of ``elems`` costs beyond computing it: new pages past the

@@ -456,3 +456,18 @@ def test_a_convolutions_large_output_pays_for_its_fresh_pages() -> None:
     # (the same 64 MiB, flattened); the convolution reads the image: no input gradient
     assert memory_s(128, rates) - memory_s(128, untouched) == pytest.approx(2 * out_bytes * 0.12e-9)
     assert memory_s(32, rates) == pytest.approx(memory_s(32, untouched))  # 16 MiB: reused memory
+
+
+def test_a_small_elementwise_tensor_runs_on_one_of_the_calibrated_threads() -> None:
+    """PyTorch splits a CPU kernel in chunks of at least 32,768 elements: 16 Ki elements run on one
+    thread, so on two threads they cost twice the per-element figure measured on 2 Mi elements."""
+    model = {"input_shape": [16], "layers": [{"type": "relu"}, {"type": "linear", "out_features": 10}]}
+
+    def memory_s(batch: int, threads: int) -> float:
+        cal = efficiency_from_calibration({**_large_tensor_cal(), "threads": threads}, "cpu")
+        doc = {"model": model, "data": {"samples": 4096}, "training": {"batch_size": batch, "epochs": 1}}
+        w = parse_workload({**doc, "training": {**doc["training"], "loop": "device_tensors"}})
+        return size_candidate(w, CPU, 1, calibrated=cal).step.memory_s
+
+    relu = 1024 * 16 * 0.4e-9  # 16 Ki elements at the measured cost: paid twice on two threads
+    assert memory_s(1024, 2) - memory_s(1024, 1) == pytest.approx(relu)  # the loss is priced per row
