@@ -26,14 +26,20 @@ DATA = ROOT / "resources/published/large_model_throughputs.json"
 
 def _model(spec: dict[str, Any], sequence: int) -> dict[str, Any]:
     """The network of a published row: the Llama preset at the row's sequence, resized when the
-    model names other sizes (70B)."""
+    model names other sizes (70B), with the source's rotary embeddings and RMSNorm implementation
+    (the file's "implementation")."""
     model = copy.deepcopy(get_preset(spec["preset"], "preset")["model"])
     model["input_shape"] = [sequence]
+    block = model["layers"][1]
     if "layers" in spec:
         model["layers"][0]["embedding_dim"] = spec["hidden"]
-        block = model["layers"][1]
         block["times"] = spec["layers"]
         block["layers"][0].update(nhead=spec["heads"], kv_heads=spec["kv_heads"], dim_feedforward=spec["ffn"])
+    if "rotary" in spec:
+        block["layers"][0]["rotary"] = spec["rotary"]
+    if "norm_implementation" in spec:
+        block["layers"][0]["norm_implementation"] = spec["norm_implementation"]
+        model["layers"][2]["implementation"] = spec["norm_implementation"]  # the final norm
     return model
 
 

@@ -26,10 +26,49 @@ def build_module(model: Mapping[str, Any]) -> Any:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.branch(x) + self.shortcut(x)
 
-    class Attention(nn.Module):
-        def __init__(self, dim: int, heads: int, kv_heads: int, bias: bool, causal: bool, p: float) -> None:
+    class Rotary(nn.Module):
+        """Rotary embeddings over (batch, length, heads, head_dim): "complex" as Meta's reference code
+        and torchtitan (pairs as complex numbers in fp32), "rotate_half" as Hugging Face's Llama."""
+
+        def __init__(self, style: str, head_dim: int, length: int) -> None:
             super().__init__()
-            self.heads, self.kv_heads, self.causal, self.p = heads, kv_heads, causal, p
+            self.style = style
+            freqs = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+            angles = torch.outer(torch.arange(length).float(), freqs)
+            self.register_buffer("cis", torch.polar(torch.ones_like(angles), angles), persistent=False)
+            full = torch.cat((angles, angles), dim=-1)
+            self.register_buffer("cos", full.cos(), persistent=False)
+            self.register_buffer("sin", full.sin(), persistent=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            length = x.shape[1]
+            if self.style == "complex":
+                xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+                return torch.view_as_real(xc * self.cis[:length].view(1, length, 1, -1)).flatten(3).type_as(x)
+            cos = self.cos[:length].view(1, length, 1, -1).to(x.dtype)
+            sin = self.sin[:length].view(1, length, 1, -1).to(x.dtype)
+            x1, x2 = x.chunk(2, dim=-1)
+            return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    class RMSNormFp32(nn.Module):
+        """RMSNorm decomposed in fp32 (Llama's reference code, Hugging Face's LlamaRMSNorm)."""
+
+        def __init__(self, dim: int, eps: float = 1e-5, elementwise_affine: bool = True) -> None:
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim)) if elementwise_affine else None
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            xf = x.float()
+            y = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x)
+            return y * self.weight if self.weight is not None else y
+
+    class Attention(nn.Module):
+        def __init__(
+            self, dim: int, heads: int, kv_heads: int, bias: bool, causal: bool, p: float, rotary: Any = None
+        ) -> None:
+            super().__init__()
+            self.heads, self.kv_heads, self.causal, self.p, self.rotary = heads, kv_heads, causal, p, rotary
             kv_dim = dim * kv_heads // heads
             self.q = nn.Linear(dim, dim, bias=bias)
             self.k = nn.Linear(dim, kv_dim, bias=bias)
@@ -39,8 +78,11 @@ def build_module(model: Mapping[str, Any]) -> Any:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, length, dim = x.shape
             d = dim // self.heads
-            q = self.q(x).view(b, length, self.heads, d).transpose(1, 2)
-            k = self.k(x).view(b, length, self.kv_heads, d).transpose(1, 2)
+            q = self.q(x).view(b, length, self.heads, d)
+            k = self.k(x).view(b, length, self.kv_heads, d)
+            if self.rotary is not None:
+                q, k = self.rotary(q), self.rotary(k)
+            q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = self.v(x).view(b, length, self.kv_heads, d).transpose(1, 2)
             y = nn.functional.scaled_dot_product_attention(
                 q,
@@ -103,6 +145,8 @@ def build_module(model: Mapping[str, Any]) -> Any:
             return (nn.BatchNorm1d if kind == "batchnorm1d" else nn.BatchNorm2d)(shape[0], **args), shape
         if kind in ("layernorm", "rmsnorm"):
             args.pop("normalized_shape", None)
+            if args.pop("implementation", "fused") == "fp32_decomposed":
+                return RMSNormFp32(shape[-1], **args), shape
             return (nn.LayerNorm if kind == "layernorm" else nn.RMSNorm)(shape[-1], **args), shape
         simple = {
             "relu": nn.ReLU,
@@ -133,6 +177,8 @@ def build_module(model: Mapping[str, Any]) -> Any:
             return Recurrent(rnn), [shape[0], dirs * args["hidden_size"]]
         if kind == "multihead_attention":
             heads = args["num_heads"]
+            style = args.get("rotary", "none")
+            rotary = Rotary(style, shape[-1] // heads, shape[0]) if style != "none" else None
             return Attention(
                 shape[-1],
                 heads,
@@ -140,6 +186,7 @@ def build_module(model: Mapping[str, Any]) -> Any:
                 args.get("bias", True),
                 args.get("causal", False),
                 args.get("dropout", 0.0),
+                rotary,
             ), shape
         if kind == "swiglu":
             return SwiGLU(shape[-1], args["hidden_features"], args.get("bias", False)), shape
@@ -156,6 +203,8 @@ def build_module(model: Mapping[str, Any]) -> Any:
                 args.get("causal", False),
                 args.get("norm", "layernorm"),
                 args.get("mlp", "standard"),
+                args.get("rotary", "none"),
+                args.get("norm_implementation", "fused"),
             )
             return seq(specs, shape)
         if kind == "repeat":

@@ -10,7 +10,11 @@ model-parallel split (docs/sizing.md §4e).
   the math kernel's sequence² softmax and dropout — run again in backward (Korthikanti et al. 2022,
   "Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198, §4).
   A segment of one op (an embedding, the output layer) is not checkpointed: torchtitan wraps the
-  transformer blocks only.
+  transformer blocks only. "selective_op" is torchtitan's own per-op policy
+  (``selective_ac_option = "op"``, torchtitan/…/activation_checkpoint.py ``_get_custom_policy``): the
+  same save list, but it counts the block's ``aten.mm`` calls in forward order and recomputes every
+  second one — with Llama's separate Q, K, V, gate and up projections that is K, the output
+  projection and up (``alternate_matmul_shares``).
 * **Attention kernel** (``LargeModelSpec.attention``): flash and memory-efficient kernels store no
   score matrix; the math kernel stores the softmax output and, with dropout, a mask and the dropped
   scores (5·a·s²·b bytes per layer in 16 bit: Korthikanti eq. 1). "auto" is what PyTorch's SDPA
@@ -35,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from core.estimate.op_work import variant_bytes
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
 from core.spec.large import ATTENTION_TEXT, CHECKPOINT_TEXT, DEFAULT_LARGE, LargeModelSpec
@@ -63,6 +68,7 @@ class ActivationPolicy:
     """What decides the activations' memory beside the network (hashable: profiles are cached)."""
 
     checkpoint: str = "none"  # "none", "selective", "full"
+    alternate_matmuls: bool = False  # selective: every second matrix product recomputed (torchtitan "op")
     attention: str = "auto"  # LargeModelSpec.attention
     device_kind: str = "gpu"  # "cpu": PyTorch's CPU kernels (math attention with dropout, RMSNorm decomposed)
     tensor: int = 1
@@ -86,6 +92,7 @@ def activation_policy(
     share = min(m, par.pipeline) / (par.pipeline * m)
     return ActivationPolicy(
         checkpoint="full" if checkpointing else "selective" if large.selective_checkpointing else "none",
+        alternate_matmuls=large.alternate_matmuls and not checkpointing,
         attention=large.attention,
         device_kind="cpu" if device_kind == "cpu" else "gpu",
         tensor=par.tensor,
@@ -110,7 +117,7 @@ def activation_note(large: LargeModelSpec, checkpointing: bool, device_kind: str
     policy = activation_policy(large, checkpointing, device_kind)
     parts = []
     if policy.checkpoint != "none":
-        parts.append(CHECKPOINT_TEXT[policy.checkpoint])
+        parts.append(CHECKPOINT_TEXT["selective_op" if policy.alternate_matmuls else policy.checkpoint])
     if policy.attention != "auto":
         parts.append(f"attention kernel {policy.attention}: {ATTENTION_TEXT[policy.attention]}")
     if policy.tensor > 1:
@@ -182,15 +189,54 @@ def tensor_split(g: Graph, policy: ActivationPolicy) -> list[float]:
     return [(1.0 / (t * c)) if s else whole for s in split]
 
 
-def stored_under(g: Graph, policy: ActivationPolicy, ops: list[Op]) -> set[int]:
-    """Tensors a selectively checkpointed segment (``ops``) stores from forward to backward: the
-    outputs of its matrix products and attention kernel and what those kernels make beside them
-    (the log-sum-exp, a recurrent layer's reserve), not autocast's casts."""
-    kept: set[int] = set()
+def _product_widths(op: Op) -> tuple[float, ...]:
+    """The matrix products one graph op issues, in forward order, by their output widths: the
+    attention's input projection as separate Q, K and V products and the gated MLP's gate and up
+    as two (Llama's and TrainRig's PyTorch builder's separate nn.Linear layers); one otherwise."""
+    if op.name == "qkv_proj" and len(op.tensor_sizes) >= 3:
+        return tuple(float(n) for n in op.tensor_sizes[:3])
+    if op.name == "gate_up" and len(op.tensor_sizes) >= 2:
+        return tuple(float(n) for n in op.tensor_sizes[:2])
+    return (1.0,)
+
+
+def alternate_matmul_shares(ops: list[Op]) -> dict[int, float]:
+    """torchtitan's per-op policy over one segment: per op (by output tensor id), the share of its
+    matrix-product work and output that is recomputed, counting the segment's ``aten.mm`` calls
+    from 1 in forward order and recomputing the even ones (the attention kernel is saved by its own
+    rule and is not counted)."""
+    shares: dict[int, float] = {}
+    count = 0
+    for op in ops:
+        if op.name not in MATMUL_NAMES or op.name == "sdpa" or not op.flops:
+            continue
+        widths = _product_widths(op)
+        again = 0.0
+        for w in widths:
+            count += 1
+            if count % 2 == 0:
+                again += w
+        shares[op.output_id] = again / sum(widths)
+    return shares
+
+
+def stored_under(g: Graph, policy: ActivationPolicy, ops: list[Op]) -> dict[int, float]:
+    """Tensors a selectively checkpointed segment (``ops``) stores from forward to backward, with
+    the share of each that stays: the outputs of its matrix products and attention kernel and what
+    those kernels make beside them (the log-sum-exp, a recurrent layer's reserve), not autocast's
+    casts. Under the per-op policy a product that is recomputed stores nothing and one recomputed in
+    part (the K of a Q/K/V projection) stores the rest."""
+    again = alternate_matmul_shares(ops) if policy.alternate_matmuls else {}
+    kept: dict[int, float] = {}
     for op in ops:
         if op.name in MATMUL_NAMES:
-            kept.add(op.output_id)
-            kept.update(s for s in op.saved if s not in (op.input_id,) and not g.tensors[s].copy)
+            share = 1.0 - again.get(op.output_id, 0.0)
+            if share <= 0.0:
+                continue
+            kept[op.output_id] = share
+            for s in op.saved:
+                if s not in (op.input_id,) and not g.tensors[s].copy:
+                    kept[s] = share
     return kept
 
 
@@ -205,26 +251,30 @@ class RecomputeWork:
     elementwise_bytes: float
 
 
-def recompute_per_sample(model: ModelAnalysis, policy: ActivationPolicy, act_bytes: int) -> RecomputeWork:
+def recompute_per_sample(
+    model: ModelAnalysis, policy: ActivationPolicy, act_bytes: int, compiled: bool = False
+) -> RecomputeWork:
     """The forward work per sample that backward runs again under ``policy.checkpoint``.
 
     "none": nothing. "full": the whole forward (every matrix product, every elementwise op; a
     summary model: its forward FLOPs). "selective": no matrix product except the math kernel's
-    Q·Kᵀ (half the attention FLOPs, to rebuild the softmax); the elementwise ops of the checkpointed
+    Q·Kᵀ (half the attention FLOPs, to rebuild the softmax) and, under the per-op policy, every
+    second matrix product of a segment; the elementwise ops of the checkpointed
     segments (norms, activations, dropout, casts; the math kernel's softmax and dropout over the
     scores), each reading its input and writing its output once. Figures per sample of the batch
-    one device runs, after the tensor/context split of ``policy``.
+    one device runs, after the tensor/context split of ``policy``. ``compiled`` (torch.compile):
+    an op variant's decomposed kernels are fused, priced like any elementwise op.
     """
     if policy.checkpoint == "none":
         return RecomputeWork(0.0, 0.0)
     g = model.graph
     if g is None:
         return RecomputeWork(float(model.forward_flops) if policy.checkpoint == "full" else 0.0, 0.0)
-    return _recompute_graph(g, policy, act_bytes)
+    return _recompute_graph(g, policy, act_bytes, compiled)
 
 
 @lru_cache(maxsize=256)
-def _recompute_graph(g: Graph, policy: ActivationPolicy, act_bytes: int) -> RecomputeWork:
+def _recompute_graph(g: Graph, policy: ActivationPolicy, act_bytes: int, compiled: bool) -> RecomputeWork:
     """recompute_per_sample of a layer graph, once per graph and policy (the what-if loop re-times
     the same graph)."""
     frac = tensor_split(g, policy)
@@ -235,6 +285,7 @@ def _recompute_graph(g: Graph, policy: ActivationPolicy, act_bytes: int) -> Reco
     for ops in seg_ops.values():
         if policy.checkpoint == "selective" and len(ops) == 1:
             continue  # one-op segments are not checkpointed
+        again = alternate_matmul_shares(ops) if policy.alternate_matmuls else {}
         for op in ops:
             share = frac[op.output_id]
             work = min(share, frac[op.input_id])  # a row-parallel product splits its input, not its output
@@ -243,9 +294,13 @@ def _recompute_graph(g: Graph, policy: ActivationPolicy, act_bytes: int) -> Reco
                 flops += op.flops * work
             elif floats:
                 flops += op.flops / 2 * work  # Q·Kᵀ again, to rebuild the softmax
+            else:
+                flops += op.flops * again.get(op.output_id, 0.0) * work
             if floats:  # softmax and dropout over the scores: read and write each
                 moved += 2 * floats * act_bytes * share
-            if op.name not in MATMUL_NAMES and op.output_id != op.input_id:
+            if op.variant and not compiled:  # its eager kernels' forward bytes (core.estimate.op_work.VARIANT_BYTES)
+                moved += variant_bytes(op.variant, act_bytes)[0] * g.tensors[op.output_id].elems * share
+            elif op.name not in MATMUL_NAMES and op.output_id != op.input_id:
                 size = g.tensors[op.input_id].elems * frac[op.input_id] + g.tensors[op.output_id].elems * share
                 moved += size * act_bytes
     return RecomputeWork(flops, moved)

@@ -96,6 +96,9 @@ KERNELS_PER_KIND = {
     "dropout": 2,
     "add": 2,
     "embedding": 4,
+    "rmsnorm_fp32": 16,  # 7 forward (cast, pow, mean, add+rsqrt, mul, cast, mul), 9 backward
+    "rotary_half": 10,
+    "rotary_complex": 6,
 }
 
 
@@ -411,7 +414,17 @@ def matrix_weights(ops: Sequence[OpWork]) -> tuple[float, int]:
     return mo.matmul_weights, mo.weight_ops
 
 
-def loss_s(elems: float, gpu: GpuFigures) -> float:
-    """Cross-entropy over ``elems`` logits: log-softmax in fp32 (autocast runs it in fp32), NLL and
-    their backward: about 5 fp32 accesses per logit in 4 kernels."""
-    return max(5 * 4 * elems / gpu.bandwidth, 4 * KERNEL_FLOOR_S)
+# Cross-entropy's fp32 bytes per logit: log-softmax forward reads each row twice (max and sum, then
+# the output pass) and writes once (12); NLL's backward writes a dense gradient (4); log-softmax's
+# backward reads the gradient twice (its row sum, then the output pass) and the output once and
+# writes once (16). Half-precision logits add the cast to fp32 and back (autocast's, or the
+# `.float()` of Llama-style training code): read 2 write 4 forward, read 4 write 2 backward (12).
+LOSS_BYTES_FP32 = 32.0
+LOSS_CAST_BYTES = 12.0
+
+
+def loss_s(elems: float, gpu: GpuFigures, half_logits: bool = False) -> float:
+    """Cross-entropy over ``elems`` logits in fp32 (autocast runs it in fp32): log-softmax, NLL and
+    their backward in 4 kernels (6 with the casts of half-precision logits)."""
+    per_logit = LOSS_BYTES_FP32 + (LOSS_CAST_BYTES if half_logits else 0.0)
+    return max(per_logit * elems / gpu.bandwidth, (6 if half_logits else 4) * KERNEL_FLOOR_S)

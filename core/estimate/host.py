@@ -48,6 +48,7 @@ FORWARD_CALLS = {
     "qkv_proj": 15,  # three linear layers on a sequence (3 calls each), a view and a transpose per head split
     "sdpa": 4,  # scaled_dot_product_attention and the transpose/reshape that merge the heads
     "rmsnorm": 6,  # nn.RMSNorm decomposed: pow, mean, add, rsqrt, mul, mul
+    "rotary": 14,  # on q and k: float, reshape, view_as_complex, mul, view_as_real, flatten, type_as
     "batchnorm1d": 2,  # batch_norm and the num_batches_tracked increment
     "batchnorm2d": 2,
     "silu_mul": 2,

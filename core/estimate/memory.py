@@ -117,7 +117,8 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
     size_f[0] = size_x[0] = 0.0  # the input batch is counted as data
     for i, op in enumerate(ops):
         floats, fixed = math_score_saves(policy, op)  # the math kernel's score tensors
-        if policy.device_kind == "cpu" and op.decomposed_saves:  # RMSNorm run decomposed on the CPU
+        # RMSNorm run decomposed: on the CPU, and on CUDA in its fp32 implementation
+        if op.decomposed_saves and (policy.device_kind == "cpu" or op.variant == "rmsnorm_fp32"):
             floats += op.decomposed_saves
         if floats or fixed:
             size_f.append(floats * frac[op.output_id])
@@ -131,13 +132,14 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
     for op in g.ops:
         seg_input.setdefault(op.segment, op.input_id)
         seg_ops.setdefault(op.segment, []).append(op)
-    # what each checkpointed segment stores from forward to backward (None: not checkpointed)
-    stored: dict[int, set[int] | None] = {}
+    # what each checkpointed segment stores from forward to backward, with the share of each tensor
+    # that stays (None: not checkpointed)
+    stored: dict[int, dict[int, float] | None] = {}
     for seg, members in seg_ops.items():
         if policy.checkpoint == "full":
-            stored[seg] = {seg_input[seg]}
+            stored[seg] = {seg_input[seg]: 1.0}
         elif policy.checkpoint == "selective" and len(members) > 1:
-            stored[seg] = {seg_input[seg]} | stored_under(g, policy, members)
+            stored[seg] = {**stored_under(g, policy, members), seg_input[seg]: 1.0}
         else:
             stored[seg] = None
 
@@ -148,12 +150,18 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
     for op in ops:
         keep = stored[op.segment]
         if keep is not None:  # only what the segment stores stays; the op's own tensors are transient
-            for t in ({seg_input[op.segment]} | ({op.output_id, *op.saved} & keep)) - saved:
+            own = {op.output_id, *op.saved}
+            for t in ({seg_input[op.segment]} | (own & keep.keys())) - saved:
                 saved.add(t)
-                af += size_f[t]
-                ax += size_x[t]
-            extra = {op.output_id, *op.saved} - saved
-            rows.append((af + sum(size_f[t] for t in extra), ax + sum(size_x[t] for t in extra), 0, 0))
+                af += size_f[t] * keep[t]
+                ax += size_x[t] * keep[t]
+            extra = own - saved
+            # a tensor stored in part (the per-op policy's Q/K/V) exists whole while its op runs
+            part_f = sum(size_f[t] * (1.0 - keep[t]) for t in own & keep.keys())
+            part_x = sum(size_x[t] * (1.0 - keep[t]) for t in own & keep.keys())
+            rows.append(
+                (af + part_f + sum(size_f[t] for t in extra), ax + part_x + sum(size_x[t] for t in extra), 0, 0)
+            )
             continue
         for t in op.saved:
             if t not in saved:
@@ -205,11 +213,12 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
 
 
 def _backward_live(
-    ops: list[Op], stored: dict[int, set[int] | None], size_f: list[float], size_x: list[float]
+    ops: list[Op], stored: dict[int, dict[int, float] | None], size_f: list[float], size_x: list[float]
 ) -> tuple[list[float], list[float]]:
     """Live saved tensors during backward of op i: what the earlier segments hold (their stored
-    tensors when checkpointed, else all they saved), plus, in op i's own segment, its stored
-    tensors and what its (recomputed) forward has saved up to op i."""
+    tensors, or the stored share of them, when checkpointed, else all they saved), plus, in op i's
+    own segment, its stored tensors (whole again once recomputed) and what its recomputed forward
+    has saved up to op i."""
     live_f = [0.0] * len(ops)
     live_x = [0.0] * len(ops)
     held: set[int] = set()
@@ -218,7 +227,7 @@ def _backward_live(
     while i < len(ops):
         seg = ops[i].segment
         keep = stored[seg]
-        cur: set[int] = set((keep or set()) - held)
+        cur: set[int] = set((keep or {}).keys() - held)
         cur_f = sum(size_f[t] for t in cur)
         cur_x = sum(size_x[t] for t in cur)
         while i < len(ops) and ops[i].segment == seg:
@@ -229,10 +238,11 @@ def _backward_live(
                     cur_x += size_x[t]
             live_f[i], live_x[i] = held_f + cur_f, held_x + cur_x
             i += 1
-        for t in cur if keep is None else keep - held:
+        for t in cur if keep is None else keep.keys() - held:
+            share = 1.0 if keep is None else keep[t]
             held.add(t)
-            held_f += size_f[t]
-            held_x += size_x[t]
+            held_f += size_f[t] * share
+            held_x += size_x[t] * share
     return live_f, live_x
 
 

@@ -42,6 +42,10 @@ ELEMENTWISE_KIND = {
     "add": ("add",),
     "positional_embedding": ("add",),
     "embedding": ("embedding",),
+    # op variants (Op.variant) whose eager kernels differ from PyTorch's module: VARIANT_BYTES
+    "rmsnorm_fp32": ("rmsnorm_fp32",),
+    "rotary_half": ("rotary_half",),
+    "rotary_complex": ("rotary_complex",),
 }
 PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
 # Before calibration: tensor elements read or written per element by the forward and backward of
@@ -60,6 +64,36 @@ ELEMENT_ACCESSES = {
     "add": 6,
     "embedding": 4,
 }
+# Bytes per element (forward, backward) the eager kernels of an op variant move, by the activation
+# precision's bytes (2: bf16/fp16 activations, 4: fp32), counted from their kernels' reads and writes
+# (docs/sizing.md §4c, "Op variants"):
+# * rmsnorm_fp32 — x.float() (r2 w4), pow (r4 w4), mean (r4), rsqrt per row, x·rsqrt (r4 w4),
+#   .type_as(x) (r4 w2), ·weight (r2 w2): 36 forward; backward the weight's (grad·w, grad·x̂ and its
+#   sum), the casts', the product's two branches, mean's expand, pow's 2·x·grad and the two branches'
+#   sum: 92. In fp32 the casts are no-ops and the weight's branch moves fp32: 28 and 92.
+# * rotary_complex — x.float() (r2 w4), the complex product (r4 w4), .type_as (r4 w2): 20 forward,
+#   the same three backward; in fp32 only the product: 8 and 8.
+# * rotary_half — neg of one half, cat, x·cos, rotate_half(x)·sin, their sum: 10 accesses forward,
+#   10 backward (two products' gradients, neg, cat's and the branches' sums), at the activation dtype.
+VARIANT_BYTES = {
+    "rmsnorm_fp32": {2: (36.0, 92.0), 4: (28.0, 92.0)},
+    "rotary_complex": {2: (20.0, 20.0), 4: (8.0, 8.0)},
+    "rotary_half": {2: (20.0, 20.0), 4: (40.0, 40.0)},
+}
+# A CPU prices a variant by the kind `calibrate` measures that is nearest to it, times its bytes over
+# that kind's (PyTorch on the CPU runs nn.RMSNorm decomposed in fp32 already: the layernorm kind).
+CPU_VARIANT_KIND = {
+    "rmsnorm_fp32": ("layernorm", 1.0),
+    "rotary_complex": ("add", 16 / 24),
+    "rotary_half": ("add", 80 / 24),
+}
+
+
+def variant_bytes(kind: str, act_bytes: int) -> tuple[float, float]:
+    """(forward, backward) bytes per element of an op variant at ``act_bytes`` activations."""
+    return VARIANT_BYTES[kind][2 if act_bytes <= 2 else 4]
+
+
 # glibc's malloc serves an allocation over its mmap threshold with fresh pages from the kernel; the
 # threshold adapts to the sizes freed, up to DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit systems
 # (mallopt(3)). A tensor larger than that is new memory every step.
@@ -147,7 +181,7 @@ def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
             weights=op.matmul_params if op.name == "conv2d" else 0,
             elementwise=tuple(
                 (k, float(g.tensors[op.input_id if k in PER_INPUT_ELEMENT else op.output_id].elems))
-                for k in ELEMENTWISE_KIND.get(op.name, ())
+                for k in ELEMENTWISE_KIND.get(op.variant or op.name, ())
             ),
             cpu_scores=float(op.math_scores),
             first=op.input_id == 0,
@@ -230,6 +264,9 @@ def op_times(
         CPU, PyTorch splits an elementwise kernel over its threads in chunks of at least 32,768
         elements (at::internal::GRAIN_SIZE): a smaller tensor runs on fewer threads than the
         measurement did."""
+        if k in CPU_VARIANT_KIND:
+            near, ratio = CPU_VARIANT_KIND[k]
+            return per_element(near, n) * ratio if kind == "cpu" else sum(variant_bytes(k, act_bytes)) / bandwidth
         if k in curves and n > 0:
             cost = interpolate_rate(curves[k], n)
         else:
@@ -301,10 +338,20 @@ def _gpu_op_times(
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
     kernels, the loss and autocast's and GradScaler's per-step work; the foreach optimizer."""
     gpu = gpu_kernels.figures(device, cal)
+    nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
+    # an op variant's bytes as accesses of the activation precision, like the other kinds; under
+    # torch.compile its decomposed kernels fuse into what the kind nearest to it moves
+    accesses = {
+        **ELEMENT_ACCESSES,
+        **{
+            k: ELEMENT_ACCESSES[CPU_VARIANT_KIND[k][0]] if compile_model else sum(variant_bytes(k, nbytes)) / nbytes
+            for k in VARIANT_BYTES
+        },
+    }
     compute, memory = gpu_kernels.step_kernels(
-        ops, b, device, precision, checkpointing, memory_format, compile_model, ELEMENT_ACCESSES, cal, fp8
+        ops, b, device, precision, checkpointing, memory_format, compile_model, accesses, cal, fp8
     )
-    memory += gpu_kernels.loss_s(model.output_elems * b, gpu)
+    memory += gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_kernels.matrix_weights(ops)
     memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
     opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])

@@ -359,6 +359,7 @@ def large_terms(
     large: LargeModelSpec,
     opt: float,
     tensors: int,
+    compile_model: bool = False,
 ) -> tuple[float, float, float]:
     """(matrix seconds, memory-bound seconds, optimizer seconds) the large-model settings add or
     change: what checkpointing runs again beyond the matrix products the kernels already repeat
@@ -374,7 +375,7 @@ def large_terms(
     # the whole network's work per sample: under model parallelism the device runs its share of the
     # layers for the group's batch, the same work as the per-device batch through every layer
     policy = activation_policy(replace(large, parallel=ParallelSpec()), checkpointing, kind)
-    again = recompute_per_sample(model, policy, PRECISION_BYTES[precision][2])
+    again = recompute_per_sample(model, policy, PRECISION_BYTES[precision][2], compile_model)
     compute = again.flops * b / peak_rate if policy.checkpoint == "selective" else 0.0
     memory = again.elementwise_bytes * b / bandwidth
     if large.fp8 and gpu is not None and gpu.fp8 and precision in ("fp16_mixed", "bf16_mixed"):

@@ -452,7 +452,20 @@ def _pass(
             fp8=large.fp8,
         )
         extra_compute, extra_memory, opt = parallel_time.large_terms(
-            model, ops, device, kind, b, precision, optimizer, checkpointing, peak_rate, cal, large, opt, len(sizes)
+            model,
+            ops,
+            device,
+            kind,
+            b,
+            precision,
+            optimizer,
+            checkpointing,
+            peak_rate,
+            cal,
+            large,
+            opt,
+            len(sizes),
+            kernel_options[1],
         )
         compute += extra_compute
         memory_no_opt += extra_memory

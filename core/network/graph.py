@@ -39,6 +39,9 @@ class Op:
     tensor_sizes: tuple[int, ...] = ()  # elements of each trainable tensor (the optimizer steps each)
     heads: int = 0  # attention: query heads (the GPU kernel model sizes its score tiles by them)
     causal: bool = False  # attention: causal mask (flash kernels skip the masked half)
+    # the implementation of an op whose eager kernels differ ("rmsnorm_fp32": RMSNorm decomposed in
+    # fp32; "rotary_complex" / "rotary_half": rotary embeddings), "" for PyTorch's own module
+    variant: str = ""
 
 
 @dataclass(frozen=True)

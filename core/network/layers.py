@@ -33,6 +33,9 @@ MAX_ELEMS = 10**13  # per sample; beyond this the arithmetic stops meaning anyth
 # Limits of a layer list (docs/limits.md): Llama-8B applies 291 layers in 2 levels of containers.
 MAX_LAYERS_APPLIED = 100_000  # layers applied, each repetition counted
 MAX_CONTAINER_DEPTH = 16  # repeat and residual blocks inside each other
+# rmsnorm "implementation": nn.RMSNorm (PyTorch's fused kernel on CUDA) or the fp32 decomposition of
+# Llama's reference code, Hugging Face's LlamaRMSNorm and torchtitan's 2024 RMSNorm
+RMSNORM_IMPLEMENTATIONS = ("fused", "fp32_decomposed")
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,10 @@ def batchnorm(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
 def norm(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, ctx: Context) -> tuple[Shape, int]:
     kind = str(spec["type"])
     allowed = {"type", "normalized_shape", "eps", "elementwise_affine"}
-    reject_unknown(spec, allowed | ({"bias"} if kind == "layernorm" else set()), path)
+    reject_unknown(spec, allowed | ({"bias"} if kind == "layernorm" else {"implementation"}), path)
+    impl = ""
+    if kind == "rmsnorm":
+        impl = get_choice(spec, "implementation", path, RMSNORM_IMPLEMENTATIONS, default="fused")
     d = shape[-1]
     if "normalized_shape" in spec:
         ns = spec["normalized_shape"]
@@ -261,7 +267,10 @@ def norm(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, ctx
     extra: tuple[tuple[int, int | None], ...] = ((2 * rows, 4),) if kind == "layernorm" else ((rows, 4),)
     y = g.op(kind, x, n, autocast="fp32", save_input=True, extra=extra, params=params, largest_param=d if affine else 0)
     if kind == "rmsnorm":
-        g.ops[-1] = replace(g.ops[-1], decomposed_saves=n)
+        # "fp32_decomposed" (Llama's reference code, Hugging Face's LlamaRMSNorm, torchtitan's 2024
+        # RMSNorm) runs the decomposed ops on CUDA too, in fp32
+        variant = "rmsnorm_fp32" if impl == "fp32_decomposed" else ""
+        g.ops[-1] = replace(g.ops[-1], decomposed_saves=n, variant=variant)
     g.row(LayerRow(path, kind, shape, params, 0, 4 * n, 4, n))
     return shape, y
 

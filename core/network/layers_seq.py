@@ -13,7 +13,16 @@ from typing import Any
 
 from core.errors import WorkloadError
 from core.network.graph import Graph, LayerRow
-from core.network.layers import MAX_FEATURES, Context, Shape, check_size, expect_dims, handler, numel
+from core.network.layers import (
+    MAX_FEATURES,
+    RMSNORM_IMPLEMENTATIONS,
+    Context,
+    Shape,
+    check_size,
+    expect_dims,
+    handler,
+    numel,
+)
 from core.validate import get_bool, get_choice, get_float, get_int, reject_unknown
 
 
@@ -107,6 +116,13 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
     return out_shape, x
 
 
+# rotary embeddings as practitioners' code runs them: "rotate_half" (Hugging Face's Llama: q·cos +
+# rotate_half(q)·sin in the activation dtype), "complex" (Meta's reference code and torchtitan: the
+# pairs as complex numbers in fp32, times the frequencies, cast back)
+ROTARY = ("none", "rotate_half", "complex")
+ROTARY_VARIANT = {"rotate_half": "rotary_half", "complex": "rotary_complex"}
+
+
 def _attention(
     path: str,
     shape: Shape,
@@ -117,6 +133,7 @@ def _attention(
     bias: bool,
     dropout: float,
     causal: bool = False,
+    rotary: str = "none",
 ) -> tuple[Shape, int, int, int]:
     length, dim = shape
     if dim % heads:
@@ -139,6 +156,11 @@ def _attention(
         flops=2 * length * (dim * dim + 2 * dim * kv_dim),
         tensor_sizes=(dim * dim, dim * kv_dim, dim * kv_dim) + ((dim, kv_dim, kv_dim) if bias else ()),  # q, k, v
     )
+    if rotary != "none":
+        # rotary embeddings on q and k: elementwise kernels that save nothing (cos/sin or the complex
+        # frequencies are buffers); the rotated q and k replace the projections' (sdpa reads them)
+        g.op("rotary", qkv, length * (dim + kv_dim))
+        g.ops[-1] = replace(g.ops[-1], variant=ROTARY_VARIANT[rotary])
     # memory-efficient attention keeps q, k, v, its output and a log-sum-exp per row and head
     core = g.op(
         "sdpa",
@@ -172,7 +194,7 @@ def multihead_attention(
     spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, ctx: Context
 ) -> tuple[Shape, int]:
     """Self-attention over a (sequence, embed_dim) input, as torch.nn.MultiheadAttention."""
-    allowed = {"type", "embed_dim", "num_heads", "dropout", "bias", "kv_heads", "causal", "batch_first"}
+    allowed = {"type", "embed_dim", "num_heads", "dropout", "bias", "kv_heads", "causal", "batch_first", "rotary"}
     reject_unknown(spec, allowed, path)
     expect_dims(shape, 2, path, "multihead_attention")
     if "embed_dim" in spec and get_int(spec, "embed_dim", path, maximum=MAX_FEATURES) != shape[1]:
@@ -182,7 +204,8 @@ def multihead_attention(
     p = get_float(spec, "dropout", path, default=0.0, maximum=1.0, exclusive_max=True)
     causal = get_bool(spec, "causal", path, default=False)
     bias = get_bool(spec, "bias", path, default=True)
-    out_shape, y, _, _ = _attention(path, shape, x, g, heads, kv_heads, bias, p, causal)
+    rotary = get_choice(spec, "rotary", path, ROTARY, default="none")
+    out_shape, y, _, _ = _attention(path, shape, x, g, heads, kv_heads, bias, p, causal, rotary)
     return out_shape, y
 
 
@@ -249,6 +272,8 @@ def transformer_block(
         "causal",
         "norm",
         "mlp",
+        "rotary",
+        "norm_implementation",
     }
     reject_unknown(spec, allowed, path)
     expect_dims(shape, 2, path, "transformer_block")
@@ -264,8 +289,14 @@ def transformer_block(
     causal = get_bool(spec, "causal", path, default=False)
     norm_kind = get_choice(spec, "norm", path, ("layernorm", "rmsnorm"), default="layernorm")
     mlp_kind = get_choice(spec, "mlp", path, ("standard", "swiglu"), default="standard")
+    rotary = get_choice(spec, "rotary", path, ROTARY, default="none")
+    norm_impl = get_choice(spec, "norm_implementation", path, RMSNORM_IMPLEMENTATIONS, default="fused")
+    if norm_impl != "fused" and norm_kind != "rmsnorm":
+        raise WorkloadError(f"{path}.norm_implementation", 'applies to norm "rmsnorm" only')
     return ctx.apply_list(
-        expand_transformer_block(shape[1], heads, kv_heads, ffn, p, act, norm_first, bias, causal, norm_kind, mlp_kind),
+        expand_transformer_block(
+            shape[1], heads, kv_heads, ffn, p, act, norm_first, bias, causal, norm_kind, mlp_kind, rotary, norm_impl
+        ),
         f"{path}.expanded",
         shape,
         x,
@@ -285,9 +316,13 @@ def expand_transformer_block(
     causal: bool,
     norm_kind: str,
     mlp_kind: str,
+    rotary: str = "none",
+    norm_impl: str = "fused",
 ) -> list[dict[str, Any]]:
     """The primitive layer list of one transformer block (shared with the PyTorch builder)."""
     norm: dict[str, Any] = {"type": norm_kind}
+    if norm_impl != "fused":
+        norm["implementation"] = norm_impl
     if norm_kind == "layernorm" and not bias:
         norm["bias"] = False
     drop = [{"type": "dropout", "p": p}] if p > 0 else []
@@ -299,6 +334,7 @@ def expand_transformer_block(
             "dropout": p,
             "bias": bias,
             "causal": causal,
+            **({"rotary": rotary} if rotary != "none" else {}),
         },
         *drop,
     ]

@@ -17,13 +17,17 @@ from core.errors import WorkloadError
 from core.validate import get_bool, get_choice, get_int, reject_unknown, require_mapping
 
 # training.checkpointing: false/true as before, or a policy by name
-CHECKPOINT_POLICIES = ("none", "selective", "full")
+CHECKPOINT_POLICIES = ("none", "selective", "selective_op", "full")
 CHECKPOINT_TEXT = {
     "none": "no activation checkpointing: every activation backward needs is kept",
     "selective": (
-        "selective checkpointing (Korthikanti et al. 2022; Megatron's and torchtitan's per-op policies): "
-        "matrix-product and attention outputs are kept, the cheap ops (norms, activations, dropout, "
-        "softmax) are recomputed in backward"
+        "selective checkpointing (Korthikanti et al. 2022; Megatron-core's policy): matrix-product and "
+        "attention outputs are kept, the cheap ops (norms, activations, dropout, softmax) are recomputed "
+        "in backward"
+    ),
+    "selective_op": (
+        "torchtitan's per-op selective checkpointing (selective_ac_option 'op'): as selective, but every "
+        "second matrix product of a block (Llama's K, output and up projections) is recomputed too"
     ),
     "full": "full checkpointing: each block keeps its input only and its forward runs again in backward",
 }
@@ -95,6 +99,8 @@ class LargeModelSpec:
     """The large-model settings of a workload's ``training`` (defaults: plain PyTorch)."""
 
     selective_checkpointing: bool = False  # training.checkpointing "selective" (full wins when both)
+    # training.checkpointing "selective_op": every second matrix product of a block recomputed too
+    alternate_matmuls: bool = False
     attention: str = "auto"
     precision_layout: str = "autocast"
     param_dtype: str = "bf16"  # fsdp_mixed: the dtype weights are gathered and computed in
@@ -123,14 +129,17 @@ LARGE_KEYS = {
 
 
 def parse_checkpointing(t: Mapping[str, Any]) -> tuple[bool, bool]:
-    """``training.checkpointing``: false/true, or "none", "selective", "full". Returns (full,
-    selective)."""
+    """``training.checkpointing``: false/true, or "none", "selective", "selective_op", "full".
+    Returns (full, selective: either selective policy)."""
     value = t.get("checkpointing", False)
     if isinstance(value, bool):
         return value, False
     if value in CHECKPOINT_POLICIES:
-        return value == "full", value == "selective"
-    raise WorkloadError("training.checkpointing", f'must be true, false, "none", "selective" or "full", got {value!r}')
+        return value == "full", value in ("selective", "selective_op")
+    raise WorkloadError(
+        "training.checkpointing",
+        f'must be true, false, "none", "selective", "selective_op" or "full", got {value!r}',
+    )
 
 
 def parse_large(t: Mapping[str, Any], sharding: str, precision: str) -> LargeModelSpec:
@@ -173,6 +182,7 @@ def parse_large(t: Mapping[str, Any], sharding: str, precision: str) -> LargeMod
         )
     return LargeModelSpec(
         selective_checkpointing=selective,
+        alternate_matmuls=t.get("checkpointing") == "selective_op",
         attention=get_choice(t, "attention", path, ATTENTION_KERNELS, default="auto"),
         precision_layout=layout,
         param_dtype=get_choice(t, "param_dtype", path, LAYOUT_DTYPES, default=default_param),

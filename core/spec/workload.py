@@ -92,9 +92,11 @@ class TrainingSpec:
 
     @property
     def checkpoint_policy(self) -> str:
-        """ "none", "selective" or "full" (full when ``checkpointing`` is set)."""
+        """ "none", "selective", "selective_op" or "full" (full when ``checkpointing`` is set)."""
         if self.checkpointing:
             return "full"
+        if self.large.alternate_matmuls:
+            return "selective_op"
         return "selective" if self.large.selective_checkpointing else "none"
 
 

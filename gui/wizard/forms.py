@@ -51,7 +51,12 @@ LOOP_TIPS = {
     "dataloader_files": "DataLoader whose workers read and decode files (JPEG, PNG…): decoding is the input "
     "pipeline's cost per sample; the main process receives each batch",
 }
-CHECKPOINT_LABELS = {"none": "None", "selective": "Selective (cheap ops recomputed)", "full": "Full (per block)"}
+CHECKPOINT_LABELS = {
+    "none": "None",
+    "selective": "Selective (cheap ops recomputed)",
+    "selective_op": "Selective, torchtitan's per-op policy",
+    "full": "Full (per block)",
+}
 # the smallest network the parser accepts: the Training page checks its own section against it
 _PROBE_MODEL = {"input_shape": [1], "layers": [{"type": "linear", "out_features": 1}]}
 STORAGE_LABELS = {
@@ -410,8 +415,10 @@ class TrainingPage(WizardPage):
             epochs=self.epochs.value(),
             optimizer=self.optimizer.currentData(),
             precision=self.precision.currentData(),
-            # true/false as before; "selective" by name
-            checkpointing={"none": False, "full": True}.get(self.checkpointing.currentData(), "selective"),
+            # true/false as before; the selective policies by name
+            checkpointing={"none": False, "full": True}.get(
+                self.checkpointing.currentData(), self.checkpointing.currentData()
+            ),
             sharding=self.sharding.currentData(),
             nodes=self.nodes.value(),
             reserve_percent=self.reserve.value(),

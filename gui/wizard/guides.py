@@ -50,7 +50,9 @@ half-precision copies): the tensor-core peak applies to half precision only.</p>
 <p><b>Checkpointing</b> — <i>full</i> keeps one activation per block and recomputes the rest in
 backward: about a third more compute for much less memory; <i>selective</i> keeps the matrix
 products' and attention's outputs and recomputes only the cheap ops (norms, activations, dropout):
-little extra time, a large share of the saving (Korthikanti et al. 2022).</p>
+little extra time, a large share of the saving (Korthikanti et al. 2022); <i>torchtitan's per-op
+policy</i> also recomputes every second matrix product of a block: less memory, about a tenth more
+matrix work.</p>
 <p><b>Sharding</b> — ZeRO-1/2/3 or FSDP split optimizer states, gradients and weights over the
 devices (Rajbhandari et al. 2020), so a model too large for one device fits on several.</p>
 <p><b>Nodes</b> — machines: between them the gradients travel over the network adapter, slower

@@ -100,6 +100,31 @@ LAYER_CASES: dict[str, dict[str, Any]] = {
             }
         ],
     },
+    # Meta's / torchtitan's Llama code: complex rotary embeddings and RMSNorm decomposed in fp32
+    "transformer_complex_rotary_fp32_rmsnorm": {
+        "input_shape": [10, 32],
+        "layers": [
+            {
+                "type": "transformer_block",
+                "nhead": 4,
+                "kv_heads": 2,
+                "dim_feedforward": 48,
+                "norm_first": True,
+                "norm": "rmsnorm",
+                "norm_implementation": "fp32_decomposed",
+                "rotary": "complex",
+                "mlp": "swiglu",
+                "bias": False,
+                "causal": True,
+                "dropout": 0.0,
+            },
+            {"type": "rmsnorm", "implementation": "fp32_decomposed"},
+        ],
+    },
+    "attention_rotate_half": {
+        "input_shape": [10, 32],
+        "layers": [{"type": "multihead_attention", "num_heads": 4, "rotary": "rotate_half", "dropout": 0.0}],
+    },
     "repeat_residual": {
         "input_shape": [8, 10, 10],
         "layers": [
