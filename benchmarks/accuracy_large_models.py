@@ -35,6 +35,9 @@ def _model(spec: dict[str, Any], sequence: int) -> dict[str, Any]:
         model["layers"][0]["embedding_dim"] = spec["hidden"]
         block["times"] = spec["layers"]
         block["layers"][0].update(nhead=spec["heads"], kv_heads=spec["kv_heads"], dim_feedforward=spec["ffn"])
+    if "vocab" in spec:  # Llama 2's 32,000 tokens: the embedding and the output layer
+        model["layers"][0]["num_embeddings"] = spec["vocab"]
+        model["layers"][-1]["out_features"] = spec["vocab"]
     if "rotary" in spec:
         block["layers"][0]["rotary"] = spec["rotary"]
     if "norm_implementation" in spec:

@@ -68,6 +68,7 @@ class MemoryProfile:
     loss_grad: np.ndarray  # bytes per sample: the loss gradient (fp32) as backward starts
     largest_param: int
     largest_segment_params: int
+    largest_segment_matmul: int  # of those, matrix weights (fp8 all-gather gathers them in 1 byte)
     matmul_params: int
 
 
@@ -194,8 +195,11 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
     loss_grad = np.zeros(len(rows))
     loss_grad[n] = logits
     seg_params: dict[int, int] = {}
+    seg_matmul: dict[int, int] = {}
     for op in ops:
         seg_params[op.segment] = seg_params.get(op.segment, 0) + op.params
+        seg_matmul[op.segment] = seg_matmul.get(op.segment, 0) + op.matmul_params
+    largest = max(seg_params, key=lambda s: seg_params[s], default=None)
     return MemoryProfile(
         act_float=arr[:, 0],
         act_fixed=arr[:, 1],
@@ -204,7 +208,8 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
         saved_float=saved_f_end * policy.pipeline_share,
         saved_fixed=saved_x_end * policy.pipeline_share,
         largest_param=max((op.largest_param for op in ops), default=0),
-        largest_segment_params=max(seg_params.values(), default=0),
+        largest_segment_params=seg_params[largest] if largest is not None else 0,
+        largest_segment_matmul=seg_matmul[largest] if largest is not None else 0,
         step_mask=step_mask,
         loss_saved=loss_saved,
         loss_grad=loss_grad,
@@ -303,6 +308,7 @@ def phase_lines(
         buffers=model.buffers,
         matmul_params=prof.matmul_params if prof is not None else 0,
         largest_unit=_largest_segment(model),
+        largest_unit_matmul=prof.largest_segment_matmul if prof is not None else 0,
         largest_param=prof.largest_param if prof is not None else p,
         precision=precision,
         optimizer=optimizer,

@@ -83,10 +83,12 @@ def model_states(
     nodes: int = 1,
     sharding: str = "none",
     large: LargeModelSpec = DEFAULT_LARGE,
+    largest_unit_matmul: int = 0,
 ) -> ModelStates:
     """The model states of one device for this layout, sharding, parallelism and offload.
 
-    ``largest_unit``: parameters of the largest checkpoint segment (the unit FSDP/ZeRO-3 gathers);
+    ``largest_unit``: parameters of the largest checkpoint segment (the unit FSDP/ZeRO-3 gathers),
+    ``largest_unit_matmul`` of them matrix weights;
     ``largest_param``: of the largest single parameter (CPU optimizers' per-tensor scratch)."""
     mp = large.parallel.tensor * large.parallel.pipeline
     p = -(-parameters // mp)
@@ -148,6 +150,16 @@ def model_states(
         param_shard = p * 2
     if large.fp8:  # fp8 weight copies (Transformer Engine / torchao float8) replace autocast's
         copies = matmul * FP8_BYTES
+    if large.fp8_all_gather and sw > 1:
+        # FSDP2 gathers the matrix weights cast to fp8 on their shard (torchao's
+        # enable_fsdp_float8_all_gather): the gathered unit holds them in 1 byte, and they are the
+        # weights the matmuls save for backward — freed at reshard and gathered again — so no fp8 copy
+        # of every weight stays from forward to backward
+        share = min(1.0, largest_unit_matmul / largest_unit) if largest_unit else 0.0
+        unit_dtype = {"fsdp_mixed": DTYPE_BYTES[large.param_dtype]}.get(layout, 4)
+        gathered = unit * (share * FP8_BYTES + (1 - share) * unit_dtype)
+        weights += gathered - unit * unit_dtype  # the unit's gradients stay in param_dtype
+        copies = 0
     opt_temp = _optimizer_temporaries(optimizer, device_kind, large.optimizer_impl, layout, p // so, largest_param)
     cpu = nvme = 0
     off = large.offload
@@ -241,7 +253,12 @@ def states_note(large: LargeModelSpec, offload_cpu: int, offload_nvme: int, per_
     parts = [LAYOUT_TEXT[large.precision_layout]]
     if large.precision_layout == "fsdp_mixed":
         parts[0] += f" (param_dtype {large.param_dtype}, reduce_dtype {large.reduce_dtype})"
-    if large.fp8:
+    if large.fp8_all_gather:
+        parts.append(
+            "FSDP gathers the matrix weights in fp8 (torchao's float8 all-gather): half the gather traffic, "
+            "the gathered unit's matrix weights in 1 byte, no fp8 copies kept from forward to backward"
+        )
+    elif large.fp8:
         parts.append("fp8 copies of the matmul weights (1 byte each) kept from forward to backward")
     if large.offload != "none":
         need = []

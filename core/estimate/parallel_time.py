@@ -99,6 +99,7 @@ def communication(
     devices: int,
     nodes: int,
     b: int,
+    matmul_params: int = 0,
     micro_steps: int,
     act_bytes: int,
     grad_bytes: int,
@@ -132,6 +133,9 @@ def communication(
                 gather, reduce = half, half
             else:  # FSDP without MixedPrecision: fp32 weights and gradients
                 gather, reduce = 4, grad_bytes
+            if large.fp8_all_gather:  # the matrix weights gathered in fp8 (1 byte)
+                share = min(1.0, matmul_params / parameters) if parameters else 0.0
+                gather = share * 1 + (1 - share) * gather
             volume = ring * local * (2 * gather + reduce)  # gathered in forward and backward
         else:
             reduce = {"deepspeed": half, "megatron": 4}.get(layout, grad_bytes)
@@ -324,6 +328,7 @@ def step_communication(
         devices=devices,
         nodes=nodes,
         b=m,
+        matmul_params=sum(op.matmul_params for op in model.graph.ops) if model.graph is not None else 0,
         micro_steps=k,
         act_bytes=PRECISION_BYTES[precision][2],
         grad_bytes=PRECISION_BYTES[precision][1],

@@ -106,6 +106,8 @@ class LargeModelSpec:
     param_dtype: str = "bf16"  # fsdp_mixed: the dtype weights are gathered and computed in
     reduce_dtype: str = "fp32"  # fsdp_mixed: the dtype gradients are reduced in
     fp8: bool = False  # Transformer Engine / torchao float8: matmuls on fp8 tensor cores
+    # torchao's enable_fsdp_float8_all_gather: FSDP2 gathers the matrix weights already cast to fp8
+    fp8_all_gather: bool = False
     offload: str = "none"
     optimizer_impl: str = "auto"
     parallel: ParallelSpec = ParallelSpec()
@@ -122,6 +124,7 @@ LARGE_KEYS = {
     "param_dtype",
     "reduce_dtype",
     "fp8",
+    "fp8_all_gather",
     "offload",
     "optimizer_impl",
     "parallel",
@@ -180,6 +183,12 @@ def parse_large(t: Mapping[str, Any], sharding: str, precision: str) -> LargeMod
         raise WorkloadError(
             "training.fp8", f"fp8 matmuls run under mixed precision: set training.precision bf16_mixed, not {precision}"
         )
+    fp8_all_gather = get_bool(t, "fp8_all_gather", path, default=False)
+    if fp8_all_gather and not (fp8 and sharding == "fsdp"):
+        raise WorkloadError(
+            "training.fp8_all_gather",
+            "gathers fp8 weights under FSDP: it needs training.fp8 true and training.sharding fsdp",
+        )
     return LargeModelSpec(
         selective_checkpointing=selective,
         alternate_matmuls=t.get("checkpointing") == "selective_op",
@@ -188,6 +197,7 @@ def parse_large(t: Mapping[str, Any], sharding: str, precision: str) -> LargeMod
         param_dtype=get_choice(t, "param_dtype", path, LAYOUT_DTYPES, default=default_param),
         reduce_dtype=get_choice(t, "reduce_dtype", path, LAYOUT_DTYPES, default="fp32"),
         fp8=fp8,
+        fp8_all_gather=fp8_all_gather,
         offload=offload,
         optimizer_impl=get_choice(t, "optimizer_impl", path, OPTIMIZER_IMPLS, default="auto"),
         parallel=_parallel(t.get("parallel", {}), sharding),

@@ -71,6 +71,12 @@ class LargeModelGroup(QGroupBox):
             "Linear layers on fp8 tensor cores (Hopper, Ada, Blackwell); devices without fp8 stay in bf16/fp16. "
             "Needs mixed precision"
         )
+        self.fp8_gather = QCheckBox("FSDP gathers the fp8 weights (torchao enable_fsdp_float8_all_gather)")
+        self.fp8_gather.setToolTip(
+            "The matrix weights are cast to fp8 on their shard before FSDP's all-gather: half the gather "
+            "traffic, the gathered unit in 1 byte, and no fp8 copy of every weight kept for backward. "
+            "Needs fp8 and FSDP sharding"
+        )
         self.offload = combo(OFFLOADS, "What moves off the GPU, and the PCIe/NVMe traffic it costs", OFFLOAD_LABELS)
         _item_tips(self.offload, OFFLOAD_TEXT)
         self.optimizer_impl = combo(OPTIMIZER_IMPLS, "torch.optim's implementation: fused, foreach or per tensor")
@@ -96,6 +102,7 @@ class LargeModelGroup(QGroupBox):
             ("FSDP param dtype", self.param_dtype),
             ("FSDP reduce dtype", self.reduce_dtype),
             ("", self.fp8),
+            ("", self.fp8_gather),
             ("Offload", self.offload),
             ("Optimizer implementation", self.optimizer_impl),
             ("Tensor parallel", self.tensor),
@@ -114,7 +121,7 @@ class LargeModelGroup(QGroupBox):
             c.currentIndexChanged.connect(self._edited)
         for s in (self.tensor, self.pipeline, self.microbatches, self.context):
             s.valueChanged.connect(self._edited)
-        for b in (self.fp8, self.sequence, self.hybrid, self.compile):
+        for b in (self.fp8, self.fp8_gather, self.sequence, self.hybrid, self.compile):
             b.toggled.connect(self._edited)
         self.toggled.connect(self.body.setVisible)
         self.body.setVisible(False)
@@ -137,6 +144,7 @@ class LargeModelGroup(QGroupBox):
         self.param_dtype.setEnabled(fsdp)
         self.reduce_dtype.setEnabled(fsdp)
         self.fp8.setEnabled(self._half)
+        self.fp8_gather.setEnabled(self._half and self.fp8.isChecked() and self._sharding == "fsdp")
         self.layout_.setEnabled(self._half)
         self.sequence.setEnabled(self.tensor.value() > 1)
         self.microbatches.setEnabled(self.pipeline.value() > 1)
@@ -152,6 +160,7 @@ class LargeModelGroup(QGroupBox):
         set_combo(self.param_dtype, t.get("param_dtype", default_param))
         set_combo(self.reduce_dtype, t.get("reduce_dtype", "fp32"))
         self.fp8.setChecked(bool(t.get("fp8", False)))
+        self.fp8_gather.setChecked(bool(t.get("fp8_all_gather", False)))
         set_combo(self.offload, t.get("offload", "none"))
         set_combo(self.optimizer_impl, t.get("optimizer_impl", "auto"))
         self.tensor.setValue(int(par.get("tensor", 1)))
@@ -171,7 +180,16 @@ class LargeModelGroup(QGroupBox):
 
     def store(self, t: dict[str, Any]) -> None:
         """Write the non-default settings into ``training`` ``t`` and remove the default ones."""
-        keys = ("attention", "precision_layout", "param_dtype", "reduce_dtype", "fp8", "offload", "optimizer_impl")
+        keys = (
+            "attention",
+            "precision_layout",
+            "param_dtype",
+            "reduce_dtype",
+            "fp8",
+            "fp8_all_gather",
+            "offload",
+            "optimizer_impl",
+        )
         for k in (*keys, "parallel", "memory_format", "compile"):
             t.pop(k, None)
         values = {
@@ -192,6 +210,8 @@ class LargeModelGroup(QGroupBox):
                 t["reduce_dtype"] = self.reduce_dtype.currentData()
         if self.fp8.isChecked() and self.fp8.isEnabled():
             t["fp8"] = True
+        if self.fp8_gather.isChecked() and self.fp8_gather.isEnabled():
+            t["fp8_all_gather"] = True
         if self.compile.isChecked():
             t["compile"] = True
         par: dict[str, Any] = {}
@@ -219,6 +239,7 @@ class LargeModelGroup(QGroupBox):
             self.param_dtype,
             self.reduce_dtype,
             self.fp8,
+            self.fp8_gather,
             self.offload,
             self.optimizer_impl,
             *spins,

@@ -16,7 +16,7 @@ LLAMA = {
         "epochs": 1,
         "optimizer": "adamw",
         "precision": "bf16_mixed",
-        "checkpointing": "selective",
+        "checkpointing": "selective_op",
         "sharding": "fsdp",
         "nodes": 2,
         "reserve_percent": 0.0,
@@ -24,6 +24,7 @@ LLAMA = {
         "precision_layout": "fsdp_mixed",
         "reduce_dtype": "bf16",
         "fp8": True,
+        "fp8_all_gather": True,
         "offload": "optimizer_cpu",
         "optimizer_impl": "fused",
         "parallel": {"tensor": 2, "pipeline": 2, "microbatches": 8, "sequence": True, "hybrid_shard": True},
@@ -43,7 +44,8 @@ def test_the_group_is_collapsed_until_a_workload_uses_it_and_round_trips(qtbot, 
     assert wiz.doc["training"] == before  # a workload without the keys is written back without them
     wiz.load_document(copy.deepcopy(LLAMA))
     assert page.large.isChecked() and not page.large.body.isHidden()
-    assert page.checkpointing.currentData() == "selective"
+    assert page.checkpointing.currentData() == "selective_op"
+    assert page.large.fp8_gather.isChecked() and page.large.fp8_gather.isEnabled()
     assert page.large.param_dtype.isEnabled() and page.large.sequence.isEnabled()
     doc: dict = {}
     page.store(doc)
@@ -58,6 +60,7 @@ def test_the_sizing_follows_the_settings_and_names_them(qtbot, main_window) -> N
     assert c.memory.offload_cpu_bytes > 0 and c.step.offload_s > 0
     notes = " ".join(c.assumptions)
     assert "tensor parallel 2" in notes and "optimizer fused" in notes and "fp8 matrix products" in notes
+    assert "FSDP gathers the matrix weights in fp8" in notes and "per-op selective" in notes
     # no offload: the step loses its PCIe traffic and CPU-Adam
     wiz.go(3)
     page = wiz.training

@@ -115,3 +115,15 @@ def test_a_custom_device_names_its_architecture_and_power_limit() -> None:
     )
     assert not gpu_kernels.figures(plain).hopper and gpu_kernels.figures(hopper).hopper
     assert gpu_kernels.figures(hopper).half == pytest.approx(gpu_kernels.figures(plain).half * 0.894, rel=1e-3)
+
+
+def test_fp8_all_gather_halves_the_matmul_weights_fsdp_gathers() -> None:
+    t = {"precision_layout": "fsdp_mixed", "fp8": True, "micro_batch_size": 2}
+    plain = llama(**t).step
+    gathered = llama(**t, fp8_all_gather=True).step
+    # FSDP gathers every weight twice (forward, backward) and reduce-scatters fp32 gradients: per
+    # parameter 2·2 + 4 bytes over the ring; the matrix weights' gathers at 1 byte save 2 of them
+    params = parse_workload({"model": {"preset": "llama-8b"}}).analysis.parameters
+    matmul = 32 * (4096 * 10240 + 3 * 4096 * 14336) + 4096 * 128256
+    share = matmul / params
+    assert gathered.comm_s / plain.comm_s == pytest.approx((2 * (2 - share) + 4) / (2 * 2 + 4), rel=1e-3)

@@ -5,15 +5,18 @@ tensor × pipeline division, HYBRID_SHARD and fp8 weight copies (docs/sizing.md 
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from core.errors import WorkloadError
 from core.estimate.model_states import bytes_per_parameter, model_states, shard_degree
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
+from core.network.presets import get_preset
 from core.spec.large import LargeModelSpec, ParallelSpec
 from core.spec.workload import parse_workload
 
@@ -71,9 +74,14 @@ def test_autocast_adamw_states_against_accelerates_training_usage(row: dict[str,
         assert row["training_using_adam"] == 8 * p < states
 
 
-def llama(training: dict[str, Any], count: int = 8, nodes: int = 1) -> Any:
-    doc = {
-        "model": {"preset": "llama-8b"},
+def llama(training: dict[str, Any], count: int = 8, nodes: int = 1, model: dict[str, Any] | None = None) -> Any:
+    network: dict[str, Any] = {"preset": "llama-8b"}
+    if model and "vocab" in model:  # the preset's network with another vocabulary
+        network = copy.deepcopy(get_preset("llama-8b", "preset")["model"])
+        network["layers"][0]["num_embeddings"] = network["layers"][-1]["out_features"] = model["vocab"]
+        training = {"epochs": 1, **training}
+    doc: dict[str, Any] = {
+        "model": network,
         "training": {
             "batch_size": count * nodes,
             "optimizer": "adamw",
@@ -83,6 +91,8 @@ def llama(training: dict[str, Any], count: int = 8, nodes: int = 1) -> Any:
             **training,
         },
     }
+    if model:  # data a preset would bring
+        doc["data"] = {"samples": 10**5}
     return size_candidate(parse_workload(doc), H100, count).memory
 
 
@@ -139,6 +149,33 @@ def test_fp8_keeps_one_byte_copies_of_the_matmul_weights() -> None:
     assert half.weight_copies == 0
     # about 7.5 billion matmul weights (the embedding lookup is no matmul) at one byte each
     assert fp8.weight_copies / GB == pytest.approx(7.5, abs=0.3)
+
+
+def test_fp8_all_gather_gathers_the_matmul_weights_in_one_byte_and_keeps_no_copies() -> None:
+    fp8 = {"sharding": "fsdp", "precision_layout": "fsdp_mixed", "fp8": True}
+    plain = llama(fp8)
+    gathered = llama({**fp8, "fp8_all_gather": True})
+    # torchao's enable_fsdp_float8_all_gather: the fp8 weights are the gathered unit, freed at reshard
+    assert gathered.weight_copies == 0
+    # Llama-8B's largest unit is its embedding table (525 M parameters, no matrix weights): gathered
+    # in bf16 either way
+    assert gathered.weights == plain.weights
+    assert plain.tensor_peak - gathered.tensor_peak == plain.weight_copies
+    # with Llama 2's 32,000-token vocabulary a block (218 M parameters) is the largest unit: its
+    # matrix weights gathered in 1 byte, not 2; its two norms' 8,192 weights still in bf16
+    small = {"vocab": 32000}
+    block = 4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336
+    assert llama(fp8, model=small).weights - llama({**fp8, "fp8_all_gather": True}, model=small).weights == block
+
+
+@pytest.mark.parametrize(
+    "training",
+    [{"fp8_all_gather": True, "sharding": "fsdp"}, {"fp8_all_gather": True, "fp8": True, "sharding": "ddp"}],
+)
+def test_fp8_all_gather_needs_fp8_and_fsdp(training: dict[str, Any]) -> None:
+    t = {"batch_size": 8, "epochs": 1, "precision": "bf16_mixed", **training}
+    with pytest.raises(WorkloadError, match="fp8_all_gather"):
+        parse_workload({"model": {"preset": "llama-8b"}, "data": {"samples": 100}, "training": t})
 
 
 def test_the_sizing_names_the_layout_and_the_host_ram_offload_needs() -> None:
