@@ -83,6 +83,7 @@ def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[flo
                 "optimizer": "adamw",
                 "precision": "bf16_mixed",
                 "checkpointing": row["checkpointing"],
+                **({"checkpoint_every": row["checkpoint_every"]} if "checkpoint_every" in row else {}),
                 "sharding": "fsdp",
                 "precision_layout": "fsdp_mixed",
                 "nodes": row["nodes"],
@@ -98,6 +99,14 @@ def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[flo
         device = find_device(row["device"], load_catalogue())
     c = size_candidate(workload, device, row["gpus_per_node"])
     return row["local_batch"] * row["sequence"] / c.step.step_s, c
+
+
+def _ac(row: dict[str, Any]) -> str:
+    """The row's checkpointing as the table names it."""
+    every = row.get("checkpoint_every", 1)
+    return f"{row['checkpointing']} AC" + (
+        f" of every {every}nd block" if every == 2 else f" of every {every}th block" if every > 1 else ""
+    )
 
 
 def errors() -> list[tuple[dict[str, Any], float, float]]:
@@ -117,7 +126,7 @@ def main() -> None:
     for row, tps, err in rows:
         gpus = f"{row['nodes'] * row['gpus_per_node']} × {row['device']}"
         print(
-            f"| {row['source']} | {row['model']} | {gpus} | {row['label']} ({row['checkpointing']} AC), "
+            f"| {row['source']} | {row['model']} | {gpus} | {row['label']} ({_ac(row)}), "
             f"batch {row['local_batch']} × {row['sequence']} | {row['tokens_per_s_per_gpu']:,} | {tps:,.0f} "
             f"| {err:+.0%} |"
         )

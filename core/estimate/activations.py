@@ -69,6 +69,7 @@ class ActivationPolicy:
 
     checkpoint: str = "none"  # "none", "selective", "full"
     alternate_matmuls: bool = False  # selective: every second matrix product recomputed (torchtitan "op")
+    checkpoint_every: int = 1  # full: every Nth block checkpointed (torchtitan's "selective layer")
     attention: str = "auto"  # LargeModelSpec.attention
     device_kind: str = "gpu"  # "cpu": PyTorch's CPU kernels (math attention with dropout, RMSNorm decomposed)
     tensor: int = 1
@@ -93,6 +94,7 @@ def activation_policy(
     return ActivationPolicy(
         checkpoint="full" if checkpointing else "selective" if large.selective_checkpointing else "none",
         alternate_matmuls=large.alternate_matmuls and not checkpointing,
+        checkpoint_every=large.checkpoint_every if checkpointing else 1,
         attention=large.attention,
         device_kind="cpu" if device_kind == "cpu" else "gpu",
         tensor=par.tensor,
@@ -189,6 +191,19 @@ def tensor_split(g: Graph, policy: ActivationPolicy) -> list[float]:
     return [(1.0 / (t * c)) if s else whole for s in split]
 
 
+def full_segments(g: Graph, policy: ActivationPolicy) -> set[int]:
+    """The segments full checkpointing wraps: every segment, or with ``checkpoint_every`` N every
+    Nth block — the Nth, 2Nth, … segment of more than one op, as torchtitan counts its transformer
+    blocks (``_layer_sac_count % ac_freq == 0``); an embedding or output layer alone is not one."""
+    segments: dict[int, int] = {}
+    for op in g.ops:
+        segments[op.segment] = segments.get(op.segment, 0) + 1
+    if policy.checkpoint_every <= 1:
+        return set(segments)
+    blocks = [s for s, n in segments.items() if n > 1]
+    return {s for i, s in enumerate(blocks) if (i + 1) % policy.checkpoint_every == 0}
+
+
 def _product_widths(op: Op) -> tuple[float, ...]:
     """The matrix products one graph op issues, in forward order, by their output widths: the
     attention's input projection as separate Q, K and V products and the gated MLP's gate and up
@@ -282,9 +297,12 @@ def _recompute_graph(g: Graph, policy: ActivationPolicy, act_bytes: int, compile
     for op in g.ops:
         seg_ops.setdefault(op.segment, []).append(op)
     flops = moved = 0.0
-    for ops in seg_ops.values():
+    wrapped = full_segments(g, policy) if policy.checkpoint == "full" else set(seg_ops)
+    for seg, ops in seg_ops.items():
         if policy.checkpoint == "selective" and len(ops) == 1:
             continue  # one-op segments are not checkpointed
+        if seg not in wrapped:
+            continue  # full checkpointing of every Nth block: this one keeps what autograd saves
         again = alternate_matmul_shares(ops) if policy.alternate_matmuls else {}
         for op in ops:
             share = frac[op.output_id]

@@ -26,6 +26,7 @@ from core.estimate.activations import (
     DEFAULT_POLICY,
     ActivationPolicy,
     activation_policy,
+    full_segments,
     math_score_saves,
     stored_under,
     tensor_split,
@@ -136,8 +137,9 @@ def _profile(g: Graph, output_elems: int, policy: ActivationPolicy) -> MemoryPro
     # what each checkpointed segment stores from forward to backward, with the share of each tensor
     # that stays (None: not checkpointed)
     stored: dict[int, dict[int, float] | None] = {}
+    wrapped = full_segments(g, policy) if policy.checkpoint == "full" else set()
     for seg, members in seg_ops.items():
-        if policy.checkpoint == "full":
+        if policy.checkpoint == "full" and seg in wrapped:
             stored[seg] = {seg_input[seg]: 1.0}
         elif policy.checkpoint == "selective" and len(members) > 1:
             stored[seg] = {**stored_under(g, policy, members), seg_input[seg]: 1.0}

@@ -379,9 +379,12 @@ def large_terms(
         bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
     # the whole network's work per sample: under model parallelism the device runs its share of the
     # layers for the group's batch, the same work as the per-device batch through every layer
-    policy = activation_policy(replace(large, parallel=ParallelSpec()), checkpointing, kind)
+    # (full checkpointing of every Nth block reaches here with checkpointing False: the kernels did not
+    # repeat the forward, so the wrapped blocks' matrix products are added here, as selective's are)
+    partial = large.checkpoint_every > 1
+    policy = activation_policy(replace(large, parallel=ParallelSpec()), checkpointing or partial, kind)
     again = recompute_per_sample(model, policy, PRECISION_BYTES[precision][2], compile_model)
-    compute = again.flops * b / peak_rate if policy.checkpoint == "selective" else 0.0
+    compute = again.flops * b / peak_rate if policy.checkpoint == "selective" or partial else 0.0
     memory = again.elementwise_bytes * b / bandwidth
     if large.fp8 and gpu is not None and gpu.fp8 and precision in ("fp16_mixed", "bf16_mixed"):
         memory += fp8_cast_bytes(ops) * b / bandwidth

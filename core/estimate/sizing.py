@@ -110,7 +110,9 @@ def size_workload(
         candidates=tuple(results),
         dataset_bytes=dataset,
         dataset_fit=dataset_fit(dataset, host_ram_bytes),
-        train_flops=float(train_flops_per_sample(workload.analysis, workload.training.checkpointing))
+        train_flops=float(
+            train_flops_per_sample(workload.analysis, workload.training.checkpointing, workload.training.large)
+        )
         * d.samples
         * workload.training.epochs,
         seed=seed_figures(workload),  # Hooda's R and T_train: on the recommended candidate (recommend())

@@ -24,6 +24,7 @@ from typing import Any
 
 from core.estimate import host as host_model
 from core.estimate import input_pipeline, parallel_time
+from core.estimate.activations import activation_policy, recompute_per_sample
 from core.estimate.host import HostTime
 from core.estimate.input_pipeline import (
     decode_cost,
@@ -41,7 +42,7 @@ from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.model import ModelAnalysis
-from core.spec.large import DEFAULT_LARGE, LargeModelSpec, data_parallel
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec, data_parallel
 from core.spec.loop import DEFAULT_LOOP, LoopSpec
 from core.spec.workload import DataSpec
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
@@ -165,8 +166,13 @@ def efficiency_for(device: DeviceSpec, precision: str, calibrated: Mapping[str, 
     return DEFAULT_EFFICIENCY.get((kind, key), DEFAULT_EFFICIENCY.get((kind, "fp32"), 0.5))
 
 
-def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool) -> int:
-    """Forward + backward (≈ 2× forward: input and weight gradients) + recomputation."""
+def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool, large: LargeModelSpec = DEFAULT_LARGE) -> int:
+    """Forward + backward (≈ 2× forward: input and weight gradients) + recomputation: the whole
+    forward under full checkpointing, the wrapped blocks' when only every Nth is
+    (``large.checkpoint_every``)."""
+    if checkpointing and large.checkpoint_every > 1 and model.graph is not None:
+        policy = activation_policy(replace(large, parallel=ParallelSpec()), True)
+        return int(model.forward_flops * 3 + recompute_per_sample(model, policy, 4).flops)
     return model.forward_flops * (4 if checkpointing else 3)
 
 
@@ -230,6 +236,9 @@ def step_time(
     partitioned = sharding in SHARDS_OPTIMIZER_STATES or (large.precision_layout == "megatron" and sharding == "zero1")
     shards = (dp if partitioned else 1) * large.parallel.tensor * large.parallel.pipeline
     speed, cpu_text = host_model.host_speed(cal.get("host"), host_cpu, kind)
+    # full checkpointing of every Nth block only (large.checkpoint_every): the kernels price no
+    # whole-network recompute; parallel_time.large_terms adds the wrapped blocks' forward again
+    whole = checkpointing and large.checkpoint_every <= 1
 
     def run(n: int) -> _Pass:
         return _pass(
@@ -242,7 +251,7 @@ def step_time(
             n,
             precision,
             optimizer,
-            checkpointing,
+            whole,
             peak * eff,
             cal,
             shards,
@@ -292,7 +301,7 @@ def step_time(
         k,
         last.compute + (k - 1) * (acc.compute if acc is not None else 0.0),
         last.compute * 2 / 3,
-        checkpointing,
+        whole,
         cal,
         FALLBACK_LINK_BPS,
         INTER_NODE_BPS,
@@ -418,7 +427,7 @@ def _pass(
     memory-bound work is divided by it. Its framework calls are kept: FSDP2 steps a dim-0 shard of
     every parameter, as many calls as unsharded; DeepSpeed's ZeRO steps one flat partition per
     parameter group, fewer — kept as an upper bound rather than divided."""
-    flops = train_flops_per_sample(model, checkpointing) * b
+    flops = train_flops_per_sample(model, checkpointing or large.checkpoint_every > 1, large) * b
     pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
     if not ops:  # a published summary: totals only, compute and memory traffic overlap

@@ -106,7 +106,7 @@ def sizing_to_dict(rec: Recommendation) -> dict[str, Any]:
         "parameters": m.parameters,
         "flops": {
             "forward_per_sample": m.forward_flops,
-            "train_per_sample": train_flops_per_sample(m, t.checkpointing),
+            "train_per_sample": train_flops_per_sample(m, t.checkpointing, t.large),
             "train_total": r.train_flops,
             "convention": FLOP_CONVENTION,
         },

@@ -101,6 +101,9 @@ class LargeModelSpec:
     selective_checkpointing: bool = False  # training.checkpointing "selective" (full wins when both)
     # training.checkpointing "selective_op": every second matrix product of a block recomputed too
     alternate_matmuls: bool = False
+    # training.checkpoint_every N with full checkpointing: every Nth block checkpointed (torchtitan's
+    # selective_ac_option N, "selective layer"), the others keep what autograd saves
+    checkpoint_every: int = 1
     attention: str = "auto"
     precision_layout: str = "autocast"
     param_dtype: str = "bf16"  # fsdp_mixed: the dtype weights are gathered and computed in
@@ -125,6 +128,7 @@ LARGE_KEYS = {
     "reduce_dtype",
     "fp8",
     "fp8_all_gather",
+    "checkpoint_every",
     "offload",
     "optimizer_impl",
     "parallel",
@@ -148,7 +152,13 @@ def parse_checkpointing(t: Mapping[str, Any]) -> tuple[bool, bool]:
 def parse_large(t: Mapping[str, Any], sharding: str, precision: str) -> LargeModelSpec:
     """The large-model keys of ``training`` (the caller has rejected unknown keys)."""
     path = "training"
-    _, selective = parse_checkpointing(t)
+    full, selective = parse_checkpointing(t)
+    every = get_int(t, "checkpoint_every", path, default=1, maximum=10**6)
+    if every > 1 and not full:
+        raise WorkloadError(
+            "training.checkpoint_every",
+            'checkpoints every Nth block fully: it needs training.checkpointing true or "full"',
+        )
     layout = get_choice(t, "precision_layout", path, PRECISION_LAYOUTS, default="autocast")
     half = precision in ("fp16_mixed", "bf16_mixed")
     if layout != "autocast" and not half:
@@ -192,6 +202,7 @@ def parse_large(t: Mapping[str, Any], sharding: str, precision: str) -> LargeMod
     return LargeModelSpec(
         selective_checkpointing=selective,
         alternate_matmuls=t.get("checkpointing") == "selective_op",
+        checkpoint_every=every,
         attention=get_choice(t, "attention", path, ATTENTION_KERNELS, default="auto"),
         precision_layout=layout,
         param_dtype=get_choice(t, "param_dtype", path, LAYOUT_DTYPES, default=default_param),

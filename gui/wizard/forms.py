@@ -351,7 +351,7 @@ class TrainingPage(WizardPage):
         self.error = error_label()
         form.addRow(self.error)
         self.large.changed.connect(self.changed)
-        for c in (self.precision, self.sharding):
+        for c in (self.precision, self.sharding, self.checkpointing):
             c.currentIndexChanged.connect(self._large_context)
         self._large_context()
         for s in (self.batch, self.epochs, self.nodes, self.reserve, self.workers, self.sync_every):
@@ -363,7 +363,9 @@ class TrainingPage(WizardPage):
         self._loop_enabled()
 
     def _large_context(self) -> None:
-        self.large.context_changed(self.precision.currentData(), self.sharding.currentData())
+        self.large.context_changed(
+            self.precision.currentData(), self.sharding.currentData(), self.checkpointing.currentData()
+        )
 
     def problem(self) -> str | None:
         """The parser's message on this page's settings (an invalid combination the controls allow)."""

@@ -77,6 +77,13 @@ class LargeModelGroup(QGroupBox):
             "traffic, the gathered unit in 1 byte, and no fp8 copy of every weight kept for backward. "
             "Needs fp8 and FSDP sharding"
         )
+        self.every = spin(
+            1,
+            1_000_000,
+            "Full checkpointing of every Nth block only (torchtitan's layer policy, selective_ac_option N; "
+            "Megatron's recompute_num_layers): less recompute, more memory than checkpointing every block",
+        )
+        self.every.setSpecialValueText("every block")
         self.offload = combo(OFFLOADS, "What moves off the GPU, and the PCIe/NVMe traffic it costs", OFFLOAD_LABELS)
         _item_tips(self.offload, OFFLOAD_TEXT)
         self.optimizer_impl = combo(OPTIMIZER_IMPLS, "torch.optim's implementation: fused, foreach or per tensor")
@@ -97,6 +104,7 @@ class LargeModelGroup(QGroupBox):
         self.compile = QCheckBox("torch.compile (elementwise chains fused)")
         self.compile.setToolTip("torch.compile fuses each chain of elementwise ops, so their bytes move once")
         for label, w in (
+            ("Checkpoint every Nth block", self.every),
             ("Attention kernel", self.attention),
             ("Precision layout", self.layout_),
             ("FSDP param dtype", self.param_dtype),
@@ -119,7 +127,7 @@ class LargeModelGroup(QGroupBox):
             c.currentIndexChanged.connect(self._edited)
         for c in (self.optimizer_impl, self.memory_format):
             c.currentIndexChanged.connect(self._edited)
-        for s in (self.tensor, self.pipeline, self.microbatches, self.context):
+        for s in (self.tensor, self.pipeline, self.microbatches, self.context, self.every):
             s.valueChanged.connect(self._edited)
         for b in (self.fp8, self.fp8_gather, self.sequence, self.hybrid, self.compile):
             b.toggled.connect(self._edited)
@@ -127,16 +135,18 @@ class LargeModelGroup(QGroupBox):
         self.body.setVisible(False)
         self._half = True
         self._sharding = "none"
+        self._full = False
         self._enable()
 
     def _edited(self) -> None:
         self._enable()
         self.changed.emit()
 
-    def context_changed(self, precision: str, sharding: str) -> None:
-        """The Training page's precision and sharding, which some settings need."""
+    def context_changed(self, precision: str, sharding: str, checkpointing: str = "none") -> None:
+        """The Training page's precision, sharding and checkpointing policy, which some settings need."""
         self._half = precision in ("fp16_mixed", "bf16_mixed")
         self._sharding = sharding
+        self._full = checkpointing == "full"
         self._enable()
 
     def _enable(self) -> None:
@@ -145,6 +155,7 @@ class LargeModelGroup(QGroupBox):
         self.reduce_dtype.setEnabled(fsdp)
         self.fp8.setEnabled(self._half)
         self.fp8_gather.setEnabled(self._half and self.fp8.isChecked() and self._sharding == "fsdp")
+        self.every.setEnabled(self._full)
         self.layout_.setEnabled(self._half)
         self.sequence.setEnabled(self.tensor.value() > 1)
         self.microbatches.setEnabled(self.pipeline.value() > 1)
@@ -161,6 +172,7 @@ class LargeModelGroup(QGroupBox):
         set_combo(self.reduce_dtype, t.get("reduce_dtype", "fp32"))
         self.fp8.setChecked(bool(t.get("fp8", False)))
         self.fp8_gather.setChecked(bool(t.get("fp8_all_gather", False)))
+        self.every.setValue(int(t.get("checkpoint_every", 1)))
         set_combo(self.offload, t.get("offload", "none"))
         set_combo(self.optimizer_impl, t.get("optimizer_impl", "auto"))
         self.tensor.setValue(int(par.get("tensor", 1)))
@@ -173,7 +185,18 @@ class LargeModelGroup(QGroupBox):
         self.compile.setChecked(bool(t.get("compile", False)))
         for w, was in zip(self._widgets(), blockers, strict=True):
             w.blockSignals(was)
-        used = any(k in t for k in ("attention", "precision_layout", "fp8", "offload", "optimizer_impl", "parallel"))
+        used = any(
+            k in t
+            for k in (
+                "attention",
+                "precision_layout",
+                "fp8",
+                "offload",
+                "optimizer_impl",
+                "parallel",
+                "checkpoint_every",
+            )
+        )
         used = used or "memory_format" in t or "compile" in t
         self.setChecked(used or self.isChecked())
         self._enable()
@@ -187,6 +210,7 @@ class LargeModelGroup(QGroupBox):
             "reduce_dtype",
             "fp8",
             "fp8_all_gather",
+            "checkpoint_every",
             "offload",
             "optimizer_impl",
         )
@@ -212,6 +236,8 @@ class LargeModelGroup(QGroupBox):
             t["fp8"] = True
         if self.fp8_gather.isChecked() and self.fp8_gather.isEnabled():
             t["fp8_all_gather"] = True
+        if self.every.value() > 1 and self.every.isEnabled():
+            t["checkpoint_every"] = self.every.value()
         if self.compile.isChecked():
             t["compile"] = True
         par: dict[str, Any] = {}
@@ -232,7 +258,7 @@ class LargeModelGroup(QGroupBox):
         return {"precision_layout": self.layout_, "offload": self.offload}.get(key, self.attention).isEnabled()
 
     def _widgets(self) -> list[QWidget]:
-        spins: list[QSpinBox] = [self.tensor, self.pipeline, self.microbatches, self.context]
+        spins: list[QSpinBox] = [self.tensor, self.pipeline, self.microbatches, self.context, self.every]
         return [
             self.attention,
             self.layout_,

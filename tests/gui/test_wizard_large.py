@@ -100,3 +100,22 @@ def test_old_workloads_with_a_checkpointing_flag_still_load(qtbot, main_window) 
     out: dict = {}
     wiz.training.store(out)
     assert out["training"]["checkpointing"] is True
+
+
+def test_checkpointing_every_nth_block_is_offered_under_full_checkpointing_only(qtbot, main_window) -> None:
+    wiz = main_window().sizing_tab
+    doc = copy.deepcopy(LLAMA)
+    doc["training"].update(checkpointing=True, checkpoint_every=2)
+    wiz.load_document(doc)
+    page = wiz.training
+    assert page.checkpointing.currentData() == "full"
+    assert page.large.every.isEnabled() and page.large.every.value() == 2
+    out: dict = {}
+    page.store(out)
+    assert out["training"]["checkpoint_every"] == 2 and out["training"]["checkpointing"] is True
+    # a selective policy has no blocks to pick: the spin greys out and writes nothing
+    page.checkpointing.setCurrentIndex(page.checkpointing.findData("selective"))
+    assert not page.large.every.isEnabled()
+    out = {}
+    page.store(out)
+    assert "checkpoint_every" not in out["training"] and page.problem() is None

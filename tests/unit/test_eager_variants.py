@@ -1,6 +1,7 @@
 """How practitioners' model code runs, beyond PyTorch's own modules (docs/sizing.md §4c "Op variants"
-and §4e): torchtitan's per-op selective checkpointing, RMSNorm decomposed in fp32, rotary
-embeddings — each prices exactly what its kernels do, and a bad value is refused by name."""
+and §4e): torchtitan's per-op selective checkpointing and its layer policy (every Nth block),
+RMSNorm decomposed in fp32, rotary embeddings — each prices exactly what its kernels do, and a bad
+value is refused by name."""
 
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate import gpu_kernels
-from core.estimate.activations import ActivationPolicy, recompute_per_sample, stored_under
+from core.estimate.activations import ActivationPolicy, full_segments, recompute_per_sample, stored_under
 from core.estimate.op_work import ELEMENT_ACCESSES, VARIANT_BYTES, forward_work, op_times
 from core.estimate.sizing import size_candidate
+from core.estimate.timing import train_flops_per_sample
 from core.hardware.catalogue import find_device, load_catalogue
 from core.network.model import analyze_model
 from core.network.presets import get_preset
+from core.spec.large import LargeModelSpec
 from core.spec.workload import parse_workload
 
 H100 = find_device("H100 SXM", load_catalogue())
 LENGTH, DIM, KV, FFN, LAYERS = 2048, 4096, 1024, 14336, 32  # the llama-8b preset
+
+
+def llama_large(every: int) -> LargeModelSpec:
+    return LargeModelSpec(checkpoint_every=every)
 
 
 def llama(**block: Any) -> dict[str, Any]:
@@ -129,3 +136,38 @@ def test_an_unknown_checkpointing_policy_names_the_choices() -> None:
     t = {"batch_size": 8, "epochs": 1, "checkpointing": "op"}
     with pytest.raises(WorkloadError, match="selective_op"):
         parse_workload({"model": {"preset": "seed-mlp"}, "data": {"samples": 100}, "training": t})
+
+
+def test_checkpointing_every_nth_block_wraps_the_nth_blocks_only() -> None:
+    model = analyze_model(llama())
+    graph = model.graph
+    assert graph is not None
+    blocks = sorted({op.segment for op in graph.ops if sum(o.segment == op.segment for o in graph.ops) > 1})
+    assert len(blocks) == LAYERS
+    policy = ActivationPolicy(checkpoint="full", checkpoint_every=2)
+    # torchtitan counts its blocks from 1 and wraps those whose count N divides: the 2nd, 4th, …
+    assert full_segments(graph, policy) == set(blocks[1::2])
+    # what runs again: half the blocks' forward matrix products (the output layer never)
+    block_flops = sum(op.flops for op in graph.ops if op.segment == blocks[0])
+    again = recompute_per_sample(model, policy, 2)
+    assert again.flops == pytest.approx(LAYERS // 2 * block_flops, rel=1e-12)
+    assert train_flops_per_sample(model, True, llama_large(2)) == 3 * model.forward_flops + LAYERS // 2 * block_flops
+
+
+def test_checkpointing_every_nth_block_sits_between_none_and_every_block() -> None:
+    def size(checkpointing: Any, every: int = 1) -> Any:
+        t = {"batch_size": 8, "micro_batch_size": 1, "epochs": 1, "optimizer": "adamw", "precision": "bf16_mixed"}
+        t.update(sharding="fsdp", checkpointing=checkpointing, **({"checkpoint_every": every} if every > 1 else {}))
+        return size_candidate(
+            parse_workload({"model": {"preset": "llama-8b"}, "data": {"samples": 10**5}, "training": t}), H100, 8
+        )
+
+    none, every2, every4, full = size(False), size(True, 2), size(True, 4), size(True)
+    assert none.memory.tensor_peak > every4.memory.tensor_peak > every2.memory.tensor_peak > full.memory.tensor_peak
+    assert none.step.step_s < every4.step.step_s < every2.step.step_s < full.step.step_s
+
+
+def test_checkpoint_every_needs_full_checkpointing() -> None:
+    t = {"batch_size": 8, "epochs": 1, "checkpointing": "selective", "checkpoint_every": 2}
+    with pytest.raises(WorkloadError, match="checkpoint_every"):
+        parse_workload({"model": {"preset": "llama-8b"}, "data": {"samples": 100}, "training": t})
