@@ -1,5 +1,6 @@
 """The engine's step time against published large-model training throughputs
-(resources/published/large_model_throughputs.json: torchtitan's Llama runs on H100 and A100), as
+(resources/published/large_model_throughputs.json: torchtitan's Llama runs on H100 and A100,
+Megatron-Bridge's Llama 3 8B on DGX-H100), as
 tokens/s per GPU predicted against published. No GPU and no PyTorch needed; nothing here was fitted.
 
     python3 benchmarks/accuracy_large_models.py
@@ -77,7 +78,8 @@ def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[flo
             "model": _model(doc["models"][row["model"]], row["sequence"]),
             "data": {"samples": 10**6, "outputs": row["sequence"], "dtype": "int64", "format": "raw"},
             "training": {
-                "batch_size": row["local_batch"] * gpus,
+                # the global batch (micro-batches of local_batch accumulated when the source says so)
+                "batch_size": row.get("global_batch", row["local_batch"] * gpus),
                 "micro_batch_size": row["local_batch"],
                 "epochs": 1,
                 "optimizer": "adamw",
@@ -98,7 +100,14 @@ def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[flo
     else:
         device = find_device(row["device"], load_catalogue())
     c = size_candidate(workload, device, row["gpus_per_node"])
-    return row["local_batch"] * row["sequence"] / c.step.step_s, c
+    return row.get("global_batch", row["local_batch"] * gpus) / gpus * row["sequence"] / c.step.step_s, c
+
+
+def _batch(row: dict[str, Any]) -> str:
+    """The local batch, and the global batch when micro-batches are accumulated to it."""
+    if "global_batch" in row:
+        return f"{row['local_batch']} (global {row['global_batch']})"
+    return str(row["local_batch"])
 
 
 def _ac(row: dict[str, Any]) -> str:
@@ -127,7 +136,7 @@ def main() -> None:
         gpus = f"{row['nodes'] * row['gpus_per_node']} × {row['device']}"
         print(
             f"| {row['source']} | {row['model']} | {gpus} | {row['label']} ({_ac(row)}), "
-            f"batch {row['local_batch']} × {row['sequence']} | {row['tokens_per_s_per_gpu']:,} | {tps:,.0f} "
+            f"batch {_batch(row)} × {row['sequence']} | {row['tokens_per_s_per_gpu']:,} | {tps:,.0f} "
             f"| {err:+.0%} |"
         )
     within = sum(1 for _r, _t, e in rows if abs(e) <= 0.15)

@@ -127,3 +127,13 @@ def test_fp8_all_gather_halves_the_matmul_weights_fsdp_gathers() -> None:
     matmul = 32 * (4096 * 10240 + 3 * 4096 * 14336) + 4096 * 128256
     share = matmul / params
     assert gathered.comm_s / plain.comm_s == pytest.approx((2 * (2 - share) + 4) / (2 * 2 + 4), rel=1e-3)
+
+
+def test_the_published_large_model_table_within_15_percent_but_torchtitans_compile_row() -> None:
+    rows = errors()
+    outside = [(r["source"], r["label"]) for r, _tps, err in rows if abs(err) > 0.15]
+    # torch.compile's gains beyond fusing elementwise chains are not modelled (docs/accuracy.md): +16 %
+    assert outside == [("torchtitan-2025", "FSDP + torch.compile")]
+    megatron = [err for r, _tps, err in rows if r["source"].startswith("megatron")]
+    assert len(megatron) == 1 and abs(megatron[0]) <= 0.15
+    assert sum(abs(e) for *_x, e in rows) / len(rows) <= 0.10
