@@ -153,6 +153,9 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
         out["conv_first_train"] = _curve(prof["conv_first_train"])
     if prof.get("conv_call_s") is not None:
         out["conv_call_s"] = float(prof["conv_call_s"])
+    for key in ("conv_grid", "conv_first_grid"):  # by the shape of the implicit matrix product
+        if grid := _grid(prof.get(key)):
+            out[key] = grid
     for key in ("elementwise_s", "optimizer_tensor_s"):
         if prof.get(key):
             out[key] = {k: float(v) for k, v in prof[key].items()}
@@ -217,6 +220,21 @@ def _curve(points: Any) -> list[list[float]]:
             continue
         if math.isfinite(size) and math.isfinite(value) and size > 0 and value > 0:
             out.append([size, value])
+    return out
+
+
+def _grid(points: Any) -> list[list[float]]:
+    """Measured [in channels, out channels, kernel side, FLOP/s] points of a convolution grid: each
+    finite and above zero (others dropped, as _curve does; an incomplete grid then falls back to the
+    rate by weights)."""
+    out = []
+    for point in points or ():
+        try:
+            values = [float(point[i]) for i in range(4)]
+        except (TypeError, ValueError, IndexError):
+            continue
+        if all(math.isfinite(v) and v > 0 for v in values):
+            out.append(values)
     return out
 
 

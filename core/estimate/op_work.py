@@ -94,9 +94,10 @@ def variant_bytes(kind: str, act_bytes: int) -> tuple[float, float]:
     return VARIANT_BYTES[kind][2 if act_bytes <= 2 else 4]
 
 
-# glibc's malloc serves an allocation over its mmap threshold with fresh pages from the kernel; the
-# threshold adapts to the sizes freed, up to DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit systems
-# (mallopt(3)). A tensor larger than that is new memory every step.
+# glibc's malloc serves an allocation at or over its mmap threshold with fresh pages from the kernel;
+# the threshold adapts to the sizes freed, up to DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit systems
+# (mallopt(3)). A tensor of 32 MiB or more (its chunk, with malloc's header, is over the maximum, so
+# freeing it does not raise the threshold) is new memory every step.
 MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 GRAIN_SIZE = 32768  # PyTorch's at::internal::GRAIN_SIZE: elements per chunk of a parallel CPU kernel
 # fp32 words read or written per parameter by one optimizer step in PyTorch's default (foreach)
@@ -115,6 +116,7 @@ class OpWork:
     cpu_scores: float = 0.0  # L×L score elements per sample PyTorch's math attention keeps (CPU, dropout)
     first: bool = False  # reads the network's input: backward computes no input gradient
     pointwise: bool = False  # a 1×1 convolution: a matrix product over pixels
+    kernel_area: int = 0  # a convolution's kernel height × width
     # what the GPU kernel model (core/estimate/gpu_kernels.py) needs, from the layer graph: the op's
     # name, its forward GEMM's rows per sample, n and k, its input and output elements per sample,
     # a recurrent layer's (directions, hidden, input features, time steps), attention's causal mask
@@ -186,6 +188,7 @@ def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
             cpu_scores=float(op.math_scores),
             first=op.input_id == 0,
             pointwise=op.kernel_area == 1,
+            kernel_area=op.kernel_area,
             **_gemm_fields(g, op),
         )
         for op in g.ops
@@ -214,6 +217,13 @@ def matrix_time(
     also pays its measured fixed cost per call. ``speed``: the measured half/full-precision ratio."""
     passes = (2 if op.first else 3) + (1 if checkpointing else 0)
     flops = passes * op.flops * b
+    grid = cal.get("conv_first_grid" if op.first else "conv_grid") if op.rate == "conv" and not op.pointwise else None
+    shaped = None
+    if grid and op.gemm_k and op.gemm_n and op.kernel_area:
+        shaped = grid_rate(grid, op.gemm_k / op.kernel_area, op.gemm_n, math.sqrt(op.kernel_area))
+    if shaped:  # measured by its channels and kernel
+        seconds = flops / (shaped * speed)
+        return seconds + float(cal.get("conv_call_s", 0.0))
     if op.rate == "conv" and not op.pointwise:  # measured by the convolution's weights
         curve = cal.get("conv_first_train") if op.first else None
         curve, size = curve or cal.get("conv_train"), float(op.weights)
@@ -263,12 +273,15 @@ def op_times(
         `calibrate` measured it at two sizes, else at its one size, else from the bandwidth. On a
         CPU, PyTorch splits an elementwise kernel over its threads in chunks of at least 32,768
         elements (at::internal::GRAIN_SIZE): a smaller tensor runs on fewer threads than the
-        measurement did."""
+        measurement did. A tensor of 32 MiB or more is fresh memory every step (glibc's mmap
+        threshold, MMAP_THRESHOLD_MAX_BYTES), as the large measurement (64 MiB) was: it costs what
+        that one did, not a value interpolated towards the cached one."""
         if k in CPU_VARIANT_KIND:
             near, ratio = CPU_VARIANT_KIND[k]
             return per_element(near, n) * ratio if kind == "cpu" else sum(variant_bytes(k, act_bytes)) / bandwidth
         if k in curves and n > 0:
-            cost = interpolate_rate(curves[k], n)
+            fresh_regime = kind == "cpu" and n * act_bytes >= MMAP_THRESHOLD_MAX_BYTES
+            cost = interpolate_rate(curves[k], max(n, max(p[0] for p in curves[k])) if fresh_regime else n)
         else:
             cost = float(measured[k]) if k in measured else ELEMENT_ACCESSES[k] * act_bytes / bandwidth
         if threads > 1 and 0 < n and k in measured:
@@ -277,9 +290,9 @@ def op_times(
 
     def fresh(elems: float) -> float:
         """What allocating a tensor of ``elems`` costs beyond computing it: new pages past the
-        allocator's reuse (measured; only tensors over glibc's largest mmap threshold)."""
+        allocator's reuse (measured; only tensors at or over glibc's largest mmap threshold)."""
         n_bytes = elems * b * act_bytes
-        return n_bytes * touch if n_bytes > MMAP_THRESHOLD_MAX_BYTES else 0.0
+        return n_bytes * touch if n_bytes >= MMAP_THRESHOLD_MAX_BYTES else 0.0
 
     stream = cal.get("weight_stream")
     compute = memory = 0.0
@@ -291,8 +304,15 @@ def op_times(
                 # at a small batch a linear layer costs by its weights' bytes, not its FLOPs: read in
                 # forward and for the input's gradient, its gradient written (new memory each step
                 # past the allocator's reuse), at what `calibrate` measured per byte by layer size
+                # and its activations likewise: the input read in forward and for the weight's gradient
+                # (its gradient written, unless it is the network's input), the output written and its
+                # gradient read twice — a wide input into a narrow output at a large batch (a
+                # classifier after a flattened image) costs by these bytes, not its FLOPs
                 passes = 2 if op.first else 3
-                seconds = max(seconds, passes * weight_bytes * interpolate_rate(stream, weight_bytes))
+                act = ((2 if op.first else 3) * op.in_elems + 3 * op.out_elems) * b * 4
+                largest = max(weight_bytes, op.in_elems * b * 4, op.out_elems * b * 4)
+                moved = passes * weight_bytes + act
+                seconds = max(seconds, moved * interpolate_rate(stream, largest))
             compute += seconds
             if touch and kind == "cpu":  # its output, and in backward its input's gradient
                 memory += fresh(op.out_elems) + (0.0 if op.first else fresh(op.in_elems))
@@ -356,6 +376,42 @@ def _gpu_op_times(
     memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
     opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
     return compute, memory, opt
+
+
+def grid_rate(grid: Sequence[Sequence[float]], cin: float, cout: float, kernel: float) -> float | None:
+    """FLOP/s of a convolution of ``cin`` → ``cout`` channels with a ``kernel`` × ``kernel`` kernel,
+    from measured [in, out, kernel side, FLOP/s] points: the measured kernel side nearest to it (in
+    log), then bilinear in log in channels, log out channels, log rate over that side's points, held
+    at the grid's edges. None when that side's points do not make a full grid (a refused or missing
+    point): the caller falls back to the rate by weights."""
+    points = [(float(p[0]), float(p[1]), float(p[2]), float(p[3])) for p in grid if len(p) >= 4 and p[3] > 0]
+    sides = sorted({p[2] for p in points})
+    if not sides:
+        return None
+    side = min(sides, key=lambda s: abs(math.log(s / max(kernel, 1e-9))))
+    table = {(p[0], p[1]): p[3] for p in points if p[2] == side}
+    ins = sorted({key[0] for key in table})
+    outs = sorted({key[1] for key in table})
+    if len(table) != len(ins) * len(outs):
+        return None
+
+    def bracket(values: list[float], x: float) -> tuple[float, float, float]:
+        """(low, high, weight of high) of ``x`` among ``values`` in log space, held at the ends."""
+        if x <= values[0] or len(values) == 1:
+            return values[0], values[0], 0.0
+        if x >= values[-1]:
+            return values[-1], values[-1], 0.0
+        for lo, hi in itertools.pairwise(values):
+            if lo <= x <= hi:
+                return lo, hi, math.log(x / lo) / math.log(hi / lo)
+        return values[-1], values[-1], 0.0  # not reached: x lies within the values
+
+    i0, i1, ti = bracket(ins, float(cin))
+    o0, o1, to = bracket(outs, float(cout))
+    logs = [[math.log(table[(i, o)]) for o in (o0, o1)] for i in (i0, i1)]
+    low = logs[0][0] * (1 - to) + logs[0][1] * to
+    high = logs[1][0] * (1 - to) + logs[1][1] * to
+    return math.exp(low * (1 - ti) + high * ti)
 
 
 def interpolate_rate(curve: Sequence[Sequence[float]], size: float) -> float:

@@ -74,7 +74,7 @@ class InventoryTab(QWidget):
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.setToolTip(
             "Measure this machine's compute rates, overhead and storage with PyTorch "
-            "(about 20 s); later sizings of this machine's CPU use every measured rate, a GPU only its "
+            "(about 40 s on two cores); later sizings of this machine's CPU use every measured rate, a GPU only its "
             "measured efficiency (its per-op rates are stored, not applied)"
         )
         self.progress = QProgressBar()

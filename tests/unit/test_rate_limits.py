@@ -102,3 +102,13 @@ def test_a_plausible_calibration_is_measured_once(monkeypatch: pytest.MonkeyPatc
     del sane["refused"]
     result, calls = run_with(monkeypatch, [sane])
     assert calls == 1 and "refused" not in result
+
+
+def test_an_impossible_point_of_the_convolution_grid_is_refused_and_the_grid_falls_back() -> None:
+    grid = [[4, 8, 3, 5e10], [4, 32, 3, 9e10], [16, 8, 3, 7e10], [16, 32, 3, 3e18]]  # 3,000,000,000 GFLOP/s
+    result = {"cpu_profile": {"conv_grid": grid}}
+    found = impossible_rates(result, CPU_PEAK, CATALOGUE)
+    assert [r.path for r in found] == [("cpu_profile", "conv_grid", 3)]
+    assert "16 → 32 channels, 3×3" in found[0].message and "impossible, refused" in found[0].message
+    kept = efficiency_from_calibration(drop_refused(copy.deepcopy(result), found), "cpu")
+    assert len(kept["conv_grid"]) == 3  # an incomplete grid: the rate by weights prices the layers
