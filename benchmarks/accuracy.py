@@ -78,7 +78,14 @@ def main() -> None:
             {
                 "model": models[name],
                 "data": {"samples": batch * 10},
-                "training": {"batch_size": batch, "epochs": 1, "optimizer": opt},
+                # what measure_step_time times: tensors in memory, no DataLoader, no loss.item() (as
+                # benchmarks/cpu_random_suite.py; a DataLoader's work is predicted and measured by `run`)
+                "training": {
+                    "batch_size": batch,
+                    "epochs": 1,
+                    "optimizer": opt,
+                    "loop": {"style": "device_tensors", "sync_every": 0},
+                },
             }
         )
 

@@ -217,9 +217,18 @@ def matrix_time(
     also pays its measured fixed cost per call. ``speed``: the measured half/full-precision ratio."""
     passes = (2 if op.first else 3) + (1 if checkpointing else 0)
     flops = passes * op.flops * b
-    grid = cal.get("conv_first_grid" if op.first else "conv_grid") if op.rate == "conv" and not op.pointwise else None
+    grid = None
+    if op.rate == "conv" and not op.pointwise and op.kernel_area and op.gemm_k and op.gemm_n:
+        cin = op.gemm_k / op.kernel_area
+        first_grid = cal.get("conv_first_grid") or []
+        # a first layer on image channels takes the first layers' grid; one on more channels than
+        # it measured (an embedding of 8 channels, say) the other layers' grid, not its edge
+        if op.first and first_grid and cin <= max(p[0] for p in first_grid):
+            grid = first_grid
+        else:
+            grid = cal.get("conv_grid")
     shaped = None
-    if grid and op.gemm_k and op.gemm_n and op.kernel_area:
+    if grid:
         shaped = grid_rate(grid, op.gemm_k / op.kernel_area, op.gemm_n, math.sqrt(op.kernel_area))
     if shaped:  # measured by its channels and kernel
         seconds = flops / (shaped * speed)
