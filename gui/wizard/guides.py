@@ -69,9 +69,10 @@ training process, between steps; workers build them in parallel and hand them ov
 metrics, <code>.cpu()</code>): the host cannot run ahead of the GPU past them.</p>
 <p><b>pin_memory and non_blocking copies</b> — page-locked batches copied asynchronously, so the copy
 to the GPU overlaps its work (PyTorch's data loading documentation).</p>
-<p><b>Large models and kernels</b> (a group, closed until you open it) — the attention kernel; the
-precision layout of FSDP, DeepSpeed or Megatron (where the fp32 master weights live, sharded);
-fp8 matrix products; offloading the optimizer or the parameters to CPU RAM or NVMe (memory saved,
+<p><b>Large models and kernels</b> (a group, closed until you open it) — full checkpointing of every
+Nth block only (torchtitan's layer policy); the attention kernel; the precision layout of FSDP,
+DeepSpeed or Megatron (where the fp32 master weights live, sharded); fp8 matrix products, and FSDP
+gathering the weights already in fp8; offloading the optimizer or the parameters to CPU RAM or NVMe (memory saved,
 PCIe/NVMe traffic paid); fused, foreach or per-tensor optimizers; tensor, pipeline (with its bubble
 of (p − 1)/m), sequence and context parallelism and HYBRID_SHARD; channels_last and torch.compile.
 Each control's tooltip says what it changes; docs/sizing.md §4e gives every term and its source.</p>
