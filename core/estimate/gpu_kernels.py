@@ -259,7 +259,7 @@ def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: 
 def optimizer_s(params: float, gpu: GpuFigures, accesses: float) -> float:
     """Seconds of a foreach optimizer step on the device: its fp32 words per parameter at the bandwidth
     reached. Its multi-tensor-apply launches (a few per foreach op and chunk of tensors) are issued
-    back to back and cost the host, not the device, their time (core/estimate/timing.py's overhead);
+    back to back and cost the host, not the device, their time (core/estimate/pass_work.py's overhead);
     they are not divided among shards when the states are sharded."""
     return accesses * 4 * params / gpu.bandwidth
 

@@ -22,6 +22,7 @@ from core.estimate.memory import (
 )
 from core.estimate.model_states import states_note
 from core.estimate.parallel_time import time_note
+from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
@@ -30,7 +31,6 @@ from core.estimate.timing import (
     sample_bytes_on_disk,
     scaled_time,
     step_time,
-    train_flops_per_sample,
 )
 from core.hardware.catalogue import GIB, DeviceSpec
 from core.hardware.platforms import PlatformChoice, platform_for

@@ -18,13 +18,12 @@ and bandwidth with the default efficiencies below.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from core.estimate import host as host_model
 from core.estimate import input_pipeline, parallel_time
-from core.estimate.activations import activation_policy, recompute_per_sample
 from core.estimate.host import HostTime
 from core.estimate.input_pipeline import (
     decode_cost,
@@ -32,20 +31,16 @@ from core.estimate.input_pipeline import (
     loader_cores,
     loader_cores_needed,
 )
-from core.estimate.op_work import (
-    OpWork,
-    forward_work,
-    op_times,
-    parameter_tensor_sizes,
-)
+from core.estimate.op_work import forward_work, parameter_tensor_sizes
+from core.estimate.pass_work import PassWork, pass_work
 from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
 from core.hardware.platforms import network_adapter
 from core.network.model import ModelAnalysis
-from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec, data_parallel
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec, data_parallel
 from core.spec.loop import DEFAULT_LOOP, LoopSpec
 from core.spec.workload import DataSpec
-from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDS_OPTIMIZER_STATES
+from core.vocabulary import INPUT_DTYPES, SHARDS_OPTIMIZER_STATES
 
 # Fraction of the datasheet peak a training step's matrix products reach, by device class and
 # precision: TrainRig defaults, not fitted to a source — checked against the recorded H100 steps
@@ -54,15 +49,6 @@ from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHA
 # once `calibrate` has run on the device class. Hooda 2023's "15–25 % performance decrease" is a
 # different claim (sustained vs. theoretical FFMA peak) and is shown only beside T_train.
 DEFAULT_EFFICIENCY = {("gpu", "fp32"): 0.60, ("gpu", "tensor"): 0.45, ("cpu", "fp32"): 0.55, ("tpu", "tensor"): 0.45}
-# Framework cost (Python, dispatch, kernel launches) per op and per step, seconds: TrainRig defaults
-# before calibration. Per step on a CPU: the optimizer's and the loss's fixed costs; with a GPU also
-# the synchronisation at the end of the step — 1.8 ms measured on an H100 host (intercept of the
-# step times of four small networks over their op counts, docs/accuracy.md).
-# Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
-# and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
-# On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
-OVERHEAD_PER_OP_S = host_model.REFERENCE["per_call_s"]
-OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": host_model.REFERENCE["per_step_s"]["gpu"]}
 # Sustained sequential read, bytes/s: typical drive datasheets (7,200 rpm HDD, 10k rpm HDD,
 # SATA III SSD, PCIe 3.0 ×4 NVMe, tmpfs, 1 GbE network share).
 STORAGE_READ_BPS = {
@@ -143,37 +129,12 @@ class StepTime:
         return min(1.0, self.device_s / self.step_s) if self.step_s else 0.0
 
 
-@dataclass(frozen=True)
-class _Pass:
-    """One forward/backward pass at a micro-batch, with the optimizer's share kept apart."""
-
-    compute: float
-    memory: float  # memory-bound work, the optimizer's included
-    optimizer: float  # the optimizer's share of ``memory``
-    work: float  # as the device runs it, optimizer included
-    work_no_optimizer: float
-    input_s: float
-    overhead: float  # framework overhead, optimizer's calls included
-    overhead_no_optimizer: float
-    flops: float
-
-
 def efficiency_for(device: DeviceSpec, precision: str, calibrated: Mapping[str, Any] | None = None) -> float:
     key = "fp32" if precision in ("fp32",) or device.peak_flops(precision) == device.fp32_flops else "tensor"
     if calibrated and key in calibrated:
         return calibrated[key]
     kind = device.kind if device.kind in ("gpu", "cpu", "tpu") else "gpu"
     return DEFAULT_EFFICIENCY.get((kind, key), DEFAULT_EFFICIENCY.get((kind, "fp32"), 0.5))
-
-
-def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool, large: LargeModelSpec = DEFAULT_LARGE) -> int:
-    """Forward + backward (≈ 2× forward: input and weight gradients) + recomputation: the whole
-    forward under full checkpointing, the wrapped blocks' when only every Nth is
-    (``large.checkpoint_every``)."""
-    if checkpointing and large.checkpoint_every > 1 and model.graph is not None:
-        policy = activation_policy(replace(large, parallel=ParallelSpec()), True)
-        return int(model.forward_flops * 3 + recompute_per_sample(model, policy, 4).flops)
-    return model.forward_flops * (4 if checkpointing else 3)
 
 
 def accumulation_steps(batch_per_device: int, micro_batch: int) -> int:
@@ -240,8 +201,8 @@ def step_time(
     # whole-network recompute; parallel_time.large_terms adds the wrapped blocks' forward again
     whole = checkpointing and large.checkpoint_every <= 1
 
-    def run(n: int) -> _Pass:
-        return _pass(
+    def run(n: int) -> PassWork:
+        return pass_work(
             model,
             device,
             kind,
@@ -265,17 +226,17 @@ def step_time(
 
     costs = host_model.host_costs(cal.get("host"), speed, kind)
 
-    def host_of(p: _Pass, n: int, optimizer_step: bool) -> HostTime | None:
+    def host_of(p: PassWork, n: int, optimizer_step: bool) -> HostTime | None:
         if not overhead_known:
             return None
         loader, copy, workers = host_model.loader_host(loop, n, sample_bytes, costs, device.host_link_bw, kind)
         sync = costs["sync_s"] / loop.sync_every if loop.sync_every else 0.0
         log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
-        dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in _pass
+        dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in pass_work
         r = float(cal.get("run_scale", 1.0))  # a local run measured the whole step, its host included
         return HostTime(dispatch, loader * r, copy * r, sync * r, log * r, workers * r, speed, cpu_text, loop)
 
-    def paced(p: _Pass, h: HostTime | None, optimizer_step: bool) -> float:
+    def paced(p: PassWork, h: HostTime | None, optimizer_step: bool) -> float:
         work = p.work if optimizer_step else p.work_no_optimizer
         if h is None:  # no host figure for the device: its work alone (a lower bound, the sizing says so)
             return work
@@ -399,126 +360,6 @@ def step_time(
         last_host,
     )
     return replace(st, offload_s=comms.offload_s, bubble_s=bubble_s, exposed_comm_s=hidden_comm - comms.offload_s)
-
-
-def _pass(
-    model: ModelAnalysis,
-    device: DeviceSpec,
-    kind: str,
-    ops: Sequence[OpWork],
-    n_ops: int,
-    sizes: Sequence[float],
-    b: int,
-    precision: str,
-    optimizer: str,
-    checkpointing: bool,
-    peak_rate: float,
-    cal: Mapping[str, Any],
-    shards: int = 1,
-    speed: float = 1.0,
-    kernel_options: tuple[str, bool] = ("contiguous", False),
-    large: LargeModelSpec = DEFAULT_LARGE,
-) -> _Pass:
-    """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
-    memory-bound work and framework calls kept apart (they run once per optimizer step).
-
-    ``shards``: the devices the optimizer states are partitioned over (ZeRO-1/2/3, FSDP full shard;
-    Rajbhandari et al. 2020): each updates 1/shards of the parameters, so the optimizer's
-    memory-bound work is divided by it. Its framework calls are kept: FSDP2 steps a dim-0 shard of
-    every parameter, as many calls as unsharded; DeepSpeed's ZeRO steps one flat partition per
-    parameter group, fewer — kept as an upper bound rather than divided."""
-    flops = train_flops_per_sample(model, checkpointing or large.checkpoint_every > 1, large) * b
-    pb, gb, _, ob = PRECISION_BYTES[precision]
-    p = model.parameters
-    if not ops:  # a published summary: totals only, compute and memory traffic overlap
-        compute = flops / peak_rate
-        states = 2 * OPTIMIZER_STATES[optimizer] * ob
-        traffic = p * (3 * pb + 2 * gb + states + pb)
-        traffic += 2 * model.activation_bytes_per_sample * b
-        memory = traffic / device.bandwidth if device.bandwidth else 0.0
-        # the optimizer reads and writes its state and writes the weights (of its shard)
-        opt = p * (states + pb) / device.bandwidth if device.bandwidth else 0.0
-        if shards > 1:
-            memory -= opt - opt / shards
-            opt /= shards
-        work, work_no_opt = max(compute, memory), max(compute, memory - opt)
-        n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
-    else:
-        compute, memory_no_opt, opt = op_times(
-            model,
-            ops,
-            sizes,
-            device,
-            kind,
-            b,
-            precision,
-            optimizer,
-            checkpointing,
-            peak_rate,
-            cal,
-            memory_format=kernel_options[0],
-            compile_model=kernel_options[1],
-            fp8=large.fp8,
-        )
-        extra_compute, extra_memory, opt = parallel_time.large_terms(
-            model,
-            ops,
-            device,
-            kind,
-            b,
-            precision,
-            optimizer,
-            checkpointing,
-            peak_rate,
-            cal,
-            large,
-            opt,
-            len(sizes),
-            kernel_options[1],
-        )
-        compute += extra_compute
-        memory_no_opt += extra_memory
-        opt /= shards
-        memory = memory_no_opt + opt
-        work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
-    s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
-    overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
-    # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
-    calls = host_model.forward_calls(model, kind) if ops else n_ops
-    if kind != "cpu":
-        # an accelerator's host: the reference host's costs over this host CPU's speed; the
-        # optimizer in its foreach implementation (PyTorch's default for CUDA tensors)
-        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S / speed if overhead_known else 0.0)
-        per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
-        tensors = len(sizes) if ops else 0
-        # a summary model's parameter tensors are not known: no optimizer calls are invented for it
-        known = overhead_known and bool(ops)
-        opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
-        if known and large.optimizer_impl == "fused":  # one call per parameter group
-            opt_calls = 2 * per_op
-        elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
-            opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
-        overhead = per_step + per_op * 3 * calls + opt_calls
-    else:
-        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
-        per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
-        per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
-        if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
-            tensors = len(sizes) if ops else n_ops
-            overhead = per_step + per_op * 3 * calls + float(per_tensor) * tensors
-        else:
-            overhead = per_step + per_op * (3 * calls + (2 if optimizer != "sgd" else 1) * n_ops)
-    return _Pass(
-        compute * s,
-        memory * s,
-        opt * s,
-        work * s,
-        work_no_opt * s,
-        0.0,
-        overhead * s,
-        (per_step + per_op * 3 * calls) * s,
-        float(flops),
-    )
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:

@@ -16,8 +16,9 @@ from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
+from core.estimate.pass_work import OVERHEAD_PER_OP_S
 from core.estimate.sizing import CandidateResult, SizingResult
-from core.estimate.timing import DEFAULT_EFFICIENCY, OVERHEAD_PER_OP_S, STORAGE_READ_BPS
+from core.estimate.timing import DEFAULT_EFFICIENCY, STORAGE_READ_BPS
 from core.hardware.catalogue import DeviceSpec
 from core.output.glossary import MEMORY_PER_DEVICE, verdict_text
 from core.spec.workload import CostSpec

@@ -14,8 +14,8 @@ from core.errors import WorkloadError
 from core.estimate import gpu_kernels
 from core.estimate.activations import ActivationPolicy, full_segments, recompute_per_sample, stored_under
 from core.estimate.op_work import ELEMENT_ACCESSES, VARIANT_BYTES, forward_work, op_times
+from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.sizing import size_candidate
-from core.estimate.timing import train_flops_per_sample
 from core.hardware.catalogue import find_device, load_catalogue
 from core.network.model import analyze_model
 from core.network.presets import get_preset

@@ -1,0 +1,174 @@
+"""The work of one forward/backward pass at a per-device micro-batch, as core/estimate/timing.py
+puts it together into a step: matrix products, memory-bound work and the optimizer's share of it
+(core/estimate/op_work.py, and the large-model terms of core/estimate/parallel_time.py), the FLOPs,
+and the framework's calls that issue them (core/estimate/host.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.estimate import host as host_model
+from core.estimate import parallel_time
+from core.estimate.activations import activation_policy, recompute_per_sample
+from core.estimate.op_work import OpWork, op_times
+from core.hardware.catalogue import DeviceSpec
+from core.network.model import ModelAnalysis
+from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec
+from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
+
+# Framework cost (Python, dispatch, kernel launches) per op and per step, seconds: TrainRig defaults
+# before calibration. Per step on a CPU: the optimizer's and the loss's fixed costs; with a GPU also
+# the synchronisation at the end of the step — 1.8 ms measured on an H100 host (intercept of the
+# step times of four small networks over their op counts, docs/accuracy.md).
+# Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
+# and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
+# On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
+OVERHEAD_PER_OP_S = host_model.REFERENCE["per_call_s"]
+OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": host_model.REFERENCE["per_step_s"]["gpu"]}
+
+
+@dataclass(frozen=True)
+class PassWork:
+    """One forward/backward pass at a micro-batch, with the optimizer's share kept apart."""
+
+    compute: float
+    memory: float  # memory-bound work, the optimizer's included
+    optimizer: float  # the optimizer's share of ``memory``
+    work: float  # as the device runs it, optimizer included
+    work_no_optimizer: float
+    input_s: float
+    overhead: float  # framework overhead, optimizer's calls included
+    overhead_no_optimizer: float
+    flops: float
+
+
+def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool, large: LargeModelSpec = DEFAULT_LARGE) -> int:
+    """Forward + backward (≈ 2× forward: input and weight gradients) + recomputation: the whole
+    forward under full checkpointing, the wrapped blocks' when only every Nth is
+    (``large.checkpoint_every``)."""
+    if checkpointing and large.checkpoint_every > 1 and model.graph is not None:
+        policy = activation_policy(replace(large, parallel=ParallelSpec()), True)
+        return int(model.forward_flops * 3 + recompute_per_sample(model, policy, 4).flops)
+    return model.forward_flops * (4 if checkpointing else 3)
+
+
+def pass_work(
+    model: ModelAnalysis,
+    device: DeviceSpec,
+    kind: str,
+    ops: Sequence[OpWork],
+    n_ops: int,
+    sizes: Sequence[float],
+    b: int,
+    precision: str,
+    optimizer: str,
+    checkpointing: bool,
+    peak_rate: float,
+    cal: Mapping[str, Any],
+    shards: int = 1,
+    speed: float = 1.0,
+    kernel_options: tuple[str, bool] = ("contiguous", False),
+    large: LargeModelSpec = DEFAULT_LARGE,
+) -> PassWork:
+    """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
+    memory-bound work and framework calls kept apart (they run once per optimizer step).
+
+    ``shards``: the devices the optimizer states are partitioned over (ZeRO-1/2/3, FSDP full shard;
+    Rajbhandari et al. 2020): each updates 1/shards of the parameters, so the optimizer's
+    memory-bound work is divided by it. Its framework calls are kept: FSDP2 steps a dim-0 shard of
+    every parameter, as many calls as unsharded; DeepSpeed's ZeRO steps one flat partition per
+    parameter group, fewer — kept as an upper bound rather than divided."""
+    flops = train_flops_per_sample(model, checkpointing or large.checkpoint_every > 1, large) * b
+    pb, gb, _, ob = PRECISION_BYTES[precision]
+    p = model.parameters
+    if not ops:  # a published summary: totals only, compute and memory traffic overlap
+        compute = flops / peak_rate
+        states = 2 * OPTIMIZER_STATES[optimizer] * ob
+        traffic = p * (3 * pb + 2 * gb + states + pb)
+        traffic += 2 * model.activation_bytes_per_sample * b
+        memory = traffic / device.bandwidth if device.bandwidth else 0.0
+        # the optimizer reads and writes its state and writes the weights (of its shard)
+        opt = p * (states + pb) / device.bandwidth if device.bandwidth else 0.0
+        if shards > 1:
+            memory -= opt - opt / shards
+            opt /= shards
+        work, work_no_opt = max(compute, memory), max(compute, memory - opt)
+        n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
+    else:
+        compute, memory_no_opt, opt = op_times(
+            model,
+            ops,
+            sizes,
+            device,
+            kind,
+            b,
+            precision,
+            optimizer,
+            checkpointing,
+            peak_rate,
+            cal,
+            memory_format=kernel_options[0],
+            compile_model=kernel_options[1],
+            fp8=large.fp8,
+        )
+        extra_compute, extra_memory, opt = parallel_time.large_terms(
+            model,
+            ops,
+            device,
+            kind,
+            b,
+            precision,
+            optimizer,
+            checkpointing,
+            peak_rate,
+            cal,
+            large,
+            opt,
+            len(sizes),
+            kernel_options[1],
+        )
+        compute += extra_compute
+        memory_no_opt += extra_memory
+        opt /= shards
+        memory = memory_no_opt + opt
+        work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
+    s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
+    overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
+    # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
+    calls = host_model.forward_calls(model, kind) if ops else n_ops
+    if kind != "cpu":
+        # an accelerator's host: the reference host's costs over this host CPU's speed; the
+        # optimizer in its foreach implementation (PyTorch's default for CUDA tensors)
+        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S / speed if overhead_known else 0.0)
+        per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
+        tensors = len(sizes) if ops else 0
+        # a summary model's parameter tensors are not known: no optimizer calls are invented for it
+        known = overhead_known and bool(ops)
+        opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
+        if known and large.optimizer_impl == "fused":  # one call per parameter group
+            opt_calls = 2 * per_op
+        elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
+            opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
+        overhead = per_step + per_op * 3 * calls + opt_calls
+    else:
+        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
+        per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
+        per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)
+        if per_tensor is not None:  # measured: the optimizer's ops per parameter tensor
+            tensors = len(sizes) if ops else n_ops
+            overhead = per_step + per_op * 3 * calls + float(per_tensor) * tensors
+        else:
+            overhead = per_step + per_op * (3 * calls + (2 if optimizer != "sgd" else 1) * n_ops)
+    return PassWork(
+        compute * s,
+        memory * s,
+        opt * s,
+        work * s,
+        work_no_opt * s,
+        0.0,
+        overhead * s,
+        (per_step + per_op * 3 * calls) * s,
+        float(flops),
+    )
