@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is installed in CI (torch==2.13.0)")
 
 from core.estimate.activations import ActivationPolicy, math_score_saves  # noqa: E402
-from core.estimate.memory import memory_profile  # noqa: E402
+from core.estimate.step_replay import memory_profile  # noqa: E402
 from core.network.model import analyze_model  # noqa: E402
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from core.estimate.activations import ActivationPolicy, activation_policy, recompute_per_sample
-from core.estimate.memory import memory_profile, phase_lines
+from core.estimate.memory import phase_lines
+from core.estimate.step_replay import memory_profile
 from core.network.model import ModelAnalysis, analyze_model
 from core.spec.large import LargeModelSpec, ParallelSpec
 
