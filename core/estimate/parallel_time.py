@@ -328,7 +328,7 @@ def step_communication(
         devices=devices,
         nodes=nodes,
         b=m,
-        matmul_params=sum(op.matmul_params for op in model.graph.ops) if model.graph is not None else 0,
+        matmul_params=int(gpu_kernels.matrix_weights(ops)[0]) if ops else 0,  # cached per op list
         micro_steps=k,
         act_bytes=PRECISION_BYTES[precision][2],
         grad_bytes=PRECISION_BYTES[precision][1],

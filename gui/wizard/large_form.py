@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QSpinBox, QVBox
 from core.spec.large import (
     ATTENTION_KERNELS,
     ATTENTION_TEXT,
+    LARGE_KEYS,
     LAYOUT_DTYPES,
     LAYOUT_TEXT,
     OFFLOAD_TEXT,
@@ -185,36 +186,14 @@ class LargeModelGroup(QGroupBox):
         self.compile.setChecked(bool(t.get("compile", False)))
         for w, was in zip(self._widgets(), blockers, strict=True):
             w.blockSignals(was)
-        used = any(
-            k in t
-            for k in (
-                "attention",
-                "precision_layout",
-                "fp8",
-                "offload",
-                "optimizer_impl",
-                "parallel",
-                "checkpoint_every",
-            )
-        )
-        used = used or "memory_format" in t or "compile" in t
+        # the group's keys (core.spec.large.LARGE_KEYS) and the two kernel options it also holds
+        used = any(k in t for k in (*LARGE_KEYS, "memory_format", "compile"))
         self.setChecked(used or self.isChecked())
         self._enable()
 
     def store(self, t: dict[str, Any]) -> None:
         """Write the non-default settings into ``training`` ``t`` and remove the default ones."""
-        keys = (
-            "attention",
-            "precision_layout",
-            "param_dtype",
-            "reduce_dtype",
-            "fp8",
-            "fp8_all_gather",
-            "checkpoint_every",
-            "offload",
-            "optimizer_impl",
-        )
-        for k in (*keys, "parallel", "memory_format", "compile"):
+        for k in (*LARGE_KEYS, "memory_format", "compile"):
             t.pop(k, None)
         values = {
             "attention": (self.attention.currentData(), "auto"),

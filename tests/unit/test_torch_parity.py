@@ -23,6 +23,19 @@ from torchbridge.models import build_module, example_batch, measure_step_memory 
 
 BIG = {"llama-8b", "gpt2-small", "bert-base"}  # built on the meta device: no memory, shapes only
 
+# a Llama-style block: pre-norm RMSNorm, grouped-query causal attention, SwiGLU, no biases
+LLAMA_BLOCK: dict[str, Any] = {
+    "type": "transformer_block",
+    "nhead": 4,
+    "kv_heads": 2,
+    "dim_feedforward": 48,
+    "norm_first": True,
+    "norm": "rmsnorm",
+    "mlp": "swiglu",
+    "bias": False,
+    "causal": True,
+    "dropout": 0.0,
+}
 LAYER_CASES: dict[str, dict[str, Any]] = {
     "linear": {"input_shape": [7, 20], "layers": [{"type": "linear", "out_features": 13}]},
     "linear_nobias": {"input_shape": [20], "layers": [{"type": "linear", "out_features": 13, "bias": False}]},
@@ -83,41 +96,12 @@ LAYER_CASES: dict[str, dict[str, Any]] = {
         "input_shape": [10, 32],
         "layers": [{"type": "transformer_block", "nhead": 4, "dim_feedforward": 64, "activation": "gelu"}],
     },
-    "transformer_pre_rms_swiglu": {
-        "input_shape": [10, 32],
-        "layers": [
-            {
-                "type": "transformer_block",
-                "nhead": 4,
-                "kv_heads": 2,
-                "dim_feedforward": 48,
-                "norm_first": True,
-                "norm": "rmsnorm",
-                "mlp": "swiglu",
-                "bias": False,
-                "causal": True,
-                "dropout": 0.0,
-            }
-        ],
-    },
+    "transformer_pre_rms_swiglu": {"input_shape": [10, 32], "layers": [LLAMA_BLOCK]},
     # Meta's / torchtitan's Llama code: complex rotary embeddings and RMSNorm decomposed in fp32
     "transformer_complex_rotary_fp32_rmsnorm": {
         "input_shape": [10, 32],
         "layers": [
-            {
-                "type": "transformer_block",
-                "nhead": 4,
-                "kv_heads": 2,
-                "dim_feedforward": 48,
-                "norm_first": True,
-                "norm": "rmsnorm",
-                "norm_implementation": "fp32_decomposed",
-                "rotary": "complex",
-                "mlp": "swiglu",
-                "bias": False,
-                "causal": True,
-                "dropout": 0.0,
-            },
+            {**LLAMA_BLOCK, "norm_implementation": "fp32_decomposed", "rotary": "complex"},
             {"type": "rmsnorm", "implementation": "fp32_decomposed"},
         ],
     },
