@@ -42,6 +42,7 @@ APPLICABILITY_NAMES = frozenset(
         "input_wait",
         "overhead_share",
         "host_share",
+        "device_load",
         "memory_share",
         "comm_share",
         "any_gpu",
@@ -332,6 +333,10 @@ def candidate_context(
         # the host's whole share (framework calls, DataLoader, copy, synchronisations): core/estimate/host.py
         "host_share": min(1.0, _share(st.host_s, st)) if st.host is not None else _share(st.overhead_s, st),
         "host_pct": f"{min(1.0, _share(st.host_s, st)):.0%}" if st.host is not None else "unknown",
+        # the device's busy share of the step: the host runs beside it, so a host share above half
+        # leaves the device idle only when the host paces the step
+        "device_load": st.device_load if st.host is not None else 1.0 - _share(st.overhead_s, st),
+        "device_load_pct": f"{st.device_load:.0%}" if st.host is not None else "unknown",
         "memory_share": _share(st.memory_s, st),
         "memory_pct": f"{_share(st.memory_s, st):.0%}",
         "comm_share": _share(st.comm_s, st),

@@ -2,14 +2,15 @@
 and how it combines with the device's work (docs/sizing.md §4b).
 
 Per step, on one core of the host CPU:
-- dispatch: PyTorch's framework calls — each forward op as PyTorch issues it (calls per kind of
-  graph op: a linear layer on a sequence is a view, a matrix product and a view; attention's
-  projections three linear layers and their reshapes; dropout one fused kernel on CUDA and four
-  ops on a CPU; RMSNorm six), backward's calls (counted as two more per forward call, the fit's
-  convention), the optimizer's calls (PyTorch's default on CUDA is the foreach implementation: a
-  few calls per step whatever the tensor count, plus its Python loop over the parameters; on a
-  CPU the for-loop implementation: a few calls per tensor) and a fixed cost per step (loss,
-  ``zero_grad``, ``backward()``'s entry, ``optimizer.step()``'s Python, one synchronisation);
+- dispatch: on a GPU, every operator PyTorch dispatches for the forward and backward pass (its
+  dispatcher, autograd's bookkeeping and the kernel launch; views and casts are operators too),
+  counted per kind of graph op in resources/host_ops.json (benchmarks/count_host_ops.py: forward,
+  backward, and autocast's casts), at one price per operator; on a CPU the framework calls as the
+  CPU timing model counts them (per kind of graph op, two more in backward per forward call); the
+  optimizer's calls (PyTorch's default on CUDA is the foreach implementation: a few calls per step
+  whatever the tensor count, plus its Python loop over the parameters; on a CPU the for-loop
+  implementation: a few calls per tensor) and a fixed cost per step (``zero_grad``,
+  ``backward()``'s entry, ``optimizer.step()``'s Python, one synchronisation);
 - the DataLoader in the main process: with ``num_workers=0`` its sampler, fetcher and collation
   (per batch and per sample); with workers, the hand-off of each batch from a worker (the workers'
   own work runs in parallel and paces the step only when they cannot keep up);
@@ -65,22 +66,33 @@ FOREACH_CALLS = {"sgd": 1, "sgd_momentum": 3, "adam": 12, "adamw": 13, "rmsprop"
 # appends), seconds on the reference CPU: TrainRig estimate, a few µs per tensor.
 OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 
-# Host costs on the reference CPU (seconds). per_call: the H100 fit (docs/accuracy.md: 15 µs per
-# framework call); per_step: the H100 fit's intercept (1.8 ms: loss, zero_grad, backward's entry,
-# the optimizer's Python, and one synchronisation, counted apart as sync_s); a CPU's per step is
-# TrainRig's default before calibration. The DataLoader's figures were measured on the development machine
-# (benchmarks/host_costs.py: 8.0 µs per sample, 100 µs per batch, hand-off 2.3 ms per batch with
-# 2 workers on 2 busy cores, an upper bound) and scaled to the reference CPU by the two CPUs'
+# Host costs on the reference CPU (seconds). per_operator: what the host spends on each operator
+# PyTorch dispatches on a CUDA device (the dispatcher, autograd's bookkeeping, the kernel launch:
+# resources/host_ops.json counts them per graph op) and per_step on a GPU (loss.backward()'s and
+# optimizer.step()'s Python, zero_grad, one synchronisation, counted apart as sync_s): the fit of
+# the H100 steps of the six small networks and the tiny GPT over their operator counts
+# (docs/accuracy.md: 23.2 µs per operator + 0.69 ms per step); BERT and GPT-2 are held out.
+# per_call: a framework call as a CPU's timing model counts them (3 per graph op), 15 µs, the CPU
+# default before calibration; a CPU's per step is TrainRig's default before calibration. The
+# DataLoader's figures were measured on the development machine (benchmarks/host_costs.py: 8.0 µs
+# per sample, 100 µs per batch, hand-off 2.3 ms per batch with 2 workers on 2 busy cores, an upper
+# bound) and scaled to the reference CPU by the two CPUs'
 # single-thread speeds (×0.63).
 REFERENCE = {
     "per_call_s": 15e-6,
-    "per_step_s": {"cpu": 200e-6, "gpu": 1.77e-3},  # + sync_s: the fit's 1.8 ms with its synchronisation
+    "per_operator_s": 23.2e-6,
+    "per_step_s": {"cpu": 200e-6, "gpu": 0.66e-3},  # + sync_s: the fit's 0.69 ms with its synchronisation
     "loader_batch_s": 63e-6,
     "loader_sample_s": 5.1e-6,
     "handoff_batch_s": 1.4e-3,
     "sync_s": 30e-6,  # a device-to-host round trip of a scalar beyond the wait (cudaMemcpy of 4 bytes)
     "log_line_s": 20e-6,  # one formatted line to a terminal or file (print, a logger)
 }
+# GradScaler's operators per step (fp16): scale (and its backward), the unscale's non-finite check,
+# the reciprocal, the found-inf copies and its read (a synchronisation), _amp_update_scale_: counted
+# with a dispatch mode on torch.amp.GradScaler's step, whatever the tensor count.
+GRADSCALER_OPERATORS = 11
+
 # What resources/workers/host_bench.py's per_call_s (a small relu and linear from Python on CPU tensors)
 # would read on the reference CPU: 17.7 µs measured on the development machine × 0.63 (the two CPUs'
 # single-thread speeds). A calibration's own per_call_s over this gives its CPU's speed.
@@ -125,6 +137,17 @@ def combine(host: HostTime, device_s: float, kind: str) -> float:
     return max(host.total_s, device_s + serial, host.worker_s)
 
 
+def training_operators(model: ModelAnalysis, precision: str) -> int:
+    """Operators a CUDA device's host dispatches for one forward and backward pass and its loss
+    (resources/host_ops.json per graph op, autocast's casts under a mixed precision, GradScaler's
+    under fp16); a traced model without a graph: three per forward call."""
+    if model.graph is not None:
+        n = graph_operators(model.graph, precision in ("bf16_mixed", "fp16_mixed"))
+    else:
+        n = 3 * forward_calls(model, "gpu")
+    return n + (GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0)
+
+
 def forward_calls(model: ModelAnalysis, kind: str) -> int:
     """Framework calls of one forward pass: per kind of graph op, a traced model's own count, 0 for
     a published summary (no layer list)."""
@@ -132,6 +155,57 @@ def forward_calls(model: ModelAnalysis, kind: str) -> int:
         return _graph_calls(model.graph, "cpu" if kind == "cpu" else "gpu")
     trace = model.trace or {}
     return int(trace.get("op_calls", len(trace.get("ops", ()))))
+
+
+@lru_cache(maxsize=1)
+def host_ops_table() -> dict[str, Any]:
+    """resources/host_ops.json: operators PyTorch dispatches per graph op kind in a training pass
+    (forward, backward, and the extra under autocast), counted by benchmarks/count_host_ops.py."""
+    return dict(json.loads(resource_path("host_ops.json").read_text(encoding="utf-8")))
+
+
+def _op_kind(op: Any, sequence: bool) -> str:
+    if op.variant in ("rmsnorm_fp32", "rotary_complex", "rotary_half"):
+        return str(op.variant)
+    if op.name == "linear" and sequence:
+        return "linear_seq"
+    if op.name == "conv2d" and len(op.tensor_sizes) == 1:
+        return "conv2d_nobias"
+    return str(op.name)
+
+
+def graph_operators(g: Graph, autocast: bool, table: Mapping[str, Any] | None = None) -> int:
+    """Operators PyTorch dispatches in one forward and backward pass of ``g`` and its cross-entropy
+    loss, as CUDA runs them (resources/host_ops.json; a kind not counted there: one forward and two
+    backward operators), with autocast's casts when ``autocast``."""
+    doc = table if table is not None else host_ops_table()
+    return _graph_operators(g, autocast, json.dumps(doc, sort_keys=True) if table is not None else "")
+
+
+@lru_cache(maxsize=256)
+def _graph_operators(g: Graph, autocast: bool, table_json: str) -> int:
+    doc = json.loads(table_json) if table_json else host_ops_table()
+    kinds = doc.get("kinds", doc)
+    aliases = doc.get("aliases", {})
+    sequence = any(op.name in ("embedding", "sdpa", "qkv_proj") for op in g.ops)
+
+    def ops_of(kind: str, biases: bool = True) -> float:
+        if kind in aliases:
+            name, times = aliases[kind]
+            if name == "linear_seq" and not biases and "linear_seq_nobias" in kinds:
+                name = "linear_seq_nobias"
+            return times * ops_of(name)
+        row = kinds.get(kind)
+        if row is None:
+            return 3.0
+        extra = row["forward_autocast"] + row["backward_autocast"] if autocast else 0
+        return row["forward"] + row["backward"] + extra
+
+    def biases(op: Any) -> bool:  # a projection with a bias per linear layer: two tensors each
+        return op.name not in aliases or len(op.tensor_sizes) >= 2 * aliases[op.name][1]
+
+    total = ops_of("cross_entropy") + sum(ops_of(_op_kind(op, sequence), biases(op)) for op in g.ops)
+    return round(total)
 
 
 @lru_cache(maxsize=256)

@@ -18,14 +18,16 @@ from core.network.model import ModelAnalysis
 from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 
-# Framework cost (Python, dispatch, kernel launches) per op and per step, seconds: TrainRig defaults
-# before calibration. Per step on a CPU: the optimizer's and the loss's fixed costs; with a GPU also
-# the synchronisation at the end of the step — 1.8 ms measured on an H100 host (intercept of the
-# step times of four small networks over their op counts, docs/accuracy.md).
+# Framework cost (Python, dispatch, kernel launches), seconds. On a CPU per framework call (3 per
+# graph op) and per step (the optimizer's and the loss's fixed costs): TrainRig defaults before
+# calibration. On a GPU per operator PyTorch dispatches (core/estimate/host.py training_operators)
+# and per step, the synchronisation at its end apart: 23.2 µs and 0.66 ms on the reference host,
+# fitted on an H100 host's steps of six small networks and a tiny GPT (docs/accuracy.md).
 # Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
 # and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
 # On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
 OVERHEAD_PER_OP_S = host_model.REFERENCE["per_call_s"]
+OVERHEAD_PER_OPERATOR_S = host_model.REFERENCE["per_operator_s"]
 OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": host_model.REFERENCE["per_step_s"]["gpu"]}
 
 
@@ -141,7 +143,8 @@ def pass_work(
     if kind != "cpu":
         # an accelerator's host: the reference host's costs over this host CPU's speed; the
         # optimizer in its foreach implementation (PyTorch's default for CUDA tensors)
-        per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S / speed if overhead_known else 0.0)
+        # per operator PyTorch dispatches (resources/host_ops.json), not per framework call
+        per_op = cal.get("per_operator_s", OVERHEAD_PER_OPERATOR_S / speed if overhead_known else 0.0)
         per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
         tensors = len(sizes) if ops else 0
         # a summary model's parameter tensors are not known: no optimizer calls are invented for it
@@ -151,7 +154,8 @@ def pass_work(
             opt_calls = 2 * per_op
         elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
             opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
-        overhead = per_step + per_op * 3 * calls + opt_calls
+        pass_s = per_op * (host_model.training_operators(model, precision) if ops else 3 * calls)
+        overhead = per_step + pass_s + opt_calls
     else:
         per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
         per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
@@ -161,6 +165,7 @@ def pass_work(
             overhead = per_step + per_op * 3 * calls + float(per_tensor) * tensors
         else:
             overhead = per_step + per_op * (3 * calls + (2 if optimizer != "sgd" else 1) * n_ops)
+        pass_s = per_op * 3 * calls
     return PassWork(
         compute * s,
         memory * s,
@@ -169,6 +174,6 @@ def pass_work(
         work_no_opt * s,
         0.0,
         overhead * s,
-        (per_step + per_op * 3 * calls) * s,
+        (per_step + pass_s) * s,
         float(flops),
     )

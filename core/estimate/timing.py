@@ -331,7 +331,13 @@ def step_time(
     # the largest term bounds the step; the input pipeline only when the device waits for it (input
     # that arrives in time, as the loader cores sized to keep up make it, bounds nothing)
     waits = last.input_s > busy or (acc is not None and acc.input_s > a_busy)
-    bound = max((t for t in terms if waits or t != "input pipeline"), key=lambda t: terms[t])
+    # on an accelerator the host and the device run side by side: the one that paces the step names
+    # its bound (a device-bound step is not "framework overhead" because the host is busy too)
+    left_out = {"input pipeline"} if not waits else set()
+    if kind != "cpu" and last_host is not None:
+        host_paces = host_s >= device_s
+        left_out |= {"compute", "memory bandwidth"} if host_paces else {"framework overhead", "host data loading"}
+    bound = max((t for t in terms if t not in left_out), key=lambda t: terms[t])
     note = input_note(cost, pace, needed, cores, kind, waits and decode_s > read_s)
     st = StepTime(
         compute,

@@ -16,7 +16,7 @@ from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
-from core.estimate.pass_work import OVERHEAD_PER_OP_S
+from core.estimate.pass_work import OVERHEAD_PER_OP_S, OVERHEAD_PER_OPERATOR_S
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import DEFAULT_EFFICIENCY, STORAGE_READ_BPS
 from core.hardware.catalogue import DeviceSpec
@@ -294,7 +294,9 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
             "; ".join(dict.fromkeys(f"{x.device.name}: {x.assumptions[0]}" for x in result.candidates))
             + " — defaults (until `calibrate` measures a machine): "
             + ", ".join(f"{k[0]} {k[1]} {v:.0%}" for k, v in DEFAULT_EFFICIENCY.items())
-            + f"; {OVERHEAD_PER_OP_S * 1e6:g} µs framework overhead per op; elementwise layers and the optimizer "
+            + f"; framework overhead {OVERHEAD_PER_OP_S * 1e6:g} µs per framework call on a CPU, "
+            + f"{OVERHEAD_PER_OPERATOR_S * 1e6:g} µs per dispatched operator on a GPU's reference host; "
+            + "elementwise layers and the optimizer "
             + "at the bytes they move over "
             + ", ".join(f"{k} {v:.0%}" for k, v in BANDWIDTH_EFFICIENCY.items())
             + " of the datasheet bandwidth",

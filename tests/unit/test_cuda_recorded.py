@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-from benchmarks.accuracy_cuda_recorded import predict, predict_device, recorded_cases
+from benchmarks.accuracy_cuda_recorded import _candidate, predict, predict_device, recorded_cases
 
 CASES = recorded_cases()
 MEMORY_BAR, MEMORY_MEAN_BAR = 0.10, 0.05  # SPEC 9: within 5 %, 10 % at worst
@@ -71,10 +71,11 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="11 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 19 % (bar: 15 %), with the host "
-    "side (core/estimate/host.py) and the GPU kernel model (core/estimate/gpu_kernels.py) together: the small "
-    "networks within 10 % and the device-bound steps within 30 %, but the transformers at small batch (tiny GPT "
-    "−40 %, BERT −42/−46 %, GPT-2 bf16 −51 %) are still too fast: their kernels' dispatch (docs/accuracy.md)",
+    reason="13 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 15.3 % (bar: 15 %), with the host "
+    "priced per dispatched operator (core/estimate/host.py, resources/host_ops.json) and the GPU kernel model "
+    "(core/estimate/gpu_kernels.py): misses are BERT b32 +29 % (host, held out), the residual CNN −27 % and the "
+    "fit set's seed MLP +44 % (host noise: the same step measured 2.36 ms on another day), ResNet-50 bf16 b64 "
+    "−30 % and the LSTM −26 % (device) (docs/accuracy.md)",
 )
 def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
     errors = [abs(step_error(c)) for c in CASES]
@@ -112,3 +113,38 @@ def test_the_device_bound_h100_steps_are_within_11_percent_on_average() -> None:
     errors = [abs(device_error(c)) for c in CASES if key(c) in DEVICE_BOUND]
     assert len(errors) == 6
     assert statistics.mean(errors) <= DEVICE_MEAN_BAR, f"mean |error| {statistics.mean(errors):.1%}"
+
+
+# The steps the host's dispatch bounds (the host model's seconds above the kernel model's device time):
+# the fit part of the per-operator price (the six small networks of 2026-11-22 and the tiny GPT:
+# 23.2 µs per operator + 0.69 ms per step) and the held-out transformers, priced from their operator
+# counts (resources/host_ops.json) with nothing fitted on them. Reached: fit −27 … +11 % (the residual
+# CNN −27 %); held out BERT-base b32 +29 %, b64 +22 %, GPT-2 small bf16 −13 % (−42, −46, −51 % when the
+# host counted three framework calls per graph op).
+HOST_FIT_MODELS = {"seed-mlp", "lenet-5", "small-cnn", "residual-cnn", "tiny-gpt"}
+HOST_HELD_OUT = {("bert-base", 32, "adamw", "bf16_mixed"), ("bert-base", 64, "adamw", "bf16_mixed")}
+HOST_HELD_OUT_BAR = 0.30
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, id=case_id(c)) for c in CASES if c["model"] in HOST_FIT_MODELS and c["set"] == "2026-11-22"],
+)
+def test_the_host_fit_reproduces_the_small_networks_and_the_tiny_gpt(case: dict) -> None:
+    error = step_error(case)
+    assert abs(error) <= 0.28, f"{error:+.1%}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=case_id(c)) for c in CASES if key(c) in HOST_HELD_OUT])
+def test_the_host_bound_transformers_held_out_of_the_fit(case: dict) -> None:
+    # BERT's steps barely grow with the batch (38.8 ms at 32, 41.3 at 64): the host's dispatch of about
+    # 2,100 operators a step, not the GPU's 11–17 ms of kernels
+    error = step_error(case)
+    assert abs(error) <= HOST_HELD_OUT_BAR, f"{error:+.1%}"
+    assert _candidate(case).step.bound == "framework overhead"
+
+
+def test_gpt2_bf16_is_the_slower_of_its_host_and_its_kernels() -> None:
+    # held out: 2,110 operators dispatched (50.7 ms) against 28.5 ms of kernels, measured 58.2 ms
+    case = next(c for c in CASES if key(c) == ("gpt2-small", 8, "adamw", "bf16_mixed"))
+    assert abs(step_error(case)) <= 0.15

@@ -37,7 +37,10 @@ def test_no_nvlink_advice_for_devices_joined_by_their_own_fabric(name: str) -> N
     device = find_device(name, CATALOGUE)
     result = size_workload(parse_workload(BERT_8), [device])
     c = result.candidates[0]
-    assert c.step.comm_s / c.step.step_s >= 0.05
+    if name == "H100 SXM":  # its NVLink carries the all-reduce in 4 % of its host-paced step
+        assert 0 < c.step.comm_s / c.step.step_s < 0.05
+    else:  # the rule's other condition holds: only the fabric's name could keep it quiet
+        assert c.step.comm_s / c.step.step_s >= 0.05
     assert "nvlink-multi-gpu" not in {f.rule for f in evaluate_rules(result, None)}
 
 
