@@ -38,6 +38,7 @@ def published_cases() -> list[dict]:
                 **r,
                 "model": net["model"],
                 "optimizer": net["optimizer"],
+                "training": net.get("training", {}),  # how the published code trains (its attention)
                 "unit": net["unit"],
                 "precision": doc["precisions"][r["lambda_precision"]],
                 "part": "fit" if (r["benchmark"], r["device"]) in FIT else "held-out",
@@ -58,6 +59,7 @@ def predict(case: dict) -> float:
                 "optimizer": case["optimizer"],
                 "precision": case["precision"],
                 "micro_batch_size": case["batch"],
+                **case.get("training", {}),
             },
         }
     )

@@ -79,6 +79,14 @@ CASES: dict[str, dict[str, Any]] = {
         "add": [{"type": "multihead_attention", "num_heads": 4}],
         "minus": ["linear_seq"] * 4,
     },
+    # PyTorch's math attention kernel (training.attention "math"; "eager" adds its division and mask):
+    # the CPU's decomposition with dropout, dropout as CUDA's one native_dropout
+    "sdpa_math": {
+        "base": SEQUENCE,
+        "add": [{"type": "multihead_attention", "num_heads": 4, "dropout": 0.1}],
+        "minus": ["linear_seq"] * 4,
+        "fused_attention": False,
+    },
     "rotary_complex": {
         "base": SEQUENCE,
         "add": [{"type": "multihead_attention", "num_heads": 4, "bias": False, "rotary": "complex"}],
@@ -129,9 +137,12 @@ def _cuda_adjusted(counter: collections.Counter) -> int:
     return sum(counter.values()) - 3 * counter.get("bernoulli_", 0)
 
 
-def count_model(model: dict[str, Any] | None, batch: int, autocast: bool, loss: str = "sum") -> tuple[int, int]:
+def count_model(
+    model: dict[str, Any] | None, batch: int, autocast: bool, loss: str = "sum", fused_attention: bool = True
+) -> tuple[int, int]:
     """(forward, backward) operators of one training pass of ``model`` at ``batch``, attention without
-    dropout; ``model`` None: the loss alone on a tensor that needs a gradient."""
+    dropout (CUDA's fused kernels) unless not ``fused_attention``; ``model`` None: the loss alone on a
+    tensor that needs a gradient."""
     import torch
 
     from torchbridge.models import build_module, example_batch
@@ -142,7 +153,7 @@ def count_model(model: dict[str, Any] | None, batch: int, autocast: bool, loss: 
     else:
         mod = build_module(model)
         for sub in mod.modules():  # CUDA's fused attention kernels take the dropout inside
-            if hasattr(sub, "causal") and hasattr(sub, "p"):
+            if fused_attention and hasattr(sub, "causal") and hasattr(sub, "p"):
                 sub.p = 0.0
         x = example_batch(model, batch)
     counts = []
@@ -179,7 +190,8 @@ def count_kinds() -> dict[str, dict[str, int]]:
         case = CASES[kind]
         row = {}
         for autocast in (False, True):
-            f1, b1 = count_model(_with(case["base"], case["add"]), 4, autocast)
+            fused = case.get("fused_attention", True)
+            f1, b1 = count_model(_with(case["base"], case["add"]), 4, autocast, fused_attention=fused)
             f0, b0 = count_model(case["base"], 4, autocast) if case["base"] else count_model(None, 4, autocast)
             for minus in case.get("minus", []):
                 f0 += table[minus]["forward"] + (table[minus]["forward_autocast"] if autocast else 0)

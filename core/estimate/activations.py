@@ -61,6 +61,13 @@ MATH_SCORES = {
     ("cpu", False): (1, 0),
     ("cpu", True): (5, 1),
 }
+# eager attention (Hugging Face's, NVIDIA's BERT) per score element, by dropout: the softmax output in
+# fp32 (4 bytes: under autocast softmax runs in fp32), the dropout's bool mask, and the probabilities
+# as the second product saves them (cast to the activation precision under autocast; in fp32 the
+# dropout's output): one float at the activation precision + 5 bytes with dropout, + 4 without
+# (exact under autocast and in fp32 with dropout; in fp32 without dropout the softmax output is the
+# product's input and one float per score is counted twice)
+EAGER_SCORES = {False: (1, 4), True: (1, 5)}
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def uses_math(policy: ActivationPolicy, op: Op) -> bool:
     """Whether the attention ``op`` runs the math kernel under ``policy``."""
     if not op.scores:
         return False
-    if policy.attention == "math":
+    if policy.attention in ("math", "eager"):
         return True
     return policy.attention == "auto" and policy.device_kind == "cpu" and op.attn_dropout
 
@@ -158,7 +165,10 @@ def math_score_saves(policy: ActivationPolicy, op: Op) -> tuple[int, int]:
     attention ``op`` beyond q, k, v and its output; (0, 0) for the flash and efficient kernels."""
     if not uses_math(policy, op):
         return 0, 0
-    floats, fixed = MATH_SCORES[(policy.device_kind, op.attn_dropout)]
+    if policy.attention == "eager":
+        floats, fixed = EAGER_SCORES[op.attn_dropout]
+    else:
+        floats, fixed = MATH_SCORES[(policy.device_kind, op.attn_dropout)]
     return floats * op.scores, fixed * op.scores
 
 

@@ -246,6 +246,66 @@ def attention_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpoi
     return max(passes * flops / rate, 2 * KERNEL_FLOOR_S)
 
 
+def score_bytes(attention: str, half: bool, causal: bool, dropout: bool) -> tuple[float, float, int]:
+    """(forward, backward) bytes per L×L score element that an unfused attention's elementwise
+    kernels move, and their kernels, the matrix products' own reads and writes of the scores left
+    to them. ``attention`` "math": PyTorch's SDPA math kernel in the input's precision p (the scale
+    applied to q and k; a causal mask added to the scores: read and write p; softmax read and write
+    p, its backward reads the gradient and the output and writes p; dropout reads and writes p and
+    writes a bool mask, its backward reads the gradient and the mask and writes p). "eager": the
+    attention written out in Python as Hugging Face's eager attention and NVIDIA's BERT
+    (DeepLearningExamples' BertSelfAttention): the scores divided by √d and the mask added (each
+    read and write p, the division's backward again), softmax in fp32 under autocast (read p, write
+    4; backward reads 4 + 4, writes p) and dropout in fp32 (read and write 4, a bool mask), and the
+    probabilities cast back to p for the second product (read 4, write p; the gradient's cast read
+    p, write 4); without autocast p = 4 and there are no casts."""
+    p = 2.0 if half else 4.0
+    f = 4.0 if attention == "eager" else p  # softmax and dropout run in fp32 under autocast
+    forward, backward, kernels = p + f, 2 * f + p, 2  # softmax, its backward
+    if dropout:
+        forward += 2 * f + 1
+        backward += 2 * f + 1
+        kernels += 2
+    if attention == "eager":
+        forward += 4 * p  # the division and the mask's addition
+        backward += 2 * p  # the division's backward (the addition's gradient passes through)
+        kernels += 3
+        if half:  # the probabilities' cast to p and its gradient's back to fp32
+            forward += f + p
+            backward += p + f
+            kernels += 2
+    elif causal:
+        forward += 2 * p
+        kernels += 1
+    return forward, backward, kernels
+
+
+def unfused_attention_s(
+    op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, attention: str
+) -> tuple[float, float]:
+    """(matrix products, elementwise kernels) seconds of one attention's forward and backward
+    computed unfused ("math": PyTorch's SDPA math kernel; "eager": written out in Python): the
+    batched products Q·Kᵀ and P·V and their four gradients over batch × heads, each writing or
+    reading the L×L scores (at the bandwidth when their reduction over the head dimension is short),
+    and the softmax, mask and dropout kernels over the scores (``score_bytes``); full checkpointing
+    runs the forward again. Causal masks are applied, not skipped: every score is computed."""
+    heads = max(op.heads, 1)
+    length = math.sqrt(op.scores / heads)
+    head_dim = op.flops / (4 * op.scores)  # two products of 2·L²·d FLOPs per head
+    peak, nbytes = _peak(precision, gpu)
+    eff = gpu.gemm_efficiency(peak > gpu.fp32)
+    rows = b * heads * length
+    scores_gemm = gemm_s(rows, length, head_dim, peak, gpu, nbytes, eff)  # Q·Kᵀ, dO·Vᵀ: write L×L
+    reduce_gemm = gemm_s(rows, head_dim, length, peak, gpu, nbytes, eff)  # P·V, dS·K, dSᵀ·Q, Pᵀ·dO
+    forward = scores_gemm + reduce_gemm
+    backward = scores_gemm + 3 * reduce_gemm
+    fwd_bytes, bwd_bytes, kernels = score_bytes(attention, nbytes == 2, op.causal, op.attn_dropout)
+    elems = op.scores * b
+    recompute = 1.0 if checkpointing else 0.0
+    moved = ((1 + recompute) * fwd_bytes + bwd_bytes) * elems / gpu.bandwidth
+    return (1 + recompute) * forward + backward, max(moved, kernels * KERNEL_FLOOR_S)
+
+
 def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: bool, accesses: float) -> float:
     """Seconds of an elementwise kind's forward and backward kernels over ``elems`` elements;
     ``fused`` (torch.compile): its bytes are moved once with its neighbour's, about half."""
@@ -359,6 +419,7 @@ def step_kernels(
     element_accesses: dict[str, float],
     measured: Mapping[str, Any] | None = None,
     fp8: bool = False,
+    attention: str = "auto",
 ) -> tuple[float, float]:
     """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
     memory-bound kernels). The same sums as matrix_op_s, rnn_op_s, attention_op_s and
@@ -391,14 +452,18 @@ def step_kernels(
     compute = float(seconds.sum())
     if peak == gpu.half and tensor_cores and memory_format != "channels_last":
         compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[mo.is_conv].sum()) * b * mbytes / gpu.bandwidth
+    memory = 0.0
     extra = 1 if checkpointing else 0
     compute += ((3 + extra) * mo.flops_only + (2 + extra) * mo.flops_only_first) * b / (peak * base)
     for op in mo.others:
         if op.rnn:
             compute += rnn_op_s(op, b, precision, gpu)
+        elif attention in ("math", "eager") and op.scores:
+            matmuls, scores = unfused_attention_s(op, b, precision, gpu, checkpointing, attention)
+            compute += matmuls
+            memory += scores
         else:
             compute += attention_op_s(op, b, precision, gpu, checkpointing)
-    memory = 0.0
     for kind, elems in mo.elementwise:
         moved = element_accesses[kind] * nbytes * elems * b / gpu.bandwidth
         if compile_model:

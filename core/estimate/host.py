@@ -137,12 +137,13 @@ def combine(host: HostTime, device_s: float, kind: str) -> float:
     return max(host.total_s, device_s + serial, host.worker_s)
 
 
-def training_operators(model: ModelAnalysis, precision: str) -> int:
+def training_operators(model: ModelAnalysis, precision: str, attention: str = "auto") -> int:
     """Operators a CUDA device's host dispatches for one forward and backward pass and its loss
     (resources/host_ops.json per graph op, autocast's casts under a mixed precision, GradScaler's
-    under fp16); a traced model without a graph: three per forward call."""
+    under fp16, the attention as ``attention`` computes it); a traced model without a graph: three
+    per forward call."""
     if model.graph is not None:
-        n = graph_operators(model.graph, precision in ("bf16_mixed", "fp16_mixed"))
+        n = graph_operators(model.graph, precision in ("bf16_mixed", "fp16_mixed"), attention=attention)
     else:
         n = 3 * forward_calls(model, "gpu")
     return n + (GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0)
@@ -174,16 +175,22 @@ def _op_kind(op: Any, sequence: bool) -> str:
     return str(op.name)
 
 
-def graph_operators(g: Graph, autocast: bool, table: Mapping[str, Any] | None = None) -> int:
+# eager attention (training.attention "eager") beyond the math kernel's operators: the scores'
+# division and the mask's addition in forward, the division's backward
+EAGER_EXTRA_OPERATORS = 3
+
+
+def graph_operators(g: Graph, autocast: bool, table: Mapping[str, Any] | None = None, attention: str = "auto") -> int:
     """Operators PyTorch dispatches in one forward and backward pass of ``g`` and its cross-entropy
     loss, as CUDA runs them (resources/host_ops.json; a kind not counted there: one forward and two
-    backward operators), with autocast's casts when ``autocast``."""
+    backward operators), with autocast's casts when ``autocast``; attention "math" or "eager" as
+    the math kernel's decomposition (eager: its division and mask too)."""
     doc = table if table is not None else host_ops_table()
-    return _graph_operators(g, autocast, json.dumps(doc, sort_keys=True) if table is not None else "")
+    return _graph_operators(g, autocast, json.dumps(doc, sort_keys=True) if table is not None else "", attention)
 
 
 @lru_cache(maxsize=256)
-def _graph_operators(g: Graph, autocast: bool, table_json: str) -> int:
+def _graph_operators(g: Graph, autocast: bool, table_json: str, attention: str = "auto") -> int:
     doc = json.loads(table_json) if table_json else host_ops_table()
     kinds = doc.get("kinds", doc)
     aliases = doc.get("aliases", {})
@@ -204,7 +211,15 @@ def _graph_operators(g: Graph, autocast: bool, table_json: str) -> int:
     def biases(op: Any) -> bool:  # a projection with a bias per linear layer: two tensors each
         return op.name not in aliases or len(op.tensor_sizes) >= 2 * aliases[op.name][1]
 
-    total = ops_of("cross_entropy") + sum(ops_of(_op_kind(op, sequence), biases(op)) for op in g.ops)
+    unfused = attention in ("math", "eager") and "sdpa_math" in kinds
+
+    def kind_of(op: Any) -> str:
+        kind = _op_kind(op, sequence)
+        return "sdpa_math" if unfused and kind == "sdpa" else kind
+
+    total = ops_of("cross_entropy") + sum(ops_of(kind_of(op), biases(op)) for op in g.ops)
+    if unfused and attention == "eager":
+        total += EAGER_EXTRA_OPERATORS * sum(1 for op in g.ops if op.name == "sdpa")
     return round(total)
 
 

@@ -128,6 +128,11 @@ class OpWork:
     out_elems: float = 0.0
     rnn: tuple[int, int, int, int] = ()  # type: ignore[assignment]
     causal: bool = False
+    # attention: L×L×heads score elements per sample, query heads, dropout on the attention weights
+    # (what the math and eager kernels move over the scores)
+    scores: float = 0.0
+    heads: int = 0
+    attn_dropout: bool = False
 
 
 def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
@@ -160,6 +165,8 @@ def _gemm_fields(g: Graph, op: Op) -> dict[str, Any]:
         "out_elems": float(g.tensors[op.output_id].elems),
         "causal": op.causal,
     }
+    if op.scores:
+        fields.update(scores=float(op.scores), heads=op.heads, attn_dropout=op.attn_dropout)
     if op.name in ("lstm", "gru") and len(op.tensor_sizes) >= 2:
         gates = 4 if op.name == "lstm" else 3
         hidden = max(1, round(math.sqrt(op.tensor_sizes[1] / gates)))
@@ -258,6 +265,7 @@ def op_times(
     memory_format: str = "contiguous",
     compile_model: bool = False,
     fp8: bool = False,
+    attention: str = "auto",
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
     optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements.
@@ -266,7 +274,18 @@ def op_times(
     (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
     if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
         return _gpu_op_times(
-            model, ops, device, b, precision, optimizer, checkpointing, memory_format, compile_model, cal, fp8
+            model,
+            ops,
+            device,
+            b,
+            precision,
+            optimizer,
+            checkpointing,
+            memory_format,
+            compile_model,
+            cal,
+            fp8,
+            attention,
         )
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
@@ -327,8 +346,14 @@ def op_times(
                 memory += fresh(op.out_elems) + (0.0 if op.first else fresh(op.in_elems))
         for k, elems in op.elementwise:
             memory += per_element(k, elems * b) * elems * b
-        if op.cpu_scores and kind == "cpu":  # math attention kernel: softmax, dropout, mask on L×L scores
-            memory += sum(per_element(k, op.cpu_scores * b) for k in ("softmax", "dropout", "add")) * op.cpu_scores * b
+        # an unfused attention's kernels over the L×L scores (softmax, the mask, dropout; eager: the
+        # division too): the math kernel PyTorch runs on a CPU with attention dropout, or the
+        # attention the workload names
+        scores = op.scores if attention in ("math", "eager") else op.cpu_scores if kind == "cpu" else 0.0
+        if scores:
+            kinds = ("softmax", "add") + ("dropout",) * (op.attn_dropout or bool(op.cpu_scores))
+            kinds += ("add",) * (attention == "eager")
+            memory += sum(per_element(k, scores * b) for k in kinds) * scores * b
     memory += loss_time(model, b, per_element("softmax", model.output_elems * b), measured)
     curve = cal.get("optimizer_s", {}).get(optimizer)
     if curve:  # measured per element by tensor size: small tensors stay in cache
@@ -362,6 +387,7 @@ def _gpu_op_times(
     compile_model: bool,
     cal: Mapping[str, Any],
     fp8: bool = False,
+    attention: str = "auto",
 ) -> tuple[float, float, float]:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
@@ -378,7 +404,7 @@ def _gpu_op_times(
         },
     }
     compute, memory = gpu_kernels.step_kernels(
-        ops, b, device, precision, checkpointing, memory_format, compile_model, accesses, cal, fp8
+        ops, b, device, precision, checkpointing, memory_format, compile_model, accesses, cal, fp8, attention
     )
     memory += gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_kernels.matrix_weights(ops)

@@ -114,6 +114,7 @@ def pass_work(
             memory_format=kernel_options[0],
             compile_model=kernel_options[1],
             fp8=large.fp8,
+            attention=large.attention,
         )
         extra_compute, extra_memory, opt = parallel_time.large_terms(
             model,
@@ -154,7 +155,7 @@ def pass_work(
             opt_calls = 2 * per_op
         elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
             opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
-        pass_s = per_op * (host_model.training_operators(model, precision) if ops else 3 * calls)
+        pass_s = per_op * (host_model.training_operators(model, precision, large.attention) if ops else 3 * calls)
         overhead = per_step + pass_s + opt_calls
     else:
         per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)

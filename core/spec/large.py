@@ -31,13 +31,19 @@ CHECKPOINT_TEXT = {
     ),
     "full": "full checkpointing: each block keeps its input only and its forward runs again in backward",
 }
-# training.attention: which kernel F.scaled_dot_product_attention runs
-ATTENTION_KERNELS = ("auto", "flash", "memory_efficient", "math")
+# training.attention: which kernel F.scaled_dot_product_attention runs, or "eager": the attention
+# written out in Python (Hugging Face's attn_implementation="eager", NVIDIA's BERT)
+ATTENTION_KERNELS = ("auto", "flash", "memory_efficient", "math", "eager")
 ATTENTION_TEXT = {
     "auto": "the kernel PyTorch's SDPA picks for the device and precision",
     "flash": "FlashAttention-2 (half precision on CUDA): no sequence² scores are stored",
     "memory_efficient": "the memory-efficient kernel (xFormers): no sequence² scores are stored",
     "math": "the math kernel: the sequence² scores, softmax and dropout mask are stored (5·a·s²·b bytes)",
+    "eager": (
+        "eager attention written out in Python (Hugging Face's attn_implementation=\"eager\", NVIDIA's BERT): "
+        "the sequence² scores scaled, masked, softmax in fp32 under autocast and dropout, each its own kernel; "
+        "softmax's fp32 output, the dropout mask and the probabilities' copy are stored"
+    ),
 }
 # training.precision_layout: where the weights, their master copy and the gradients live
 PRECISION_LAYOUTS = ("autocast", "fsdp_mixed", "deepspeed", "megatron")

@@ -61,7 +61,11 @@ class LargeModelGroup(QGroupBox):
         outer.addWidget(self.body)
         form = QFormLayout(self.body)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
-        self.attention = combo(ATTENTION_KERNELS, "Which kernel F.scaled_dot_product_attention runs")
+        self.attention = combo(
+            ATTENTION_KERNELS,
+            "Which kernel F.scaled_dot_product_attention runs, or eager: the attention written out in Python "
+            "(Hugging Face's eager attention); unfused kernels cost memory and time over the sequence² scores",
+        )
         _item_tips(self.attention, ATTENTION_TEXT)
         self.layout_ = combo(PRECISION_LAYOUTS, "Where weights, master weights and gradients live", LAYOUT_LABELS)
         _item_tips(self.layout_, LAYOUT_TEXT)

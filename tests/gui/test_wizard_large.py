@@ -119,3 +119,32 @@ def test_checkpointing_every_nth_block_is_offered_under_full_checkpointing_only(
     out = {}
     page.store(out)
     assert "checkpoint_every" not in out["training"] and page.problem() is None
+
+
+def test_eager_attention_is_offered_and_slows_a_bert_step(qtbot, main_window) -> None:
+    # Hugging Face's eager attention (unfused): its kernels over the 128² × 12 scores of each layer
+    # cost the H100 time and memory that flash attention does not
+    wiz = main_window().sizing_tab
+    bert = {
+        "name": "bert eager",
+        "model": {"preset": "bert-base"},
+        "data": {"samples": 100000},
+        "training": {"batch_size": 256, "epochs": 1, "optimizer": "adamw", "precision": "bf16_mixed"},
+        "hardware": {"candidates": ["NVIDIA H100 SXM"], "gpu_count": 1},
+    }
+    wiz.load_document(copy.deepcopy(bert))
+    wiz.go(5)
+    (flash,) = wiz.result.candidates
+    wiz.go(3)
+    page = wiz.training
+    page.large.setChecked(True)
+    combo = page.large.attention
+    assert combo.findData("eager") >= 0 and "Hugging Face" in combo.itemData(combo.findData("eager"), 3)
+    combo.setCurrentIndex(combo.findData("eager"))
+    wiz.go(5)
+    (eager,) = wiz.result.candidates
+    assert eager.step.memory_s > flash.step.memory_s and eager.memory.activations > flash.memory.activations
+    assert "attention kernel eager" in " ".join(eager.assumptions)
+    doc: dict = {}
+    page.store(doc)
+    assert doc["training"]["attention"] == "eager"

@@ -48,13 +48,33 @@ def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="held out: 18 of 46 published throughputs within 25 %, mean |error| 39 % (SPEC 9: within 25 %). "
-    "BERT is predicted 35–114 % too fast on the data-centre and workstation cards: the published runs are "
-    "NVIDIA's 2022 BERT (attention as unfused matmul–softmax–dropout kernels over L×L scores), the model prices "
-    "PyTorch 2's flash attention; the 300 W RTX 6000 Ada and A6000 are also below their datasheet tensor "
-    "peaks under their power limit, which the model does not cap (docs/accuracy.md)",
+    reason="held out: 33 of 46 published throughputs within 25 %, mean |error| 16 % (SPEC 9: within 25 %). "
+    "ResNet-50 fp16 on the GeForce and Ada cards is too slow (−28 … −41 %: the NCHW transposes fitted on the "
+    "H100 taken as bandwidth-bound); BERT in TF32 on the H100s and the A10 too fast (+24 … +36 %); BERT fp16 "
+    "on the GeForce cards too slow (−21 … −29 %), docs/accuracy.md",
 )
 def test_published_throughputs_of_held_out_gpus_and_networks_within_25_percent() -> None:
     errs = [abs(e) for _, e in HELD_OUT]
     assert sum(e <= 0.25 for e in errs) >= 0.9 * len(errs), f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
     assert statistics.mean(errs) <= 0.15
+
+
+def test_bert_priced_as_the_published_code_computes_its_attention() -> None:
+    # DeepLearningExamples' BERT computes attention unfused (matmul, division, mask, softmax, dropout,
+    # matmul), priced as training.attention "eager". Reached: 24 of 32 within 25 %, mean |error| 15 %,
+    # worst +36 % (A10 TF32); with PyTorch 2's flash attention it read 9 of 32, mean 47 %, +114 %
+    errs = [e for c, e in HELD_OUT if c["benchmark"].startswith("bert")]
+    assert len(errs) == 32
+    assert all(c["training"] == {"attention": "eager"} for c, _ in HELD_OUT if c["benchmark"].startswith("bert"))
+    assert statistics.mean(abs(e) for e in errs) <= 0.16
+    assert max(abs(e) for e in errs) <= 0.37
+    assert sum(abs(e) <= 0.25 for e in errs) >= 24
+    # the expensive cards, where a wrong answer costs most: H100 SXM / PCIe and A100 in fp16 within 10 %
+    fp16 = [
+        e
+        for c, e in HELD_OUT
+        if c["benchmark"].startswith("bert")
+        and c["precision"] == "fp16_mixed"
+        and ("H100" in c["device"] or "A100" in c["device"])
+    ]
+    assert len(fp16) == 6 and max(abs(e) for e in fp16) <= 0.10

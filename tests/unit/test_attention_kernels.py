@@ -1,0 +1,84 @@
+"""Unfused attention on a GPU (training.attention "math" and "eager"): the bytes its kernels move
+over the L×L scores, its batched matrix products, what it stores and the operators it dispatches
+(core/estimate/gpu_kernels.py unfused_attention_s, core/estimate/activations.py, core/estimate/host.py;
+docs/sizing.md §4c and §4e)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.errors import WorkloadError
+from core.estimate import host
+from core.estimate.gpu_kernels import score_bytes
+from core.estimate.sizing import CandidateResult, size_candidate
+from core.hardware.catalogue import find_device, load_catalogue
+from core.spec.workload import parse_workload
+
+H100 = find_device("H100 SXM", tuple(load_catalogue()))
+
+
+def bert(attention: str, precision: str = "bf16_mixed", batch: int = 32) -> CandidateResult:
+    doc: dict[str, Any] = {
+        "model": {"preset": "bert-base"},
+        "training": {
+            "batch_size": batch,
+            "precision": precision,
+            "attention": attention,
+            "loop": "device_tensors",
+        },
+    }
+    return size_candidate(parse_workload(doc), H100, 1)
+
+
+def test_the_bytes_each_unfused_kernel_moves_per_score() -> None:
+    # eager under autocast, with dropout: forward = the division and the mask (read and write 2 each),
+    # softmax to fp32 (read 2, write 4), dropout in fp32 (read 4, write 4, a bool mask), the cast back
+    # (read 4, write 2): 29 bytes; backward = the cast (2 + 4), dropout (4 + 1 + 4), softmax (4 + 4 + 2),
+    # the division (2 + 2): 29 bytes; 9 kernels
+    assert score_bytes("eager", half=True, causal=False, dropout=True) == (29.0, 29.0, 9)
+    # PyTorch's math kernel in bf16: softmax (2 + 2), dropout (2 + 2 + 1); backward 5 + 6
+    assert score_bytes("math", half=True, causal=False, dropout=True) == (9.0, 11.0, 4)
+    # causal without dropout: the mask's addition (2 + 2) instead
+    assert score_bytes("math", half=True, causal=True, dropout=False) == (8.0, 6.0, 3)
+    # eager in fp32: no casts; the division and the mask (4 + 4 each), softmax (4 + 4), dropout (4 + 4 + 1)
+    assert score_bytes("eager", half=False, causal=False, dropout=True) == (33.0, 29.0, 7)
+
+
+def test_unfused_attention_is_slower_than_flash_and_eager_slower_than_math() -> None:
+    # BERT-base at 128 tokens, batch 32, bf16 on an H100: the scores are 128² × 12 heads a layer and
+    # sample; flash never writes them, math moves 20 bytes each over its kernels, eager 58
+    flash, math, eager = bert("auto").step, bert("math").step, bert("eager").step
+    assert flash.memory_s < math.memory_s < eager.memory_s
+    scores = 128 * 128 * 12 * 12 * 32  # per step: layers × batch
+    assert eager.memory_s - math.memory_s == pytest.approx(scores * (58 - 20) / H100.bandwidth, rel=0.35)
+
+
+def test_unfused_attention_dispatches_more_operators() -> None:
+    model = parse_workload({"model": {"preset": "bert-base"}}).analysis
+    flash = host.training_operators(model, "bf16_mixed")
+    math = host.training_operators(model, "bf16_mixed", "math")
+    eager = host.training_operators(model, "bf16_mixed", "eager")
+    rows = host.host_ops_table()["kinds"]
+    fused, unfused = rows["sdpa"], rows["sdpa_math"]
+    per_layer = sum(unfused.values()) - sum(fused.values())
+    assert math - flash == 12 * per_layer
+    assert eager - math == 12 * host.EAGER_EXTRA_OPERATORS
+
+
+def test_unfused_attention_stores_its_scores() -> None:
+    # flash stores no L×L scores; math stores 5 bytes a score in bf16 with dropout (Korthikanti eq. 1),
+    # eager 7 (softmax's fp32 output, the dropout mask, the probabilities' bf16 copy)
+    flash, math, eager = (bert(a, batch=64).memory.activations for a in ("auto", "math", "eager"))
+    assert flash < math < eager
+    scores = 128 * 128 * 12 * 64  # one layer's scores at batch 64
+    assert eager - math == pytest.approx(2 * scores * 12, rel=0.2)
+
+
+def test_the_option_is_read_and_refused_by_name() -> None:
+    w = parse_workload({"model": {"preset": "bert-base"}, "training": {"attention": "eager"}})
+    assert w.training.large.attention == "eager"
+    with pytest.raises(WorkloadError) as err:
+        parse_workload({"model": {"preset": "bert-base"}, "training": {"attention": "unfused"}})
+    assert "eager" in str(err.value)
