@@ -79,13 +79,21 @@ CASES: dict[str, dict[str, Any]] = {
         "add": [{"type": "multihead_attention", "num_heads": 4}],
         "minus": ["linear_seq"] * 4,
     },
-    # PyTorch's math attention kernel (training.attention "math"; "eager" adds its division and mask):
+    # PyTorch's math attention kernel (training.attention "math"):
     # the CPU's decomposition with dropout, dropout as CUDA's one native_dropout
     "sdpa_math": {
         "base": SEQUENCE,
         "add": [{"type": "multihead_attention", "num_heads": 4, "dropout": 0.1}],
         "minus": ["linear_seq"] * 4,
         "fused_attention": False,
+    },
+    # the attention written out in Python (training.attention "eager"): torchbridge's eager module
+    "sdpa_eager": {
+        "base": SEQUENCE,
+        "add": [{"type": "multihead_attention", "num_heads": 4, "dropout": 0.1}],
+        "minus": ["linear_seq"] * 4,
+        "fused_attention": False,
+        "attention": "eager",
     },
     "rotary_complex": {
         "base": SEQUENCE,
@@ -138,7 +146,12 @@ def _cuda_adjusted(counter: collections.Counter) -> int:
 
 
 def count_model(
-    model: dict[str, Any] | None, batch: int, autocast: bool, loss: str = "sum", fused_attention: bool = True
+    model: dict[str, Any] | None,
+    batch: int,
+    autocast: bool,
+    loss: str = "sum",
+    fused_attention: bool = True,
+    attention: str = "auto",
 ) -> tuple[int, int]:
     """(forward, backward) operators of one training pass of ``model`` at ``batch``, attention without
     dropout (CUDA's fused kernels) unless not ``fused_attention``; ``model`` None: the loss alone on a
@@ -151,7 +164,7 @@ def count_model(
     if model is None:
         mod, x = None, torch.randn(batch, 16, 32, requires_grad=True)  # the loss on a leaf
     else:
-        mod = build_module(model)
+        mod = build_module(model, attention)
         for sub in mod.modules():  # CUDA's fused attention kernels take the dropout inside
             if fused_attention and hasattr(sub, "causal") and hasattr(sub, "p"):
                 sub.p = 0.0
@@ -190,8 +203,10 @@ def count_kinds() -> dict[str, dict[str, int]]:
         case = CASES[kind]
         row = {}
         for autocast in (False, True):
-            fused = case.get("fused_attention", True)
-            f1, b1 = count_model(_with(case["base"], case["add"]), 4, autocast, fused_attention=fused)
+            fused, attention = case.get("fused_attention", True), case.get("attention", "auto")
+            f1, b1 = count_model(
+                _with(case["base"], case["add"]), 4, autocast, fused_attention=fused, attention=attention
+            )
             f0, b0 = count_model(case["base"], 4, autocast) if case["base"] else count_model(None, 4, autocast)
             for minus in case.get("minus", []):
                 f0 += table[minus]["forward"] + (table[minus]["forward_autocast"] if autocast else 0)

@@ -1,7 +1,8 @@
 """A GPU training-step benchmark anyone with an NVIDIA GPU can run: ≥ 30 networks (MLPs, CNNs in
 NCHW and channels_last, ResNets, VGG, transformer encoders and decoders at several sequence lengths,
-LSTM/GRU) in fp32, tf32, bf16 and fp16 mixed precision over batch sizes, plus a seeded generator of
-random architectures. Each measured case is one JSON line in the format of the recorded H100 steps
+LSTM/GRU) in fp32, tf32, bf16 and fp16 mixed precision over batch sizes (transformers also with
+the attention written out in Python, ``training.attention: eager``, at their first batch), plus a
+seeded generator of random architectures. Each measured case is one JSON line in the format of the recorded H100 steps
 (tests/fixtures/gpu/h100-sxm-fit-set.jsonl), with the TrainRig workload it ran, so the estimates can
 be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
 
@@ -221,6 +222,15 @@ def random_network(rng: random.Random) -> tuple[dict[str, Any], str]:
     ), kind
 
 
+def _layers(model: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every layer of a model, those inside repeat and residual containers included."""
+    out = []
+    for layer in model.get("layers", []):
+        out.append(layer)
+        out += _layers({"layers": layer.get("layers", []) + layer.get("shortcut", [])})
+    return out
+
+
 def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
     """Every (network, precision, batch, memory format) to measure; ``quick``: a few small ones."""
     nets = networks()
@@ -233,6 +243,7 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
         image = len(model["input_shape"]) == 3
         big = name in ("resnet-50", "vgg-11", "resnet-34", "gpt2-small", "decoder-1024x12-seq1024", "mlp-wide-8192")
         batches = (8, 32) if big else (32, 256) if family not in ("rnn",) else (20, 64)
+        attends = any(layer.get("type") in ("transformer_block", "multihead_attention") for layer in _layers(model))
         for precision in PRECISIONS:
             for batch in batches:
                 for fmt in ("contiguous", "channels_last") if image else ("contiguous",):
@@ -244,8 +255,12 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
                             "batch": batch,
                             "precision": precision,
                             "memory_format": fmt,
+                            "attention": "auto",
                         }
                     )
+                # transformers also with the attention written out in Python (Hugging Face's eager)
+                if attends and batch == batches[0]:
+                    out.append({**out[-1], "attention": "eager"})
     if quick:
         keep = {"seed-mlp", "lenet-5", "tiny-gpt", "lstm-lm", f"random-{seed}-0"}
         # batch 4, fp32 and bf16, the NCHW layout: seconds on a CPU
@@ -256,6 +271,7 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
             and c["batch"] == max(d["batch"] for d in out if d["name"] == c["name"])
             and c["precision"] in ("fp32", "bf16_mixed")
             and c["memory_format"] == "contiguous"
+            and c["attention"] == "auto"
         ]
     return out
 
@@ -274,7 +290,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         torch.backends.cudnn.allow_tf32 = case["precision"] == "tf32"
         torch.backends.cudnn.benchmark = True
     fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
-    module = build_module(case["model"]).to(dev, memory_format=fmt)
+    module = build_module(case["model"], case.get("attention", "auto")).to(dev, memory_format=fmt)
     opt = make_optimizer(module, optimizer)
     loss_fn = torch.nn.CrossEntropyLoss()
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(case["precision"])
@@ -309,7 +325,9 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         sync()
         times.append(time.perf_counter() - t)
     return {
-        "name": case["name"] + ("" if case["memory_format"] == "contiguous" else " channels_last"),
+        "name": case["name"]
+        + ("" if case["memory_format"] == "contiguous" else " channels_last")
+        + ("" if case.get("attention", "auto") == "auto" else f" {case['attention']} attention"),
         "family": case["family"],
         "parameters": sum(p.numel() for p in module.parameters()),
         "step_time_s": statistics.median(times),
@@ -327,6 +345,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
                 "optimizer": optimizer,
                 "precision": case["precision"],
                 "memory_format": case["memory_format"],
+                "attention": case.get("attention", "auto"),
             },
         },
     }

@@ -61,6 +61,7 @@ def measure_spec(workload: Workload, device: str = "cuda", base_dir: Path | None
         "batch_size": workload.training.batch_size,
         "optimizer": workload.training.optimizer,
         "precision": workload.training.precision,
+        "attention": workload.training.large.attention,  # eager/math: torchbridge builds that attention
         "device": device,
         "warmup": WARMUP_STEPS,
         "steps": PROFILED_STEPS,

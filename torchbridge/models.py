@@ -11,8 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def build_module(model: Mapping[str, Any]) -> Any:
-    """An nn.Module equivalent to a layer-list model (``input_shape`` + ``layers``)."""
+def build_module(model: Mapping[str, Any], attention: str = "auto") -> Any:
+    """An nn.Module equivalent to a layer-list model (``input_shape`` + ``layers``). ``attention``
+    (a workload's ``training.attention``): "eager" writes the attention out in Python (matmul,
+    division by √d, the causal mask's addition, softmax, dropout, matmul: Hugging Face's eager
+    attention); "math" runs F.scaled_dot_product_attention on its math backend; otherwise SDPA picks."""
     import torch
     from torch import nn
 
@@ -69,6 +72,7 @@ def build_module(model: Mapping[str, Any]) -> Any:
         ) -> None:
             super().__init__()
             self.heads, self.kv_heads, self.causal, self.p, self.rotary = heads, kv_heads, causal, p, rotary
+            self.masks: dict[Any, Any] = {}  # eager attention's additive mask per (length, device)
             kv_dim = dim * kv_heads // heads
             self.q = nn.Linear(dim, dim, bias=bias)
             self.k = nn.Linear(dim, kv_dim, bias=bias)
@@ -84,7 +88,38 @@ def build_module(model: Mapping[str, Any]) -> Any:
                 q, k = self.rotary(q), self.rotary(k)
             q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = self.v(x).view(b, length, self.kv_heads, d).transpose(1, 2)
-            y = nn.functional.scaled_dot_product_attention(
+            if attention == "eager":
+                return self.o(self.eager(q, k, v).transpose(1, 2).reshape(b, length, dim))
+            if attention == "math":
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+
+                with sdpa_kernel(SDPBackend.MATH):
+                    y = self.sdpa(q, k, v)
+            else:
+                y = self.sdpa(q, k, v)
+            return self.o(y.transpose(1, 2).reshape(b, length, dim))
+
+        def eager(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            if self.kv_heads != self.heads:
+                k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+                v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            length = q.shape[-2]
+            scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            # the additive mask Hugging Face's and NVIDIA's BERT add to every layer's scores (padding:
+            # zeros for a full batch; causal: −inf above the diagonal), built once
+            key = (length, q.device)
+            if key not in self.masks:
+                mask = torch.zeros((length, length), device=q.device)
+                if self.causal:
+                    mask = torch.full((length, length), float("-inf"), device=q.device).triu(1)
+                self.masks[key] = mask
+            scores = scores + self.masks[key]
+            probs = nn.functional.softmax(scores, dim=-1)
+            probs = nn.functional.dropout(probs, self.p, self.training)
+            return torch.matmul(probs, v)
+
+        def sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return nn.functional.scaled_dot_product_attention(
                 q,
                 k,
                 v,
@@ -92,7 +127,6 @@ def build_module(model: Mapping[str, Any]) -> Any:
                 is_causal=self.causal,
                 enable_gqa=self.kv_heads != self.heads,
             )
-            return self.o(y.transpose(1, 2).reshape(b, length, dim))
 
     class SwiGLU(nn.Module):
         def __init__(self, dim: int, hidden: int, bias: bool) -> None:

@@ -175,16 +175,11 @@ def _op_kind(op: Any, sequence: bool) -> str:
     return str(op.name)
 
 
-# eager attention (training.attention "eager") beyond the math kernel's operators: the scores'
-# division and the mask's addition in forward, the division's backward
-EAGER_EXTRA_OPERATORS = 3
-
-
 def graph_operators(g: Graph, autocast: bool, table: Mapping[str, Any] | None = None, attention: str = "auto") -> int:
     """Operators PyTorch dispatches in one forward and backward pass of ``g`` and its cross-entropy
     loss, as CUDA runs them (resources/host_ops.json; a kind not counted there: one forward and two
-    backward operators), with autocast's casts when ``autocast``; attention "math" or "eager" as
-    the math kernel's decomposition (eager: its division and mask too)."""
+    backward operators), with autocast's casts when ``autocast``; attention "math" as the math
+    kernel's decomposition, "eager" as the attention written out in Python."""
     doc = table if table is not None else host_ops_table()
     return _graph_operators(g, autocast, json.dumps(doc, sort_keys=True) if table is not None else "", attention)
 
@@ -211,15 +206,13 @@ def _graph_operators(g: Graph, autocast: bool, table_json: str, attention: str =
     def biases(op: Any) -> bool:  # a projection with a bias per linear layer: two tensors each
         return op.name not in aliases or len(op.tensor_sizes) >= 2 * aliases[op.name][1]
 
-    unfused = attention in ("math", "eager") and "sdpa_math" in kinds
+    core = {"math": "sdpa_math", "eager": "sdpa_eager"}.get(attention, "sdpa")
 
     def kind_of(op: Any) -> str:
         kind = _op_kind(op, sequence)
-        return "sdpa_math" if unfused and kind == "sdpa" else kind
+        return core if kind == "sdpa" and core in kinds else kind
 
     total = ops_of("cross_entropy") + sum(ops_of(kind_of(op), biases(op)) for op in g.ops)
-    if unfused and attention == "eager":
-        total += EAGER_EXTRA_OPERATORS * sum(1 for op in g.ops if op.name == "sdpa")
     return round(total)
 
 

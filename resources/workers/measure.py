@@ -38,7 +38,7 @@ def progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def build(torch: Any, model_doc: dict[str, Any]) -> Any:
+def build(torch: Any, model_doc: dict[str, Any], attention: str = "auto") -> Any:
     """The workload's module: PyTorch code the user agreed to run, else the layer list — built with
     TrainRig's torchbridge when this worker runs from the source tree (every layer type), else
     with the trainer's builder (plain layers)."""
@@ -53,7 +53,7 @@ def build(torch: Any, model_doc: dict[str, Any]) -> Any:
         sys.path.insert(0, root)
         from torchbridge.models import build_module
 
-        return build_module(model_doc)
+        return build_module(model_doc, attention)
     try:
         return train.build_model(torch, shape, model_doc["layers"])[0]
     except train.WorkerError as exc:
@@ -153,7 +153,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     total = warmup + steps
     torch.manual_seed(0)
     try:
-        module = build(torch, spec["model"]).to(dev)
+        module = build(torch, spec["model"], str(spec.get("attention", "auto"))).to(dev)
     except MeasureError:
         raise
     except Exception as exc:
