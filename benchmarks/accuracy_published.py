@@ -23,8 +23,13 @@ from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
 
 DATA = ROOT / "resources/published/gpu_throughputs.json"
-# the (network, GPU) pairs whose kind of measurement the constants were fitted on
-FIT = {("resnet50", "NVIDIA H100 SXM")}
+# the (network, GPU) pairs whose kind of measurement the constants were fitted on: the NCHW transposes
+# on the H100's ResNet-50, the GPUs that run NCHW half precision without them on the GeForce cards'
+FIT = {
+    ("resnet50", "NVIDIA H100 SXM"),
+    ("resnet50", "NVIDIA GeForce RTX 3090"),
+    ("resnet50", "NVIDIA GeForce RTX 4090"),
+}
 
 
 def published_cases() -> list[dict]:

@@ -13,7 +13,9 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
   TF32 tensor cores; mixed precision on FP16/BF16 tensor cores.
 * Memory format: in half precision or TF32, cuDNN's tensor-core convolutions work on NHWC, so an
   NCHW (``contiguous``) network pays layout transposes of each convolution's input and output in
-  forward and backward and slower kernels; ``channels_last`` does not.
+  forward and backward and slower kernels; ``channels_last`` does not, nor do GPUs of compute
+  capability 8.6 and 8.9 in half precision (``NCHW_NATIVE_CAPABILITIES``: what the published
+  GeForce throughputs show).
 * Elementwise ops, norms, pooling, the loss: the bytes their forward and backward kernels move at
   the bandwidth reached; ``compile`` fuses each chain of elementwise ops into its neighbour so its
   bytes are moved once.
@@ -68,6 +70,13 @@ KERNEL_FLOOR_S = 3e-6
 # written) — TrainRig estimate fitted on the fit set's ResNet-50 NCHW/channels_last pair (93.9 vs
 # 54.3 ms), the only such pair recorded; checked on the other recorded ResNet-50 steps.
 NCHW_TRANSPOSE_ACCESSES = 9.5
+# GPUs that run NCHW half-precision convolutions without that penalty: compute capability 8.6 and 8.9
+# (GA10x Ampere and AD10x Ada: the GeForce, RTX workstation and A10/L4/L40 cards). TrainRig
+# assumption set on the published ResNet-50 fp16 NCHW throughputs of the RTX 3090 and 4090 (−35 and
+# −41 % with the transposes, −3 and −2 % without; docs/accuracy.md) and held out on the A10, RTX A6000
+# and RTX 6000 Ada (−26 … −34 % with, +11 … +25 % without); the A100 (8.0) and H100 (9.0) pay it
+# (−2 and +3 % with, +61 and +76 % without). Volta and Turing (7.x) are not known: they keep it.
+NCHW_NATIVE_CAPABILITIES = ("8.6", "8.9")
 # Flash attention's share of the tensor peak: FlashAttention-2 (Dao 2023, arXiv 2307.08691) reaches
 # 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
 # kernel is FlashAttention-2. Head dimension 64 is at the low end.
@@ -117,6 +126,7 @@ class GpuFigures:
     eff_tensor: float = GEMM_EFFICIENCY["tensor"]
     eff_cuda: float = GEMM_EFFICIENCY["cuda"]
     fp8: float = 0.0  # FLOP/s on FP8 tensor cores (0: none)
+    nchw_native: bool = False  # NCHW half-precision convolutions without cuDNN's layout transposes
 
     def gemm_efficiency(self, tensor_cores: bool) -> float:
         return self.eff_tensor if tensor_cores else self.eff_cuda
@@ -141,6 +151,7 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         hopper="hopper" in arch or "blackwell" in arch,
         eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
         eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
+        nchw_native=str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES,
     )
 
 
@@ -212,7 +223,7 @@ def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointi
     dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff)
     wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff)
     seconds = fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
-    if conv and peak == gpu.half and tensor_cores and memory_format != "channels_last":
+    if conv and peak == gpu.half and tensor_cores and memory_format != "channels_last" and not gpu.nchw_native:
         seconds += NCHW_TRANSPOSE_ACCESSES * (op.in_elems + op.out_elems) * b * nbytes / gpu.bandwidth
     return seconds
 
@@ -450,7 +461,7 @@ def step_kernels(
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
     compute = float(seconds.sum())
-    if peak == gpu.half and tensor_cores and memory_format != "channels_last":
+    if peak == gpu.half and tensor_cores and memory_format != "channels_last" and not gpu.nchw_native:
         compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[mo.is_conv].sum()) * b * mbytes / gpu.bandwidth
     memory = 0.0
     extra = 1 if checkpointing else 0
