@@ -42,9 +42,10 @@ from core.network.model import ModelAnalysis
 from core.paths import resource_path
 from core.spec.loop import LoopSpec
 
-# Forward framework calls per graph op, as PyTorch issues them (counted with a dispatch mode on the
-# CPU: docs/accuracy.md "Where the GPU step time goes wrong"); ops not named: 1. A linear layer on a
-# 2-D input is one addmm; on a sequence, F.linear reshapes around the matrix product.
+# Forward framework calls per graph op as a CPU's timing model counts them (×3 with backward, at the
+# cost per call `calibrate` measures; a GPU's host counts dispatched operators instead,
+# resources/host_ops.json); ops not named: 1. A linear layer on a 2-D input is one addmm; on a
+# sequence, F.linear reshapes around the matrix product.
 FORWARD_CALLS = {
     "qkv_proj": 15,  # three linear layers on a sequence (3 calls each), a view and a transpose per head split
     "sdpa": 4,  # scaled_dot_product_attention and the transpose/reshape that merge the heads
@@ -57,7 +58,7 @@ FORWARD_CALLS = {
 }
 SEQUENCE_LINEAR_CALLS = 3  # view, addmm/mm, view: a linear layer whose input has a sequence dimension
 SEQUENCE_LINEAR = {"linear", "out_proj", "gate_up", "down"}
-DROPOUT_CALLS = {"cpu": 4, "gpu": 1}  # CPU: bernoulli_, div_, mul, and the mask; CUDA: fused native_dropout
+DROPOUT_CALLS = 4  # a CPU's dropout: bernoulli_, div_, mul, and the mask
 # Calls of one optimizer step in PyTorch's foreach implementation (the default for CUDA tensors,
 # torch.optim docs "Algorithms"): each _foreach_* call covers every tensor — counted from the
 # single-device foreach code paths of torch/optim/*.py (2.x).
@@ -145,15 +146,15 @@ def training_operators(model: ModelAnalysis, precision: str, attention: str = "a
     if model.graph is not None:
         n = graph_operators(model.graph, precision in ("bf16_mixed", "fp16_mixed"), attention=attention)
     else:
-        n = 3 * forward_calls(model, "gpu")
+        n = 3 * forward_calls(model)
     return n + (GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0)
 
 
-def forward_calls(model: ModelAnalysis, kind: str) -> int:
-    """Framework calls of one forward pass: per kind of graph op, a traced model's own count, 0 for
-    a published summary (no layer list)."""
+def forward_calls(model: ModelAnalysis) -> int:
+    """Framework calls of one forward pass as a CPU's timing model counts them: per kind of graph
+    op, a traced model's own count, 0 for a published summary (no layer list)."""
     if model.graph is not None:
-        return _graph_calls(model.graph, "cpu" if kind == "cpu" else "gpu")
+        return _graph_calls(model.graph)
     trace = model.trace or {}
     return int(trace.get("op_calls", len(trace.get("ops", ()))))
 
@@ -217,13 +218,13 @@ def _graph_operators(g: Graph, autocast: bool, table_json: str, attention: str =
 
 
 @lru_cache(maxsize=256)
-def _graph_calls(g: Graph, kind: str) -> int:
+def _graph_calls(g: Graph) -> int:
     calls = 0
     # a network of token sequences (embeddings, attention) runs its linear layers on sequences
     sequence = any(op.name in ("embedding", "sdpa", "qkv_proj") for op in g.ops)
     for op in g.ops:
         if op.name == "dropout":
-            calls += DROPOUT_CALLS[kind]
+            calls += DROPOUT_CALLS
         elif op.name in SEQUENCE_LINEAR and sequence:
             calls += SEQUENCE_LINEAR_CALLS
         else:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-from core.estimate import gpu_kernels
+from core.estimate import gpu_kernels, gpu_step
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph, Op
 from core.network.model import ModelAnalysis
@@ -249,18 +249,33 @@ def matrix_time(
     return seconds + (float(cal.get("conv_call_s", 0.0)) if op.rate == "conv" else 0.0)
 
 
+@dataclass(frozen=True, eq=False)
+class PassSetup:
+    """What prices a forward/backward pass whatever its batch (core/estimate/pass_work.py puts it
+    together; op_times and parallel_time.large_terms price their parts of it): the network and its
+    ops, the device and its kind ("cpu", "gpu", "tpu"), precision, optimizer, whether the whole
+    forward runs again (full checkpointing), the matrix rate from the peak and the default
+    efficiency, and what `calibrate` measured for the device."""
+
+    model: ModelAnalysis
+    ops: Sequence[OpWork]
+    device: DeviceSpec
+    kind: str
+    precision: str
+    optimizer: str
+    checkpointing: bool
+    peak_rate: float
+    cal: Mapping[str, Any]
+
+    def parts(self) -> tuple[Any, ...]:
+        """The fields in their order, for unpacking."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
 def op_times(
-    model: ModelAnalysis,
-    ops: Sequence[OpWork],
-    tensor_sizes: Sequence[float],
-    device: DeviceSpec,
-    kind: str,
+    setup: PassSetup,
     b: int,
-    precision: str,
-    optimizer: str,
-    checkpointing: bool,
-    peak_rate: float,
-    cal: Mapping[str, Any],
+    tensor_sizes: Sequence[float],
     *,
     memory_format: str = "contiguous",
     compile_model: bool = False,
@@ -268,10 +283,12 @@ def op_times(
     attention: str = "auto",
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
-    optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements.
+    optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements, at batch
+    ``b``.
 
     On an NVIDIA GPU without measured GPU rates, the kernels' times come from the GPU kernel model
     (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
+    model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
         return _gpu_op_times(
             model,
@@ -403,11 +420,11 @@ def _gpu_op_times(
             for k in VARIANT_BYTES
         },
     }
-    compute, memory = gpu_kernels.step_kernels(
+    compute, memory = gpu_step.step_kernels(
         ops, b, device, precision, checkpointing, memory_format, compile_model, accesses, cal, fp8, attention
     )
     memory += gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
-    matmul, weights = gpu_kernels.matrix_weights(ops)
+    matmul, weights = gpu_step.matrix_weights(ops)
     memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
     opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
     return compute, memory, opt

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.estimate import gpu_kernels
+from core.estimate import gpu_kernels, gpu_step
 from core.estimate.activations import activation_policy, recompute_per_sample
-from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OpWork
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OpWork, PassSetup
 from core.hardware.catalogue import DeviceSpec
 from core.network.model import ModelAnalysis
 from core.spec.large import LargeModelSpec, ParallelSpec, data_parallel
@@ -328,7 +328,7 @@ def step_communication(
         devices=devices,
         nodes=nodes,
         b=m,
-        matmul_params=int(gpu_kernels.matrix_weights(ops)[0]) if ops else 0,  # cached per op list
+        matmul_params=int(gpu_step.matrix_weights(ops)[0]) if ops else 0,  # cached per op list
         micro_steps=k,
         act_bytes=PRECISION_BYTES[precision][2],
         grad_bytes=PRECISION_BYTES[precision][1],
@@ -351,16 +351,8 @@ def step_communication(
 
 
 def large_terms(
-    model: ModelAnalysis,
-    ops: Sequence[OpWork],
-    device: DeviceSpec,
-    kind: str,
+    setup: PassSetup,
     b: int,
-    precision: str,
-    optimizer: str,
-    checkpointing: bool,
-    peak_rate: float,
-    cal: Mapping[str, Any],
     large: LargeModelSpec,
     opt: float,
     tensors: int,
@@ -370,6 +362,7 @@ def large_terms(
     change: what checkpointing runs again beyond the matrix products the kernels already repeat
     (selective: the cheap ops, and the math kernel's Q·Kᵀ; full: the elementwise ops), fp8's casts,
     and the optimizer's implementation (docs/sizing.md §4e)."""
+    model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     gpu_model = kind == "gpu" and device.runs_cuda and "linear_train" not in cal
     if gpu_model:
         gpu = gpu_kernels.figures(device, cal)

@@ -5,15 +5,13 @@ and the framework's calls that issue them (core/estimate/host.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from core.estimate import host as host_model
 from core.estimate import parallel_time
 from core.estimate.activations import activation_policy, recompute_per_sample
-from core.estimate.op_work import OpWork, op_times
-from core.hardware.catalogue import DeviceSpec
+from core.estimate.op_work import PassSetup, op_times
 from core.network.model import ModelAnalysis
 from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
@@ -57,18 +55,10 @@ def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool, large: Lar
 
 
 def pass_work(
-    model: ModelAnalysis,
-    device: DeviceSpec,
-    kind: str,
-    ops: Sequence[OpWork],
+    setup: PassSetup,
+    b: int,
     n_ops: int,
     sizes: Sequence[float],
-    b: int,
-    precision: str,
-    optimizer: str,
-    checkpointing: bool,
-    peak_rate: float,
-    cal: Mapping[str, Any],
     shards: int = 1,
     speed: float = 1.0,
     kernel_options: tuple[str, bool] = ("contiguous", False),
@@ -82,6 +72,7 @@ def pass_work(
     memory-bound work is divided by it. Its framework calls are kept: FSDP2 steps a dim-0 shard of
     every parameter, as many calls as unsharded; DeepSpeed's ZeRO steps one flat partition per
     parameter group, fewer — kept as an upper bound rather than divided."""
+    model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     flops = train_flops_per_sample(model, checkpointing or large.checkpoint_every > 1, large) * b
     pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
@@ -100,37 +91,16 @@ def pass_work(
         n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
     else:
         compute, memory_no_opt, opt = op_times(
-            model,
-            ops,
-            sizes,
-            device,
-            kind,
+            setup,
             b,
-            precision,
-            optimizer,
-            checkpointing,
-            peak_rate,
-            cal,
+            sizes,
             memory_format=kernel_options[0],
             compile_model=kernel_options[1],
             fp8=large.fp8,
             attention=large.attention,
         )
         extra_compute, extra_memory, opt = parallel_time.large_terms(
-            model,
-            ops,
-            device,
-            kind,
-            b,
-            precision,
-            optimizer,
-            checkpointing,
-            peak_rate,
-            cal,
-            large,
-            opt,
-            len(sizes),
-            kernel_options[1],
+            setup, b, large, opt, len(sizes), kernel_options[1]
         )
         compute += extra_compute
         memory_no_opt += extra_memory
@@ -139,13 +109,11 @@ def pass_work(
         work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
     s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
-    # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
-    calls = host_model.forward_calls(model, kind) if ops else n_ops
     if kind != "cpu":
         # an accelerator's host: the reference host's costs over this host CPU's speed; the
         # optimizer in its foreach implementation (PyTorch's default for CUDA tensors)
         # per operator PyTorch dispatches (resources/host_ops.json), not per framework call
-        per_op = cal.get("per_operator_s", OVERHEAD_PER_OPERATOR_S / speed if overhead_known else 0.0)
+        per_op = OVERHEAD_PER_OPERATOR_S / speed if overhead_known else 0.0
         per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
         tensors = len(sizes) if ops else 0
         # a summary model's parameter tensors are not known: no optimizer calls are invented for it
@@ -155,9 +123,12 @@ def pass_work(
             opt_calls = 2 * per_op
         elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
             opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
-        pass_s = per_op * (host_model.training_operators(model, precision, large.attention) if ops else 3 * calls)
+        # a summary model's operators are not known either: none are invented
+        pass_s = per_op * host_model.training_operators(model, precision, large.attention) if ops else 0.0
         overhead = per_step + pass_s + opt_calls
     else:
+        # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
+        calls = host_model.forward_calls(model) if ops else n_ops
         per_op = cal.get("per_op_s", OVERHEAD_PER_OP_S if overhead_known else 0.0)
         per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["cpu"] if overhead_known else 0.0)
         per_tensor = cal.get("optimizer_tensor_s", {}).get(optimizer)

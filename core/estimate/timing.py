@@ -31,7 +31,7 @@ from core.estimate.input_pipeline import (
     loader_cores,
     loader_cores_needed,
 )
-from core.estimate.op_work import forward_work, parameter_tensor_sizes
+from core.estimate.op_work import PassSetup, forward_work, parameter_tensor_sizes
 from core.estimate.pass_work import PassWork, pass_work
 from core.hardware.catalogue import DeviceSpec
 from core.hardware.links import FALLBACK_LINK_BPS
@@ -201,25 +201,10 @@ def step_time(
     # whole-network recompute; parallel_time.large_terms adds the wrapped blocks' forward again
     whole = checkpointing and large.checkpoint_every <= 1
 
+    setup = PassSetup(model, ops, device, kind, precision, optimizer, whole, peak * eff, cal)
+
     def run(n: int) -> PassWork:
-        return pass_work(
-            model,
-            device,
-            kind,
-            ops,
-            n_ops,
-            sizes,
-            n,
-            precision,
-            optimizer,
-            whole,
-            peak * eff,
-            cal,
-            shards,
-            speed,
-            (memory_format, compile_model),
-            large,
-        )
+        return pass_work(setup, n, n_ops, sizes, shards, speed, (memory_format, compile_model), large)
 
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
     sample_bytes = float(data.features * INPUT_DTYPES[data.dtype] + 8) if data is not None else 0.0

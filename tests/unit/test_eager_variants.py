@@ -13,7 +13,7 @@ import pytest
 from core.errors import WorkloadError
 from core.estimate import gpu_kernels
 from core.estimate.activations import ActivationPolicy, full_segments, recompute_per_sample, stored_under
-from core.estimate.op_work import ELEMENT_ACCESSES, VARIANT_BYTES, forward_work, op_times
+from core.estimate.op_work import ELEMENT_ACCESSES, VARIANT_BYTES, PassSetup, forward_work, op_times
 from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
@@ -83,9 +83,8 @@ def test_fp32_rmsnorm_and_complex_rotary_cost_their_eager_kernels_bytes_on_a_gpu
     def memory_s(model: dict[str, Any], compiled: bool = False) -> float:
         analysis = analyze_model(model)
         ops, _ = forward_work(analysis)
-        _, memory, _ = op_times(
-            analysis, ops, [], H100, "gpu", 1, "bf16_mixed", "adamw", False, 1e15, {}, compile_model=compiled
-        )
+        setup = PassSetup(analysis, ops, H100, "gpu", "bf16_mixed", "adamw", False, 1e15, {})
+        _, memory, _ = op_times(setup, 1, [], compile_model=compiled)
         return memory
 
     bandwidth = gpu_kernels.figures(H100).bandwidth

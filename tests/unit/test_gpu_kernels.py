@@ -126,7 +126,8 @@ def test_bad_kernel_options_are_refused_with_the_key() -> None:
 def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str) -> None:
     # step_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
     # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op
-    from core.estimate.gpu_kernels import attention_op_s, elementwise_s, matrix_op_s, rnn_op_s, step_kernels
+    from core.estimate.gpu_kernels import attention_op_s, elementwise_s, matrix_op_s, rnn_op_s
+    from core.estimate.gpu_step import step_kernels
     from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
     from core.network.model import analyze_model
     from core.network.presets import accuracy_models
