@@ -14,6 +14,7 @@ from core.advice.bom import BomLine
 from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
+from core.estimate.activations import activation_note
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
 from core.estimate.pass_work import OVERHEAD_PER_OP_S, OVERHEAD_PER_OPERATOR_S
@@ -118,9 +119,10 @@ def build_report(
             ("Training data", f"{d.samples:,} samples, {fmt_bytes(result.dataset_bytes)}", "workload"),
             (
                 "Training settings",
-                f"batch {t.batch_size}, {t.epochs} epochs, {t.optimizer}, {t.precision}"
+                f"batch {t.batch_size}, {t.epochs} epoch{'' if t.epochs == 1 else 's'}, {t.optimizer}, {t.precision}"
                 + (", checkpointing" if t.checkpointing else "")
-                + (f", {t.sharding}" if t.sharding != "none" else ""),
+                + (f", {t.sharding}" if t.sharding != "none" else "")
+                + (f", {t.large.attention} attention" if t.large.attention != "auto" else ""),
                 "workload",
             ),
             (
@@ -166,7 +168,7 @@ def build_report(
         candidates=tuple(_candidate_row(x) for x in rank_candidates(result.candidates)),
         bom=tuple(_bom_rows(bom)),
         findings=tuple(findings),
-        assumptions=_assumptions(result),
+        assumptions=_assumptions(result, best),
         inventory_text=inventory_text,
         notes=tuple(result.notes),
     )
@@ -238,7 +240,12 @@ def _bom_rows(bom: Sequence[BomLine]) -> list[BomRow]:
     ]
 
 
-def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
+def _assumptions(result: SizingResult, best: CandidateResult | None) -> tuple[tuple[str, str], ...]:
+    t = result.workload.training
+    # the checkpointing policy, attention kernel and model-parallel splits, for the recommended
+    # device's kind (core.estimate.activations.activation_note; None when all are the defaults)
+    kind = "cpu" if best is not None and best.device.kind == "cpu" else "gpu"
+    kernels = activation_note(t.large, t.checkpointing, kind, t.precision)
     c, d = result.workload.cost, result.workload.data
     out = [
         (
@@ -288,6 +295,7 @@ def _assumptions(result: SizingResult) -> tuple[tuple[str, str], ...]:
             if result.workload.training.nodes > 1
             else []
         ),
+        *([("Activations and kernels", kernels)] if kernels is not None else []),
         ("Storage read rate", f"{d.storage}: {STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s (typical datasheet figure)"),
         (
             "Efficiency",

@@ -108,3 +108,17 @@ def test_torchbridge_builds_the_same_network_with_each_attention(causal: bool) -
         outs[attention] = build_module(model, attention).eval()(x)
     torch.testing.assert_close(outs["eager"], outs["auto"], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(outs["math"], outs["auto"], rtol=1e-4, atol=1e-5)
+
+
+def test_the_report_names_the_attention_the_step_assumed() -> None:
+    # purchasing reads the report: a step priced with eager attention says so in the training
+    # settings and in the assumptions
+    from core.advice.recommendation import recommend
+    from core.output.report import build_report
+
+    doc = {"model": {"preset": "bert-base"}, "training": {"batch_size": 64, "attention": "eager", "epochs": 1}}
+    report = build_report(recommend(parse_workload(doc), [H100]))
+    settings = {row[0]: row[1] for row in report.requirements}["Training settings"]
+    assert settings == "batch 64, 1 epoch, adamw, bf16_mixed, eager attention"
+    kernels = dict(report.assumptions)["Activations and kernels"]
+    assert "attention kernel eager" in kernels and "Hugging Face" in kernels
