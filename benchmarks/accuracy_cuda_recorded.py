@@ -110,7 +110,7 @@ def main() -> None:
     )
     print(
         f"Step time: {sum(e <= 0.25 for e in step_err)} of {n} within 25 %; mean |error| "
-        f"{statistics.mean(step_err):.0%} (SPEC 9: ≥ 90 % within 25 %, mean ≤ 15 %)."
+        f"{statistics.mean(step_err):.1%} (SPEC 9: ≥ 90 % within 25 %, mean ≤ 15 %)."
     )
 
 

@@ -1,7 +1,8 @@
 """The engine's GPU step time against published per-GPU training throughputs
 (resources/published/gpu_throughputs.json: the Lambda deep-learning benchmark's PyTorch tables),
-predicted vs published samples/s per case, split into the fit part (H100 SXM ResNet-50: the GPU
-and network the kernel model's constants were fitted on, docs/accuracy.md) and the held-out rest,
+predicted vs published samples/s per case, split into the fit part (ResNet-50 on the H100 SXM, RTX
+3090 and 4090, BERT-base TF32 on the H100 SXM and RTX 3090: the rows the kernel model's constants
+were fitted on, docs/accuracy.md) and the held-out rest,
 by network family and by GPU. No GPU and no PyTorch needed.
 
     python3 benchmarks/accuracy_published.py
@@ -30,6 +31,12 @@ FIT = {
     ("resnet50", "NVIDIA GeForce RTX 3090"),
     ("resnet50", "NVIDIA GeForce RTX 4090"),
 }
+# single rows the constants were fitted on: TF32's share of the tensor cores' GEMM efficiency
+# (gpu_kernels.TF32_GEMM_EFFICIENCY) on BERT-base in TF32 on a datacenter and a GeForce card
+FIT_ROWS = {
+    ("bert_base_squad", "NVIDIA H100 SXM", "tf32"),
+    ("bert_base_squad", "NVIDIA GeForce RTX 3090", "tf32"),
+}
 
 
 def published_cases() -> list[dict]:
@@ -46,7 +53,10 @@ def published_cases() -> list[dict]:
                 "training": net.get("training", {}),  # how the published code trains (its attention)
                 "unit": net["unit"],
                 "precision": doc["precisions"][r["lambda_precision"]],
-                "part": "fit" if (r["benchmark"], r["device"]) in FIT else "held-out",
+                "part": "fit"
+                if (r["benchmark"], r["device"]) in FIT
+                or (r["benchmark"], r["device"], doc["precisions"][r["lambda_precision"]]) in FIT_ROWS
+                else "held-out",
             }
         )
     return cases

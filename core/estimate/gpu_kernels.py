@@ -13,9 +13,9 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
   TF32 tensor cores; mixed precision on FP16/BF16 tensor cores.
 * Memory format: in half precision or TF32, cuDNN's tensor-core convolutions work on NHWC, so an
   NCHW (``contiguous``) network pays layout transposes of each convolution's input and output in
-  forward and backward and slower kernels; ``channels_last`` does not, nor do GPUs of compute
-  capability 8.6 and 8.9 in half precision (``NCHW_NATIVE_CAPABILITIES``: what the published
-  GeForce throughputs show).
+  forward and backward and slower kernels (in TF32 the spatial convolutions only: ``nchw_transposes``);
+  ``channels_last`` does not, nor do GPUs of compute capability 8.6 and 8.9
+  (``NCHW_NATIVE_CAPABILITIES``: what the published GeForce throughputs show).
 * Elementwise ops, norms, pooling, the loss: the bytes their forward and backward kernels move at
   the bandwidth reached; ``compile`` fuses each chain of elementwise ops into its neighbour so its
   bytes are moved once.
@@ -75,6 +75,13 @@ NCHW_TRANSPOSE_ACCESSES = 9.5
 # and RTX 6000 Ada (−26 … −34 % with, +11 … +25 % without); the A100 (8.0) and H100 (9.0) pay it
 # (−2 and +3 % with, +61 and +76 % without). Volta and Turing (7.x) are not known: they keep it.
 NCHW_NATIVE_CAPABILITIES = ("8.6", "8.9")
+# TF32 GEMMs reach a lower share of their peak than FP16/BF16 ones: the share of GEMM_EFFICIENCY
+# ["tensor"] they reach. TrainRig estimate, the least-squares fit of the published BERT-base TF32
+# throughputs of the H100 SXM and the RTX 3090 (+34 and −10 % at 1.0, +23 and −23 % at 0.8: one
+# factor cannot serve both cards), held out on BERT-large and on the other six GPUs (docs/accuracy.md,
+# "TF32"). Every GPU of the Lambda tables runs BERT in TF32 at 1.85–2.2 × its fp16 step, where equal
+# shares of the peaks give 1.6–1.8 ×.
+TF32_GEMM_EFFICIENCY = 0.80
 # Flash attention's share of the tensor peak: FlashAttention-2 (Dao 2023, arXiv 2307.08691) reaches
 # 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
 # kernel is FlashAttention-2. Head dimension 64 is at the low end.
@@ -203,12 +210,33 @@ def matmul_peak(precision: str, gpu: GpuFigures) -> tuple[float, int]:
     return gpu.fp32, 4
 
 
+def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
+    """The share of ``matmul_peak`` a large GEMM reaches in ``precision``: the GPU's tensor-core or
+    CUDA-core efficiency, TF32's TF32_GEMM_EFFICIENCY of the tensor cores' one."""
+    peak, _ = matmul_peak(precision, gpu)
+    tensor_cores = peak > gpu.fp32
+    eff = gpu.gemm_efficiency(tensor_cores)
+    return eff * TF32_GEMM_EFFICIENCY if precision == "tf32" and tensor_cores else eff
+
+
+def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
+    """Which convolutions of an NCHW network pay cuDNN's layout transposes: "all" in half precision
+    (NCHW_TRANSPOSE_ACCESSES was fitted charged on every convolution), "spatial" in TF32 (a 1 × 1
+    convolution over NCHW is per image the GEMM W·X of a (C × H·W) input, which runs in place; the
+    3 × 3 and 7 × 7 ones run on NHWC), "" in channels_last, in IEEE fp32 (CUDA-core kernels on
+    NCHW) and on the GPUs of NCHW_NATIVE_CAPABILITIES."""
+    peak, _ = matmul_peak(precision, gpu)
+    if memory_format == "channels_last" or peak <= gpu.fp32 or gpu.nchw_native:
+        return ""
+    return "spatial" if precision == "tf32" else "all"
+
+
 def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, memory_format: str) -> float:
     """Seconds of a linear layer's or convolution's forward and backward GEMMs at batch ``b``."""
     conv = op.rate == "conv"
     peak, nbytes = matmul_peak(precision, gpu)
     tensor_cores = peak > gpu.fp32
-    eff = gpu.gemm_efficiency(tensor_cores)
+    eff = matmul_efficiency(precision, gpu)
     if conv and not op.pointwise:
         eff *= CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"]
     shape = _gemm_shape(op)
@@ -221,7 +249,8 @@ def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointi
     dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff)
     wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff)
     seconds = fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
-    if conv and peak == gpu.half and tensor_cores and memory_format != "channels_last" and not gpu.nchw_native:
+    transposed = nchw_transposes(precision, gpu, memory_format)
+    if conv and (transposed == "all" or (transposed == "spatial" and not op.pointwise)):
         seconds += NCHW_TRANSPOSE_ACCESSES * (op.in_elems + op.out_elems) * b * nbytes / gpu.bandwidth
     return seconds
 
@@ -233,7 +262,7 @@ def rnn_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures) -> float:
     gates = 4 if op.name == "lstm" else 3
     dirs, hidden, in_f, steps = op.rnn
     peak, nbytes = matmul_peak(precision, gpu)
-    eff = gpu.gemm_efficiency(peak > gpu.fp32)
+    eff = matmul_efficiency(precision, gpu)
     gh = gates * hidden
     big = dirs * (
         3 * gemm_s(b * steps, gh, in_f, peak, gpu, nbytes, eff)  # input projection fwd, dgrad, wgrad
@@ -302,7 +331,7 @@ def unfused_attention_s(
     length = math.sqrt(op.scores / heads)
     head_dim = op.flops / (4 * op.scores)  # two products of 2·L²·d FLOPs per head
     peak, nbytes = matmul_peak(precision, gpu)
-    eff = gpu.gemm_efficiency(peak > gpu.fp32)
+    eff = matmul_efficiency(precision, gpu)
     rows = b * heads * length
     scores_gemm = gemm_s(rows, length, head_dim, peak, gpu, nbytes, eff)  # Q·Kᵀ, dO·Vᵀ: write L×L
     reduce_gemm = gemm_s(rows, head_dim, length, peak, gpu, nbytes, eff)  # P·V, dS·K, dSᵀ·Q, Pᵀ·dO

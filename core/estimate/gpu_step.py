@@ -22,7 +22,9 @@ from core.estimate.gpu_kernels import (
     GpuFigures,
     attention_op_s,
     figures,
+    matmul_efficiency,
     matmul_peak,
+    nchw_transposes,
     rnn_op_s,
     unfused_attention_s,
 )
@@ -42,7 +44,7 @@ class _MatrixOps:
     k: np.ndarray
     first: np.ndarray  # reads the network's input: no input gradient
     conv: np.ndarray  # a convolution larger than 1 × 1 (cuDNN's efficiency)
-    is_conv: np.ndarray  # any convolution (NCHW transposes)
+    is_conv: np.ndarray  # any convolution (NCHW transposes in half precision; ``conv`` in TF32)
     io_elems: np.ndarray  # input + output elements per sample
     flops_only: float  # forward FLOPs per sample of matrix ops without a shape (traced models)
     flops_only_first: float  # of those, on the network's input
@@ -125,7 +127,7 @@ def step_kernels(
     mo = _matrix_ops(ops)
     peak, mbytes = matmul_peak(precision, gpu)
     tensor_cores = peak > gpu.fp32
-    base = gpu.gemm_efficiency(tensor_cores)
+    base = matmul_efficiency(precision, gpu)
     eff = np.where(mo.conv, base * CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"], base)
     if fp8 and gpu.fp8 and peak == gpu.half:
         # linear layers on fp8 tensor cores (convolutions stay in half precision): the fp8 peak as a
@@ -146,8 +148,10 @@ def step_kernels(
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
     compute = float(seconds.sum())
-    if peak == gpu.half and tensor_cores and memory_format != "channels_last" and not gpu.nchw_native:
-        compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[mo.is_conv].sum()) * b * mbytes / gpu.bandwidth
+    transposed = nchw_transposes(precision, gpu, memory_format)
+    if transposed:
+        paying = mo.is_conv if transposed == "all" else mo.conv
+        compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[paying].sum()) * b * mbytes / gpu.bandwidth
     memory = 0.0
     extra = 1 if checkpointing else 0
     compute += ((3 + extra) * mo.flops_only + (2 + extra) * mo.flops_only_first) * b / (peak * base)

@@ -71,7 +71,7 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="13 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 15.3 % (bar: 15 %), with the host "
+    reason="13 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 14.5 % (bar: 15 %), with the host "
     "priced per dispatched operator (core/estimate/host.py, resources/host_ops.json) and the GPU kernel model "
     "(core/estimate/gpu_kernels.py): misses are BERT b32 +29 % (host, held out), the residual CNN −27 % and the "
     "fit set's seed MLP +44 % (host noise: the same step measured 2.36 ms on another day), ResNet-50 bf16 b64 "
@@ -88,7 +88,8 @@ def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
 # the measured step grows with the work: ResNet-50 in fp32 slower than in bf16 at twice the batch,
 # GPT-2 in fp32 3 × its bf16 step): the device time the GPU kernel model predicts (matrix products and
 # memory-bound work, core/estimate/gpu_kernels.py) against the measured step. Reached: −27 … +3 %,
-# mean |error| 10.5 % (the LSTM −27 %, ResNet-50 tf32 −22 %, the rest within 6 %).
+# mean |error| 8.2 % (the LSTM −26 %, ResNet-50 tf32 −10 %, the rest within 7 %; 10.5 % with tf32 −22 %
+# before TF32's spatial convolutions paid the NCHW transposes).
 DEVICE_BOUND = {
     ("resnet-50", 32, "sgd_momentum", "fp32"),
     ("resnet-50", 128, "adam", "tf32"),
@@ -96,7 +97,7 @@ DEVICE_BOUND = {
     ("gpt2-small", 8, "adamw", "fp32"),
     ("lstm-lm", 20, "sgd", "fp32"),
 }
-DEVICE_BAR, DEVICE_MEAN_BAR = 0.28, 0.11
+DEVICE_BAR, DEVICE_MEAN_BAR = 0.28, 0.09
 
 
 def device_error(c: dict) -> float:
@@ -109,7 +110,7 @@ def test_the_gpu_kernel_model_against_the_device_bound_h100_steps(case: dict) ->
     assert abs(error) <= DEVICE_BAR, f"{error:+.1%}"
 
 
-def test_the_device_bound_h100_steps_are_within_11_percent_on_average() -> None:
+def test_the_device_bound_h100_steps_are_within_9_percent_on_average() -> None:
     errors = [abs(device_error(c)) for c in CASES if key(c) in DEVICE_BOUND]
     assert len(errors) == 6
     assert statistics.mean(errors) <= DEVICE_MEAN_BAR, f"mean |error| {statistics.mean(errors):.1%}"

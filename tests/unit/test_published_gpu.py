@@ -1,18 +1,16 @@
 """The GPU step time against published per-GPU training throughputs (resources/published/
 gpu_throughputs.json: the Lambda deep-learning benchmark's PyTorch tables, 8 GPUs, ResNet-50 and
-BERT-base/large SQuAD in fp16 and TF32). ResNet-50 on the H100 SXM (the kernel model's NCHW
-transposes were set on the recorded H100 ResNet-50 steps) and on the RTX 3090 and 4090 (the cards of
-compute capability 8.6/8.9 that pay no transposes were set there) is the fit part; every other row
-is held out. The
-bars asserted are the errors reached; SPEC 9's cross-GPU bar (within 25 %) is not met and is an
-expected failure with its figures. Table: benchmarks/accuracy_published.py."""
+BERT-base/large SQuAD in fp16 and TF32). The fit part: ResNet-50 on the H100 SXM (the kernel model's
+NCHW transposes were set on the recorded H100 ResNet-50 steps) and on the RTX 3090 and 4090 (the
+cards of compute capability 8.6/8.9 that pay no transposes were set there), and BERT-base in TF32 on
+the H100 SXM and the RTX 3090 (TF32's share of the GEMM efficiency was fitted there); every other row
+is held out. The bars asserted are SPEC 9's cross-GPU bar (within 25 %) and the errors reached.
+Table: benchmarks/accuracy_published.py."""
 
 from __future__ import annotations
 
 import json
 import statistics
-
-import pytest
 
 from benchmarks.accuracy_published import DATA, errors
 from core.hardware.catalogue import find_device, load_catalogue
@@ -41,7 +39,7 @@ def test_the_fit_gpus_and_network_are_reproduced() -> None:
 
 
 def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
-    # reached: 9 of 10 within 25 %, mean |error| 12 %, worst +25 % (A10 fp16); the cards of compute
+    # reached: 9 of 10 within 25 %, mean |error| 9 %, worst +25 % (A10 fp16); the cards of compute
     # capability 8.6/8.9 held out of the NCHW rule (A10, RTX A6000, RTX 6000 Ada) read +11 … +25 % in
     # fp16, −26 … −34 % when they paid the H100's transposes
     errs = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50"]
@@ -51,28 +49,48 @@ def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
     assert sum(abs(e) <= 0.25 for e in errs) >= 9
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="held out: 33 of 42 published throughputs within 25 %, mean |error| 14 % (SPEC 9: within 25 %). "
-    "BERT in TF32 on the H100s and the A10 too fast (+24 … +36 %) and in fp16 on the GeForce cards too slow "
-    "(−21 … −29 %); ResNet-50 fp16 on the A10 +25 % (docs/accuracy.md)",
-)
 def test_published_throughputs_of_held_out_gpus_and_networks_within_25_percent() -> None:
+    # SPEC 9 on the held-out rows: reached 37 of 40 within 25 %, mean |error| 11 % (33 of 42 and 14 %
+    # before TF32's GEMM efficiency and its spatial convolutions' transposes); the misses are BERT fp16
+    # on the RTX 4090 (−29, −28 %) and ResNet-50 fp16 on the A10 (+25.4 %)
     errs = [abs(e) for _, e in HELD_OUT]
+    assert len(errs) == 40
     assert sum(e <= 0.25 for e in errs) >= 0.9 * len(errs), f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
-    assert statistics.mean(errs) <= 0.15
+    assert statistics.mean(errs) <= 0.12
+
+
+def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:
+    # TF32 held out (BERT-large everywhere, BERT-base on six GPUs, ResNet-50 on five): reached 19 of 19
+    # within 25 %, mean |error| 10 %; at TF32's full tensor-core efficiency and without transposes 14 of
+    # 19, mean 16 %, the H100s and the A10 +24 … +36 % too fast
+    errs = [e for c, e in HELD_OUT if c["precision"] == "tf32"]
+    assert len(errs) == 19
+    assert max(abs(e) for e in errs) <= 0.25
+    assert statistics.mean(abs(e) for e in errs) <= 0.12
+    # ResNet-50 in TF32 on the A100 and the H100 PCIe, NCHW: within 5 % (were +19 and +17 %)
+    resnet = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50" and c["precision"] == "tf32"]
+    resnet_dc = [
+        e
+        for c, e in HELD_OUT
+        if c["benchmark"] == "resnet50"
+        and c["precision"] == "tf32"
+        and c["device"] in ("NVIDIA A100 80GB SXM", "NVIDIA H100 PCIe")
+    ]
+    assert len(resnet) == 5 and len(resnet_dc) == 2
+    assert max(abs(e) for e in resnet_dc) <= 0.05
 
 
 def test_bert_priced_as_the_published_code_computes_its_attention() -> None:
     # DeepLearningExamples' BERT computes attention unfused (matmul, division, mask, softmax, dropout,
-    # matmul), priced as training.attention "eager". Reached: 24 of 32 within 25 %, mean |error| 15 %,
-    # worst +36 % (A10 TF32); with PyTorch 2's flash attention it read 9 of 32, mean 47 %, +114 %
+    # matmul), priced as training.attention "eager". Reached (held out): 28 of 30 within 25 %, mean
+    # |error| 11 %, worst −29 % (RTX 4090 fp16); with PyTorch 2's flash attention it read 9 of 32,
+    # mean 47 %, +114 %
     errs = [e for c, e in HELD_OUT if c["benchmark"].startswith("bert")]
-    assert len(errs) == 32
+    assert len(errs) == 30
     assert all(c["training"] == {"attention": "eager"} for c, _ in HELD_OUT if c["benchmark"].startswith("bert"))
-    assert statistics.mean(abs(e) for e in errs) <= 0.16
-    assert max(abs(e) for e in errs) <= 0.37
-    assert sum(abs(e) <= 0.25 for e in errs) >= 24
+    assert statistics.mean(abs(e) for e in errs) <= 0.12
+    assert max(abs(e) for e in errs) <= 0.30
+    assert sum(abs(e) <= 0.25 for e in errs) >= 28
     # the expensive cards, where a wrong answer costs most: H100 SXM / PCIe and A100 in fp16 within 10 %
     fp16 = [
         e
