@@ -158,6 +158,21 @@ def scale_kernel(
     return k.calls * (fixed + (per_call - fixed) * ratio)
 
 
+def _geforce(device: DeviceSpec) -> bool:
+    return "geforce" in device.name.lower()
+
+
+# Published pairs of one architecture (Lambda's ResNet-50 and BERT throughputs, benchmarks/
+# measure_scale_published.py, docs/accuracy.md): between a GeForce card and a workstation or data-centre
+# card the datasheet peaks mislead the scaling by 25–56 % (GeForce datasheets halve the FP16 and TF32
+# tensor peaks, which their training throughput does not show); within one class (H100 SXM ↔ PCIe) it
+# was within 6 %.
+GEFORCE_NOTE = (
+    "scaled between a GeForce card and a workstation or data-centre card: their datasheet tensor peaks "
+    "(GeForce: FP16 and TF32 at half rate with FP32 accumulate) misled this scaling by 25–56 % on published "
+    "pairs of one architecture (RTX 3090 ↔ A10, RTX 4090 ↔ RTX 6000 Ada); treat it as a rough figure"
+)
+
 RULES = {
     "compute": "ratio of the datasheet peaks for the kernel's precision, by waves over the SMs",
     "memory": "ratio of the datasheet memory bandwidths (small grids: the clock ratio)",
@@ -186,6 +201,8 @@ def _predict(profile: StepProfile, source: DeviceSpec, target: DeviceSpec, gap: 
     step = max(host or 0.0, device_s) + gap
     if sms[1] is None:
         notes.append("its SM count is not known: kernels scaled by the peak ratio without waves")
+    if _geforce(source) != _geforce(target):
+        notes.append(GEFORCE_NOTE)
     return ScaledPrediction(target.name, step, device_s, host, gap, bound, by_class, tuple(notes))
 
 

@@ -80,6 +80,7 @@ def scale_to_text(r: ScaleResult) -> str:
         )
     for refusal in r.refused:
         lines.append(f"  {refusal.device[:34]:34} cannot be scaled to: {refusal.reason}")
+    lines.extend(f"  {p.device}: {n}" for p in r.predictions for n in p.notes)
     lines.append("")
     lines.append(
         "compute = GEMM, convolution and attention kernels × the ratio of the datasheet peaks (by waves over the "
@@ -167,7 +168,7 @@ def measured_cell(
         f"Measured on {r.profile.device_name}: {_ms(r.profile.wall_s)} per step; scaled kernel by kernel to "
         f"{device.name}: {fmt_seconds(pred.step_s)} ({pred.bound}-bound; {parts}). The model predicts "
         f"{fmt_seconds(model_step_s)} ({pred.step_s / model_step_s - 1:+.0%} from the measurement). The host time is "
-        "this machine's."
+        "this machine's." + "".join(f" Note: {n}." for n in pred.notes)
     )
     return f"● {fmt_seconds(pred.step_s)}", tip, pred.step_s
 
@@ -183,7 +184,9 @@ def report_notes(r: ScaleResult) -> tuple[str, ...]:
     )
     lines = [head]
     lines += [
-        f"Measured and scaled: {x.device}: {fmt_seconds(x.step_s)} per step ({x.bound}-bound)." for x in r.predictions
+        f"Measured and scaled: {x.device}: {fmt_seconds(x.step_s)} per step ({x.bound}-bound)."
+        + "".join(f" Note: {n}." for n in x.notes)
+        for x in r.predictions
     ]
     lines += [f"Not scaled (the model's figure is used): {x.device}: {x.reason}." for x in r.refused]
     return tuple(lines)
