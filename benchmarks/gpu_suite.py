@@ -13,9 +13,10 @@ be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
 How a step is measured (as the recorded steps were): inputs are random tensors already on the
 device; the loss is cross-entropy on the logits in fp32; mixed precision is ``torch.autocast`` with
 the precision's dtype, plus ``torch.amp.GradScaler`` for fp16; fp32 turns TF32 off for matmuls and
-cuDNN, tf32 turns it on; ``cudnn.benchmark`` is on. One step = forward, loss, backward,
-``optimizer.step()``, ``zero_grad(set_to_none=True)``. ``--warmup`` steps, then the peak memory is
-reset and ``--steps`` steps are each timed with a synchronisation on both ends: ``step_time_s`` is
+cuDNN, tf32 turns it on; ``cudnn.benchmark`` is on (ResNet-50 is also measured without it). One
+step = forward, loss, backward, ``optimizer.step()``, ``zero_grad(set_to_none=True)``. ``--warmup``
+steps, then the peak memory is reset and ``--steps`` steps are each timed with a synchronisation on
+both ends: ``step_time_s`` is
 the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
 ``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU).
 """
@@ -138,8 +139,16 @@ def rnn(kind: str, hidden: int, layers: int, seq: int, vocab: int) -> dict[str, 
     }
 
 
+def _vocab(model: dict[str, Any], old: int, new: int) -> dict[str, Any]:
+    """``model`` with every layer of ``old`` classes or embeddings given ``new`` instead."""
+    text = json.dumps(model)
+    for key in ("num_embeddings", "out_features"):
+        text = text.replace(f'"{key}": {old}', f'"{key}": {new}')
+    return json.loads(text)
+
+
 def networks() -> dict[str, tuple[dict[str, Any], str]]:
-    """Name → (TrainRig model, family). 33 networks; CNNs also run channels_last."""
+    """Name → (TrainRig model, family). 34 networks; CNNs also run channels_last."""
     presets = accuracy_models()
     nets: dict[str, tuple[dict[str, Any], str]] = {
         "mlp-2x256": (mlp([256, 256]), "mlp"),
@@ -163,6 +172,10 @@ def networks() -> dict[str, tuple[dict[str, Any], str]]:
         "tiny-gpt": (presets["tiny-gpt"], "decoder"),
         "bert-base": (presets["bert-base"], "encoder"),
         "gpt2-small": (presets["gpt2-small"], "decoder"),
+        # GPT-2's vocabulary padded to a multiple of 64 (nanoGPT's 50,304): half-precision GEMMs over
+        # 50,257 rows miss the tensor cores' 16-byte alignment (Karpathy 2023: ~25 % of nanoGPT's step);
+        # the pair measures what that costs here (docs/accuracy.md, recorded GPT-2 bf16 −13 %)
+        "gpt2-small-vocab50304": (_vocab(presets["gpt2-small"], 50257, 50304), "decoder"),
         "lstm-lm": (presets["lstm-lm"], "rnn"),
         "lstm-512-seq64": (rnn("lstm", 512, 1, 64, 8000), "rnn"),
         "lstm-1024x2-seq128": (rnn("lstm", 1024, 2, 128, 10000), "rnn"),
@@ -241,7 +254,15 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
     out = []
     for name, (model, family) in nets.items():
         image = len(model["input_shape"]) == 3
-        big = name in ("resnet-50", "vgg-11", "resnet-34", "gpt2-small", "decoder-1024x12-seq1024", "mlp-wide-8192")
+        big = name in (
+            "resnet-50",
+            "vgg-11",
+            "resnet-34",
+            "gpt2-small",
+            "gpt2-small-vocab50304",
+            "decoder-1024x12-seq1024",
+            "mlp-wide-8192",
+        )
         batches = (8, 32) if big else (32, 256) if family not in ("rnn",) else (20, 64)
         attends = any(layer.get("type") in ("transformer_block", "multihead_attention") for layer in _layers(model))
         for precision in PRECISIONS:
@@ -261,6 +282,10 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
                 # transformers also with the attention written out in Python (Hugging Face's eager)
                 if attends and batch == batches[0]:
                     out.append({**out[-1], "attention": "eager"})
+                # ResNet-50 also with cuDNN's heuristics instead of cudnn.benchmark (PyTorch's default):
+                # the recorded bf16 batch-64 NCHW step ran so and reads −30 % (docs/accuracy.md)
+                if name == "resnet-50" and precision in ("bf16_mixed", "tf32"):
+                    out.append({**out[-1], "memory_format": "contiguous", "cudnn_benchmark": False})
     if quick:
         keep = {"seed-mlp", "lenet-5", "tiny-gpt", "lstm-lm", f"random-{seed}-0"}
         # batch 4, fp32 and bf16, the NCHW layout: seconds on a CPU
@@ -288,7 +313,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = case["precision"] == "tf32"
         torch.backends.cudnn.allow_tf32 = case["precision"] == "tf32"
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.benchmark = case.get("cudnn_benchmark", True)
     fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
     module = build_module(case["model"], case.get("attention", "auto")).to(dev, memory_format=fmt)
     opt = make_optimizer(module, optimizer)
@@ -327,7 +352,8 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     return {
         "name": case["name"]
         + ("" if case["memory_format"] == "contiguous" else " channels_last")
-        + ("" if case.get("attention", "auto") == "auto" else f" {case['attention']} attention"),
+        + ("" if case.get("attention", "auto") == "auto" else f" {case['attention']} attention")
+        + ("" if case.get("cudnn_benchmark", True) else " cudnn heuristics"),
         "family": case["family"],
         "parameters": sum(p.numel() for p in module.parameters()),
         "step_time_s": statistics.median(times),
@@ -366,7 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
     if args.list:
         for c in todo:
-            print(c["name"], c["precision"], c["batch"], c["memory_format"])
+            flags = ("" if c.get("attention", "auto") == "auto" else f" {c['attention']} attention") + (
+                "" if c.get("cudnn_benchmark", True) else " cudnn heuristics"
+            )
+            print(c["name"], c["precision"], c["batch"], c["memory_format"] + flags)
         print(f"{len(todo)} cases, {len({c['name'] for c in todo})} networks")
         return 0
     warmup, steps = (1, 2) if args.quick else (args.warmup, args.steps)

@@ -36,6 +36,21 @@ def test_the_suite_covers_every_family_precision_and_layout() -> None:
         )
 
 
+def test_the_suite_measures_the_open_questions_of_the_recorded_steps() -> None:
+    # docs/accuracy.md: GPT-2 bf16 −13 % (its 50,257-row head misses the tensor cores' alignment?) and
+    # ResNet-50 bf16 NCHW −30 % (measured with cuDNN's heuristics, not cudnn.benchmark?)
+    todo = gpu_suite.cases(quick=False, random_count=0, seed=0)
+    padded = gpu_suite.networks()["gpt2-small-vocab50304"][0]
+    text = json.dumps(padded)
+    assert '"num_embeddings": 50304' in text and "50257" not in text
+    assert {c["batch"] for c in todo if c["name"] == "gpt2-small-vocab50304"} == {8, 32}
+    heuristics = [c for c in todo if c.get("cudnn_benchmark") is False]
+    assert {(c["name"], c["precision"], c["memory_format"]) for c in heuristics} == {
+        ("resnet-50", "bf16_mixed", "contiguous"),
+        ("resnet-50", "tf32", "contiguous"),
+    }
+
+
 def test_the_random_architectures_are_seeded() -> None:
     a = [c["model"] for c in gpu_suite.cases(False, 12, seed=5) if c["name"].startswith("random")]
     b = [c["model"] for c in gpu_suite.cases(False, 12, seed=5) if c["name"].startswith("random")]
