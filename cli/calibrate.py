@@ -45,11 +45,15 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         lin = ", ".join(f"{r / g:,.0f} at {f / 1e6:,.0f} MFLOP" for f, r in prof["linear_train"])
         conv = ", ".join(f"{r / g:,.0f} at {w:,.0f} weights" for w, r in prof["conv_train"])
         print(f"  CPU training step rates, GFLOP/s by layer size: linear {lin}; convolution {conv}")
-        for key, label in (("conv_grid", "convolutions"), ("conv_first_grid", "first convolutions")):
+        for key, label in (
+            ("linear_grid", "linear layers by rows and width"),
+            ("conv_grid", "convolutions by channels and kernel"),
+            ("conv_first_grid", "first convolutions by channels and kernel"),
+        ):
             if prof.get(key):
                 rates = [p[3] / g for p in prof[key]]
                 span = f"{min(rates):,.0f}–{max(rates):,.0f}"
-                print(f"  {label} by channels and kernel: {len(rates)} shapes, {span} GFLOP/s")
+                print(f"  {label}: {len(rates)} shapes, {span} GFLOP/s")
         elem = ", ".join(f"{k} {v * 1e9:.2f}" for k, v in prof["elementwise_s"].items())
         print(f"  elementwise layers, ns per element (forward + backward): {elem}")
         curves = prof["optimizer_s"]  # [tensor elements, seconds per element] by optimizer

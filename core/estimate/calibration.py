@@ -153,7 +153,7 @@ def efficiency_from_calibration(cal: Mapping[str, Any], device_kind: str) -> dic
         out["conv_first_train"] = _curve(prof["conv_first_train"])
     if prof.get("conv_call_s") is not None:
         out["conv_call_s"] = float(prof["conv_call_s"])
-    for key in ("conv_grid", "conv_first_grid"):  # by the shape of the implicit matrix product
+    for key in ("conv_grid", "conv_first_grid", "linear_grid"):  # by the shape of the matrix product
         if grid := _grid(prof.get(key)):
             out[key] = grid
     for key in ("elementwise_s", "optimizer_tensor_s"):
@@ -224,7 +224,8 @@ def _curve(points: Any) -> list[list[float]]:
 
 
 def _grid(points: Any) -> list[list[float]]:
-    """Measured [in channels, out channels, kernel side, FLOP/s] points of a convolution grid: each
+    """Measured [in channels, out channels, kernel side, FLOP/s] points of a convolution grid (a linear
+    layer's: [rows, width, 1, FLOP/s]): each
     finite and above zero (others dropped, as _curve does; an incomplete grid then falls back to the
     rate by weights)."""
     out = []

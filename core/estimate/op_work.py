@@ -240,6 +240,11 @@ def matrix_time(
     if shaped:  # measured by its channels and kernel
         seconds = flops / (shaped * speed)
         return seconds + float(cal.get("conv_call_s", 0.0))
+    if op.rate == "linear" and op.gemm_rows and op.gemm_n and op.gemm_k and cal.get("linear_grid"):
+        # measured by its rows and width: a skinny product runs below a square one of its FLOPs
+        rate = grid_rate(cal["linear_grid"], op.gemm_rows * b, math.sqrt(op.gemm_n * op.gemm_k), 1.0)
+        if rate:
+            return flops / (rate * speed)
     if op.rate == "conv" and not op.pointwise:  # measured by the convolution's weights
         curve = cal.get("conv_first_train") if op.first else None
         curve, size = curve or cal.get("conv_train"), float(op.weights)

@@ -84,12 +84,16 @@ def impossible_rates(
     prof = result.get("cpu_profile") or {}
     for key in ("linear_train", "conv_train", "conv_first_train"):
         curve(("cpu_profile", key), prof.get(key), cpu_peak, f"{key.replace('_', ' ')} FLOP", cpu)
-    for key in ("conv_grid", "conv_first_grid"):  # [in, out channels, kernel side, FLOP/s] points
+    for key in ("conv_grid", "conv_first_grid", "linear_grid"):  # [in, out, kernel side, FLOP/s] points
         for i, point in enumerate(prof.get(key) or ()):
             if isinstance(point, (list, tuple)) and len(point) >= 4:
-                what = (
-                    f"{key.replace('_', ' ')} FLOP at {point[0]:g} → {point[1]:g} channels, {point[2]:g}×{point[2]:g}"
-                )
+                if key == "linear_grid":  # [rows, width, 1, FLOP/s]
+                    what = f"linear grid FLOP at {point[0]:g} rows × {point[1]:g} × {point[1]:g}"
+                else:
+                    what = (
+                        f"{key.replace('_', ' ')} FLOP at {point[0]:g} → {point[1]:g} channels, "
+                        f"{point[2]:g}×{point[2]:g}"
+                    )
                 check(("cpu_profile", key, i), point[3], cpu_peak, what, cpu)
     gpus = [d for d in catalogue if d.kind == "gpu"]
     for i, g in enumerate(result.get("gpus") or ()):

@@ -74,6 +74,12 @@ FIRST_CONV_SIZES = {"cpu": [(256, 1, 8, 28), (64, 3, 32, 32)], "cuda": [(256, 1,
 # gradient) on 1 and 3 channels.
 CONV_GRID = {"cpu": {"batch": 16, "hw": 32, "cin": (4, 16, 64, 256), "k": (3, 5), "cout": (8, 32, 128)}}
 FIRST_CONV_GRID = {"cpu": {"batch": 16, "hw": 32, "cin": (1, 3), "k": (3, 5), "cout": (8, 32, 128)}}
+# Linear layers on a CPU by their rows (batch × positions) and width: a skinny product runs far below
+# a square one of the same FLOPs (16 × 1024 × 1024 at 87 GFLOP/s, 64 × 1024 × 1024 at 182, here),
+# and a small one below the rate of the smallest size above (16 × 128 × 128 at 57). Measured as
+# [rows, width (square layers), 1, FLOP/s], each net of the same step on a 1 × 1 layer: the
+# framework's calls, which the model prices per op (2026-11-25, docs/accuracy.md).
+LINEAR_GRID = {"cpu": {"rows": (16, 64, 256, 1024), "width": (128, 512, 1536)}}
 # Linear layers (in, out features) timed at batch 8, where a step costs by its weights' bytes: 2 MiB
 # of weights (in the caches) and 40 MiB (past them and past glibc's mmap threshold).
 WEIGHT_STREAM_SIZES = [(1024, 512), (65536, 160)]
@@ -126,6 +132,8 @@ def train_rates(torch, dev) -> dict[str, Any]:
 
     call = conv_time(8, 8, 8, 4, 1, False)
     curves: dict[str, Any] = {"linear_train": linear, "conv_train": [], "conv_first_train": [], "conv_call_s": call}
+    if dev.type in LINEAR_GRID:
+        curves["linear_grid"] = linear_grid(torch, dev, LINEAR_GRID[dev.type])
     if dev.type == "cpu":  # by the layer's weight bytes: in cache, and past the caches and the allocator
         curves["weight_stream"] = [
             [4 * n_in * n_out, weight_stream(torch, dev, 8, n_in, n_out)] for n_in, n_out in WEIGHT_STREAM_SIZES
@@ -147,6 +155,31 @@ def train_rates(torch, dev) -> dict[str, Any]:
                     seconds = max(conv_time(g["batch"], cin, cout, g["hw"], k, first) - call, 1e-9)
                     curves[key].append([cin, cout, k, (2 if first else 3) * fwd / seconds])
     return curves
+
+
+def linear_grid(torch, dev, grid: dict) -> list[list[float]]:
+    """[rows, width, 1, FLOP/s] of square linear layers' training steps (forward, input and weight
+    gradients: 3 × forward FLOPs), net of the same step on a 1 × 1 layer (its framework calls; at
+    least a quarter of the step is kept as arithmetic, so noise cannot make a rate of nothing)."""
+
+    def lin_time(rows: int, width: int) -> float:
+        lin = torch.nn.Linear(width, width).to(dev)
+        x = torch.randn(rows, width, device=dev, requires_grad=True)
+
+        def step() -> None:
+            lin(x).sum().backward()
+            sync(torch, dev)
+
+        return median_time(step, repeat=3)
+
+    empty = lin_time(1, 1)
+    points = []
+    for rows in grid["rows"]:
+        for width in grid["width"]:
+            seconds = lin_time(rows, width)
+            fwd = 2 * rows * width * width
+            points.append([rows, width, 1, 3 * fwd / max(seconds - empty, 0.25 * seconds)])
+    return points
 
 
 def weight_stream(torch, dev, rows: int = 8, n_in: int = 65536, n_out: int = 160) -> float:

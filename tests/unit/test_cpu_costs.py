@@ -1,7 +1,7 @@
 """The costs `calibrate` measures beyond the layer rates by size, as the CPU step model prices them
 (docs/sizing.md §4, "memory-bound work"): elementwise work past the caches and glibc's mmap
 threshold, fresh pages, a linear layer's weight and activation bytes, PyTorch's grain size on few
-elements, and convolutions by their channels and kernel."""
+elements, convolutions by their channels and kernel, and linear layers by their rows and width."""
 
 from __future__ import annotations
 
@@ -228,3 +228,40 @@ def test_a_wide_input_into_a_narrow_output_costs_by_its_activation_bytes() -> No
     per_byte = interpolate_rate([[2 * 2**20, 0.04e-9], [40 * 2**20, 0.12e-9]], inputs)
     assert c.step.compute_s == pytest.approx((3 * weights + 3 * inputs + 3 * outputs) * per_byte, rel=1e-9)
     assert c.step.compute_s > 3 * 3 * 2 * 128 * 73728 * 100 / 1.0e12  # its FLOPs alone: 5.7 ms
+
+
+def _mlp_compute_s(cal: dict, batch: int, width: int = 512) -> float:
+    model = {"input_shape": [width], "layers": [{"type": "linear", "out_features": width}, {"type": "relu"}]}
+    model["layers"].append({"type": "linear", "out_features": 10})
+    doc = {"model": model, "data": {"samples": 4096}, "training": {"batch_size": batch, "epochs": 1}}
+    w = parse_workload({**doc, "training": {**doc["training"], "loop": "device_tensors"}})
+    return size_candidate(w, CPU, 1, calibrated=efficiency_from_calibration(cal, "cpu")).step.compute_s
+
+
+def test_linear_layers_take_the_rate_measured_for_their_rows_and_width() -> None:
+    # measured here 2026-11-25: a 16-row product ran at 56–106 GFLOP/s, a 1,024-row one at 169–290;
+    # the rate by one call's FLOPs alone gave a 16 × 512 × 512 layer a square layer's rate
+    grid = [[16, 128, 1, 5e10], [16, 512, 1, 8e10], [256, 128, 1, 1.3e11], [256, 512, 1, 2.4e11]]
+    cal = _large_tensor_cal(linear_grid=grid, weight_stream=None)
+    older = _large_tensor_cal(weight_stream=None)  # no grid: every linear layer at 8e10
+    b = 16
+    first = 2 * 2 * b * 512 * 512  # 512 → 512 on the network's input (no input gradient): (16, 512)
+    head = 3 * 2 * b * 512 * 10  # 512 → 10: width √(512 × 10) ≈ 72, below the grid's 128: held there
+    assert _mlp_compute_s(cal, b) == pytest.approx(first / 8e10 + head / 5e10, rel=1e-9)
+    assert _mlp_compute_s(older, b) == pytest.approx((first + head) / 8e10, rel=1e-9)
+    # 64 rows lie halfway (in log) between 16 and 256: the geometric mean of 8e10 and 2.4e11
+    mid = 2 * 2 * 64 * 512 * 512 / math.sqrt(8e10 * 2.4e11) + 3 * 2 * 64 * 512 * 10 / math.sqrt(5e10 * 1.3e11)
+    assert _mlp_compute_s(cal, 64) == pytest.approx(mid, rel=1e-9)
+
+
+def test_an_impossible_point_of_the_linear_grid_is_refused() -> None:
+    from core.estimate.rate_limits import drop_refused, impossible_rates
+    from tests.unit.test_rate_limits import CATALOGUE, CPU_PEAK
+
+    grid = [[16, 128, 1, 5e10], [16, 512, 1, 4e18], [256, 128, 1, 1.3e11], [256, 512, 1, 2.4e11]]
+    result = {"cpu_profile": {"linear_grid": grid}}
+    found = impossible_rates(result, CPU_PEAK, CATALOGUE)
+    assert [r.path for r in found] == [("cpu_profile", "linear_grid", 1)]
+    assert "linear grid FLOP at 16 rows × 512 × 512" in found[0].message
+    kept = efficiency_from_calibration(drop_refused(result, found), "cpu")
+    assert len(kept["linear_grid"]) == 3  # an incomplete grid: the rate by FLOPs prices the layers
