@@ -36,6 +36,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     print(f"Calibrated with {env.message} in {result['seconds']} s ({result['threads']} CPU threads)")
     for message in result.get("refused", []):  # measured twice above the device's physical peak: not stored
         print(f"  {message}")
+    if result.get("unsteady"):
+        print(f"  Note: {result['unsteady']}")
     print(
         f"  CPU matmul: fp32 {_rate(result.get('cpu_fp32_matmul_flops'), g)} GFLOP/s"
         + (f", bf16 {result['cpu_bf16_matmul_flops'] / g:,.1f} GFLOP/s" if result.get("cpu_bf16_matmul_flops") else "")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import TrainRigError
-from core.estimate.calibration import CALIBRATIONS_USED, combine_calibrations
+from core.estimate.calibration import CALIBRATIONS_USED, combine_calibrations, unsteady_note
 from core.estimate.rate_limits import cpu_peak_flops, drop_refused, impossible_rates
 from core.hardware.catalogue import load_catalogue
 from core.paths import resource_path
@@ -39,6 +39,8 @@ def run_calibration(python: str | None = None, folder: Path | None = None, timeo
         result = _measure(py, timeout_s)
         refused = impossible_rates(result, cpu_peak, load_catalogue(), gpu_memory)
         drop_refused(result, refused)
+    if note := unsteady_note(result):
+        result["unsteady"] = note
     result["storage"] = measure_read(folder or Path(tempfile.gettempdir()))
     result["python"] = py
     result["seconds"] = round(time.perf_counter() - t0, 2)

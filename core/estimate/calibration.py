@@ -272,6 +272,29 @@ SPREAD_KEYS = {
 }
 
 
+# How far the CPU's speed may move between the start and the end of a calibration (the same
+# 1,024 × 1,024 matrix product timed first and last) before the result is said to be unsteady. Three
+# back-to-back calibrations of an idle two-core VM moved 3–10 % figure by figure; one taken during a
+# busy spell measured the framework's calls 35 % slower (docs/accuracy.md).
+STEADY_TOLERANCE = 0.15
+
+
+def unsteady_note(result: Mapping[str, Any]) -> str | None:
+    """What to tell the user when the CPU's speed changed during the calibration, or None."""
+    start, end = result.get("cpu_fp32_matmul_flops"), result.get("cpu_fp32_matmul_flops_end")
+    if not isinstance(start, (int, float)) or not isinstance(end, (int, float)) or start <= 0 or end <= 0:
+        return None
+    change = end / start - 1
+    if abs(change) <= STEADY_TOLERANCE:
+        return None
+    return (
+        f"This machine's speed changed by {change:+.0%} during the calibration (the same matrix product ran at "
+        f"{start / 1e9:,.0f} GFLOP/s at the start and {end / 1e9:,.0f} at the end): another program was probably "
+        "busy, so the figures in between are uncertain. Sizings use the median of the last three calibrations; "
+        "calibrate again when the machine is idle."
+    )
+
+
 def combine_calibrations(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The median of this machine's latest calibrations (newest first), figure by figure: a busy
     machine measured alone moved one step's prediction 81 → 119 → 71 ms; the median of repeated

@@ -156,6 +156,8 @@ class InventoryTab(QWidget):
         text = f"Calibrated in {result['seconds']} s: {calibration_summary(result)}"
         if used.get("rounds", 1) > 1:
             text += f" Sizings use the {spread_text(used)}."
+        if result.get("unsteady"):
+            text += f" {result['unsteady']}"
         self.torch_status.setText(text)
         self.calibrated.emit(used)
 

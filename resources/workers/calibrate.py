@@ -50,6 +50,9 @@ def main() -> int:
     out["cpu_memory_bandwidth_bps"] = 2 * big.numel() * 4 / median_time(lambda: dst.copy_(big))
     out["step_overhead"] = step_overhead(torch, out["cpu_profile"]["optimizer_tensor_s"]["sgd"])
     out["host"] = measure_host(torch)  # the host side of a step: dispatch, DataLoader, sync (host_bench.py)
+    # the first figure measured again at the end: a machine whose speed changed meanwhile (another
+    # program busy, a thermal or power limit) measured the figures between at another speed
+    out["cpu_fp32_matmul_flops_end"] = 2 * n**3 / median_time(lambda: a @ b)
     if torch.cuda.is_available():
         out["gpus"] = [gpu(torch, i) for i in range(torch.cuda.device_count())]
     print(json.dumps(out))

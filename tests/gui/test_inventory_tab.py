@@ -227,3 +227,24 @@ def test_three_stored_calibrations_are_combined_and_their_spread_shown(qtbot, ma
     assert "(the latest of 2026-11-22 09:15 UTC, stored for this machine)" in text
     assert "training steps reach 100 GFLOP/s on linear" in text  # the median
     assert w.sizing_tab.calibration["cpu_linear_train_flops"] == 100e9 and w.sizing_tab.calibration["rounds"] == 3
+
+
+def test_a_calibration_on_a_busy_machine_is_reported_with_its_change(qtbot, main_window) -> None:
+    w = main_window()
+    qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
+    result = {
+        "cpu_fp32_matmul_flops": 1.0e11,
+        "cpu_fp32_matmul_flops_end": 0.6e11,
+        "cpu_linear_train_flops": 9e10,
+        "cpu_conv_train_flops": 4.0e10,
+        "step_overhead": {"per_op_s": 5e-6, "per_step_s": 2e-4},
+        "seconds": 41.0,
+        "measured_at": "2026-11-25T19:30:00+00:00",
+    }
+    from core.estimate.calibration import unsteady_note
+
+    result["unsteady"] = unsteady_note(result)
+    w.inventory_tab._calibrated(result, "fingerprint-of-a-test")
+    text = w.inventory_tab.torch_status.text()
+    assert text.startswith("Calibrated in 41.0 s: training steps reach 90 GFLOP/s on linear")
+    assert "speed changed by -40% during the calibration" in text and "calibrate again when the machine is idle" in text

@@ -112,3 +112,17 @@ def test_an_impossible_point_of_the_convolution_grid_is_refused_and_the_grid_fal
     assert "16 → 32 channels, 3×3" in found[0].message and "impossible, refused" in found[0].message
     kept = efficiency_from_calibration(drop_refused(copy.deepcopy(result), found), "cpu")
     assert len(kept["conv_grid"]) == 3  # an incomplete grid: the rate by weights prices the layers
+
+
+def test_a_calibration_during_which_the_machine_slowed_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    sane = drop_refused(copy.deepcopy(BROKEN), impossible_rates(BROKEN, CPU_PEAK, CATALOGUE))
+    del sane["refused"]
+    slowed = {**sane, "cpu_fp32_matmul_flops_end": 0.8e12}  # 1.2e12 at the start: -33 %
+    result, _ = run_with(monkeypatch, [slowed])
+    assert "changed by -33% during the calibration" in result["unsteady"]
+    assert "1,200 GFLOP/s at the start and 800 at the end" in result["unsteady"]
+    steady = {**sane, "cpu_fp32_matmul_flops_end": 1.1e12}  # -8 %: within the tolerance
+    result, _ = run_with(monkeypatch, [steady])
+    assert "unsteady" not in result
+    result, _ = run_with(monkeypatch, [sane])  # a worker from before the second measurement
+    assert "unsteady" not in result
