@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.estimate.sizing import size_candidate  # noqa: E402
+from core.estimate.timing import StepTime  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
 
@@ -62,8 +63,9 @@ def published_cases() -> list[dict]:
     return cases
 
 
-def predict(case: dict) -> float:
-    """Samples/s the engine predicts for one GPU of the catalogue at the published batch."""
+def predicted_step(case: dict, catalogue: tuple | None = None) -> StepTime:
+    """The engine's step for one GPU of the catalogue at the published batch, trained as the
+    published code trains (its optimizer, precision, attention)."""
     w = parse_workload(
         {
             "model": case["model"],
@@ -78,8 +80,12 @@ def predict(case: dict) -> float:
             },
         }
     )
-    c = size_candidate(w, find_device(case["device"], tuple(load_catalogue())), 1)
-    return case["batch"] / c.step.step_s
+    return size_candidate(w, find_device(case["device"], catalogue or tuple(load_catalogue())), 1).step
+
+
+def predict(case: dict) -> float:
+    """Samples/s the engine predicts for one GPU of the catalogue at the published batch."""
+    return case["batch"] / predicted_step(case).step_s
 
 
 def errors() -> list[tuple[dict, float, float]]:

@@ -22,13 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from accuracy_published import published_cases  # noqa: E402
+from accuracy_published import predicted_step, published_cases  # noqa: E402
 
 from core.estimate.profile_read import KernelRecord, StepProfile  # noqa: E402
 from core.estimate.profile_scale import scale_profile  # noqa: E402
-from core.estimate.sizing import size_candidate  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
-from core.spec.workload import parse_workload  # noqa: E402
 
 # pairs of one generation (and one across generations, for contrast)
 PAIRS = (
@@ -50,21 +48,7 @@ def proxy_profile(case: dict, catalogue: tuple) -> StepProfile:
     """A's published step as a profile: matrix kernels and memory-bound kernels in the kernel model's
     proportions for A, the host at the model's host time (the large published batches are
     device-bound)."""
-    w = parse_workload(
-        {
-            "model": case["model"],
-            "data": {"samples": case["batch"] * 10},
-            "training": {
-                "batch_size": case["batch"],
-                "epochs": 1,
-                "optimizer": case["optimizer"],
-                "precision": case["precision"],
-                "micro_batch_size": case["batch"],
-                **case.get("training", {}),
-            },
-        }
-    )
-    st = size_candidate(w, find_device(case["device"], catalogue), 1).step
+    st = predicted_step(case, catalogue)
     compute, memory = st.compute_s, st.memory_s + st.optimizer_s
     step = case["batch"] / case["throughput"]
     share = step / (compute + memory)
