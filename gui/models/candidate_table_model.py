@@ -10,7 +10,7 @@ from core.estimate.profile_scale import ScaleResult
 from core.estimate.sizing import CandidateResult
 from core.output import glossary
 from core.output.measure_report import measured_cell
-from core.output.sizing_report import step_breakdown
+from core.output.sizing_report import step_accuracy_note, step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
 
 (
@@ -98,7 +98,10 @@ class CandidateTableModel(QAbstractTableModel):
             return self._texts[index.row()][col]
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == COL_STEP:
-                return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}"
+                note = step_accuracy_note(r)
+                return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}" + (
+                    f"\n{note}" if note else ""
+                )
             if col == COL_BUY_OR_RENT:
                 return _buy_or_rent_tip(r)
             if col == COL_MEASURED:

@@ -12,7 +12,7 @@ from core.estimate.profile_read import read_profile_file
 from core.estimate.profile_scale import scale_profile
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import parse_workload
-from gui.models.candidate_table_model import COL_DEVICE, COL_MEASURED
+from gui.models.candidate_table_model import COL_DEVICE, COL_MEASURED, COL_STEP
 from gui.wizard.measure_panel import MEASURE_TIP, MeasurePanel
 from telemetry.machine import GpuSummary, MachineSummary
 from telemetry.pytorch_env import TorchEnvironment
@@ -107,6 +107,10 @@ def test_the_table_marks_the_candidates_that_use_the_measured_step(qtbot, main_w
     ) and "The model predicts" in pcie.data(Qt.ItemDataRole.ToolTipRole)
     tpu = proxy.index(rows["Google TPU v4"], COL_MEASURED)
     assert tpu.data() == "" and "TPU" in tpu.data(Qt.ItemDataRole.ToolTipRole)
+    # the step's tooltip says how close the GPU model has come to published measurements (not for a TPU)
+    step_tip = proxy.index(rows["NVIDIA H100 PCIe"], COL_STEP).data(Qt.ItemDataRole.ToolTipRole)
+    assert "37 of 40 within 25 %, mean error 11 %" in step_tip and "GeForce" not in step_tip
+    assert "How close" not in proxy.index(rows["Google TPU v4"], COL_STEP).data(Qt.ItemDataRole.ToolTipRole)
     assert proxy.headerData(COL_MEASURED, Qt.Orientation.Horizontal) == "Measured & scaled"
     # another batch: the measurement no longer describes this step and is dropped
     wiz._what_if({"batch_size": 17, "gpus": 1, "precision": wiz.doc["training"].get("precision", "fp32")})
