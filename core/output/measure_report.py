@@ -80,7 +80,7 @@ def scale_to_text(r: ScaleResult) -> str:
         )
     for refusal in r.refused:
         lines.append(f"  {refusal.device[:34]:34} cannot be scaled to: {refusal.reason}")
-    lines.extend(f"  {p.device}: {n}" for p in r.predictions for n in p.notes)
+    lines.extend(f"  {', '.join(devices)}: {note}" for note, devices in _notes_by_device(r).items())
     lines.append("")
     lines.append(
         "compute = GEMM, convolution and attention kernels × the ratio of the datasheet peaks (by waves over the "
@@ -173,6 +173,15 @@ def measured_cell(
     return f"● {fmt_seconds(pred.step_s)}", tip, pred.step_s
 
 
+def _notes_by_device(r: ScaleResult) -> dict[str, list[str]]:
+    """Each note of the scaled predictions once, with the candidates it concerns."""
+    out: dict[str, list[str]] = {}
+    for x in r.predictions:
+        for note in x.notes:
+            out.setdefault(note, []).append(x.device)
+    return out
+
+
 def report_notes(r: ScaleResult) -> tuple[str, ...]:
     """Lines for the purchasing report: which candidates used the measured-and-scaled step."""
     p = r.profile
@@ -184,9 +193,8 @@ def report_notes(r: ScaleResult) -> tuple[str, ...]:
     )
     lines = [head]
     lines += [
-        f"Measured and scaled: {x.device}: {fmt_seconds(x.step_s)} per step ({x.bound}-bound)."
-        + "".join(f" Note: {n}." for n in x.notes)
-        for x in r.predictions
+        f"Measured and scaled: {x.device}: {fmt_seconds(x.step_s)} per step ({x.bound}-bound)." for x in r.predictions
     ]
+    lines += [f"Note on {', '.join(devices)}: {note}." for note, devices in _notes_by_device(r).items()]
     lines += [f"Not scaled (the model's figure is used): {x.device}: {x.reason}." for x in r.refused]
     return tuple(lines)
