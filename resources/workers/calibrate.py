@@ -163,7 +163,11 @@ def train_rates(torch, dev) -> dict[str, Any]:
 def linear_grid(torch, dev, grid: dict) -> list[list[float]]:
     """[rows, width, 1, FLOP/s] of square linear layers' training steps (forward, input and weight
     gradients: 3 × forward FLOPs), net of the same step on a 1 × 1 layer (its framework calls; at
-    least a quarter of the step is kept as arithmetic, so noise cannot make a rate of nothing)."""
+    least a quarter of the step is kept as arithmetic, so noise cannot make a rate of nothing). The
+    gradients accumulate into the last step's, as the layer rates by size were measured: written
+    new (a loop after ``zero_grad()``) a skinny layer ran 10–18 % faster, and that grid read worse
+    on four random suites (docs/accuracy.md): the extra pass stands in for what a real step's ops
+    cost beyond the tiny MLP the framework's cost per op is measured on."""
 
     def lin_time(rows: int, width: int) -> float:
         lin = torch.nn.Linear(width, width).to(dev)
