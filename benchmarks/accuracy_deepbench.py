@@ -1,0 +1,94 @@
+"""The GPU kernel model against single training kernels timed by Baidu's DeepBench on a V100 and a
+T4 (resources/published/deepbench_train.json: matrix products in fp32 and fp16 with fp32
+accumulation, cuDNN LSTM and GRU layers; CUDA 10.1, cuDNN 7.6, 2019): each matrix product priced by
+core.estimate.gpu_kernels.gemm_s and each recurrent layer by rnn_op_s for the catalogue GPU, against
+the published time. Nothing was fitted on these figures: they check the kernel model on two
+architectures (Volta, Turing) it was not built on. No GPU and no PyTorch needed.
+
+    python3 benchmarks/accuracy_deepbench.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import types
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.estimate.gpu_kernels import TILE, figures, gemm_s, matmul_efficiency, matmul_peak, rnn_op_s  # noqa: E402
+from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
+
+DATA = ROOT / "resources/published/deepbench_train.json"
+
+
+def _gpus() -> dict:
+    doc = json.loads(DATA.read_text(encoding="utf-8"))
+    cat = tuple(load_catalogue())
+    return {key: figures(find_device(src["device"], cat)) for key, src in doc["sources"].items()}
+
+
+def gemm_errors() -> list[tuple[dict, float, float]]:
+    """(row, predicted seconds, error) of every published matrix product; a row is "skinny" when
+    its smaller output side is under one 128-wide tile."""
+    doc, gpus = json.loads(DATA.read_text(encoding="utf-8")), _gpus()
+    out = []
+    for g in doc["gemm"]:
+        gpu = gpus[g["gpu"]]
+        peak, nbytes = matmul_peak(g["precision"], gpu)
+        t = gemm_s(g["m"], g["n"], g["k"], peak, gpu, nbytes, matmul_efficiency(g["precision"], gpu))
+        out.append(({**g, "skinny": min(g["m"], g["n"]) < TILE}, t, t / (g["ms"] * 1e-3) - 1))
+    return out
+
+
+def rnn_errors() -> list[tuple[dict, float, float]]:
+    """(row, predicted seconds, error) of every published LSTM/GRU layer (one layer, input size =
+    hidden size; forward + backward with respect to the inputs and the weights)."""
+    doc, gpus = json.loads(DATA.read_text(encoding="utf-8")), _gpus()
+    out = []
+    for kind in ("lstm", "gru"):
+        for r in doc[kind]:
+            if not (r["fwd_ms"] and r["bwd_inputs_ms"] and r["bwd_weights_ms"]):
+                continue
+            op = types.SimpleNamespace(name=kind, rnn=(1, r["hidden"], r["hidden"], r["steps"]))
+            t = rnn_op_s(op, r["batch"], r["precision"], gpus[r["gpu"]])
+            measured = (r["fwd_ms"] + r["bwd_inputs_ms"] + r["bwd_weights_ms"]) * 1e-3
+            out.append(({**r, "kind": kind}, t, t / measured - 1))
+    return out
+
+
+def summary(errs: list[float]) -> str:
+    a = [abs(e) for e in errs]
+    return (
+        f"{sum(x <= 0.25 for x in a)} of {len(a)} within 25 %, mean |error| {statistics.mean(a):.0%}, "
+        f"median error {statistics.median(errs):+.0%}"
+    )
+
+
+def main() -> None:
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for row, _, e in gemm_errors():
+        groups[("matrix product", row["gpu"], row["precision"], "skinny" if row["skinny"] else "large")].append(e)
+    for row, _, e in rnn_errors():
+        groups[(row["kind"].upper(), row["gpu"], row["precision"], "layer")].append(e)
+    print("| kernel | GPU | precision | shapes | cases | within 25 % | mean \\|error\\| | median error |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in sorted(groups):
+        a = [abs(e) for e in groups[key]]
+        print(
+            f"| {' | '.join(key)} | {len(a)} | {sum(x <= 0.25 for x in a)} | {statistics.mean(a):.0%} | "
+            f"{statistics.median(groups[key]):+.0%} |"
+        )
+    gemms = gemm_errors()
+    large = summary([e for r, _, e in gemms if not r["skinny"]])
+    print(f"\nmatrix products with both output sides of a tile or more: {large}")
+    print(f"skinny matrix products: {summary([e for r, _, e in gemms if r['skinny']])}")
+    print(f"recurrent layers: {summary([e for _, _, e in rnn_errors()])}")
+
+
+if __name__ == "__main__":
+    main()

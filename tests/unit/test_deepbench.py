@@ -1,0 +1,71 @@
+"""The GPU kernel model against DeepBench's published training kernels on a V100 and a T4
+(resources/published/deepbench_train.json, benchmarks/accuracy_deepbench.py): held out, nothing was
+fitted on them. Matrix products with both output sides of a tile or more are held to the errors
+reached; skinny ones (a side under 128) and recurrent layers in fp32 are expected failures with
+their figures (docs/accuracy.md, "DeepBench")."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from benchmarks.accuracy_deepbench import DATA, gemm_errors, rnn_errors
+from core.hardware.catalogue import find_device, load_catalogue
+
+GEMMS = gemm_errors()
+
+
+def _errors(gpu: str, precision: str, skinny: bool) -> list[float]:
+    return [e for r, _, e in GEMMS if r["gpu"] == gpu and r["precision"] == precision and r["skinny"] == skinny]
+
+
+def test_every_kernel_timing_is_kept_with_its_source() -> None:
+    doc = json.loads(DATA.read_text(encoding="utf-8"))
+    assert doc["repository"].endswith("baidu-research/DeepBench") and len(doc["commit"]) == 40
+    for src in doc["sources"].values():
+        assert src["cuda"] and src["cudnn"] and src["date"] and src["file"].endswith(".xlsx")
+        find_device(src["device"], load_catalogue())
+    assert len(doc["gemm"]) == 380 and all(g["ms"] > 0 for g in doc["gemm"])
+    assert len(doc["lstm"]) == 44 and len(doc["gru"]) == 38  # the V100 in fp32 and fp16; the T4 timed none
+
+
+@pytest.mark.parametrize(
+    ("gpu", "precision", "share", "mean"),
+    [
+        # reached: V100 fp32 37 of 43 within 25 %, mean 15 %; V100 fp16 33 of 43, 24 %; T4 fp16 37 of 43, 16 %
+        ("V100", "fp32", 0.85, 0.16),
+        ("V100", "fp16_mixed", 0.75, 0.25),
+        ("T4", "fp16_mixed", 0.85, 0.17),
+    ],
+)
+def test_large_matrix_products_on_gpus_the_model_was_not_built_on(
+    gpu: str, precision: str, share: float, mean: float
+) -> None:
+    errs = _errors(gpu, precision, skinny=False)
+    assert len(errs) == 43
+    assert sum(abs(e) <= 0.25 for e in errs) >= share * len(errs)
+    assert statistics.mean(abs(e) for e in errs) <= mean
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="T4 fp32: large products −36 % (too fast: the 70 W card does not hold the boost clock its "
+    "datasheet peak assumes), skinny ones +71 % (128 × 128 tiles over a 16–64-row product; cuBLAS runs "
+    "narrower tiles) (docs/accuracy.md)",
+)
+def test_fp32_matrix_products_on_a_t4_within_25_percent() -> None:
+    errs = _errors("T4", "fp32", skinny=False) + _errors("T4", "fp32", skinny=True)
+    assert sum(abs(e) <= 0.25 for e in errs) >= 0.75 * len(errs)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="V100 fp32: skinny products +112 % and cuDNN LSTM/GRU layers +109/+253 % (too slow): the "
+    "model's 128 × 128 tiles over the per-step (batch × hidden) product waste most of each tile; fp16 "
+    "layers read −32/−1 % (docs/accuracy.md)",
+)
+def test_skinny_products_and_recurrent_layers_in_fp32_within_25_percent() -> None:
+    errs = _errors("V100", "fp32", skinny=True) + [e for r, _, e in rnn_errors() if r["precision"] == "fp32"]
+    assert sum(abs(e) <= 0.25 for e in errs) >= 0.75 * len(errs)
