@@ -104,7 +104,7 @@ def class_efficiencies(
 ) -> dict[str, dict[str, Any]]:
     """Efficiency of each catalogue device class this machine has, from its calibration: the rate
     of the largest measured linear layer's training step over the class's datasheet peak (and, for
-    a GPU, the bf16 matmul rate over the tensor peak at the same train/matmul ratio)."""
+    a GPU, the bf16 and TF32 matmul rates over their tensor peaks at the same train/matmul ratio)."""
     out: dict[str, dict[str, Any]] = {}
     prof = cal.get("cpu_profile") or {}
     if this_cpu is not None and this_cpu.catalogue_match and this_cpu.fp32_flops and prof.get("linear_train"):
@@ -125,6 +125,10 @@ def class_efficiencies(
         fp32_mm, half_mm = g.get("fp32_matmul_flops"), g.get("bf16_matmul_flops")
         if fp32_mm and half_mm and gpu.half_flops:
             eff["tensor"] = min(half_mm / gpu.half_flops * rate / fp32_mm, 1.0)
+        tf32_mm = g.get("tf32_matmul_flops")
+        if fp32_mm and tf32_mm and gpu.tf32_flops and gpu.tf32_flops > gpu.fp32_flops:
+            # TF32's own share of its peak, measured: replaces the estimate TF32_GEMM_EFFICIENCY
+            eff["tf32"] = min(tf32_mm / gpu.tf32_flops * rate / fp32_mm, 1.0)
         out[gpu.name] = eff
     return out
 

@@ -130,6 +130,7 @@ class GpuFigures:
     # or what `calibrate` measured for the GPU's class (its largest layer's rate over the peak)
     eff_tensor: float = GEMM_EFFICIENCY["tensor"]
     eff_cuda: float = GEMM_EFFICIENCY["cuda"]
+    eff_tf32: float | None = None  # TF32's share of its peak, measured by `calibrate` (None: estimated)
     fp8: float = 0.0  # FLOP/s on FP8 tensor cores (0: none)
     nchw_native: bool = False  # NCHW half-precision convolutions without cuDNN's layout transposes
 
@@ -141,7 +142,8 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
     """The datasheet figures of ``device``; SMs from the catalogue, else CUDA cores / 128 (Ampere
     GA10x, Ada, Hopper, Blackwell; 64 on Volta, Turing and A100 give twice the SMs — an upper
     bound that only matters for wave quantisation). ``measured``: a calibration's efficiencies of
-    the device's class ("fp32", "tensor"), which replace GEMM_EFFICIENCY."""
+    the device's class ("fp32", "tensor", "tf32"), which replace GEMM_EFFICIENCY and
+    TF32_GEMM_EFFICIENCY."""
     m = measured or {}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
     arch = str(device.extra.get("architecture", "")).lower()
@@ -156,6 +158,7 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         hopper="hopper" in arch or "blackwell" in arch,
         eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
         eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
+        eff_tf32=float(m["tf32"]) if m.get("tf32") else None,
         nchw_native=str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES,
     )
 
@@ -212,11 +215,13 @@ def matmul_peak(precision: str, gpu: GpuFigures) -> tuple[float, int]:
 
 def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
     """The share of ``matmul_peak`` a large GEMM reaches in ``precision``: the GPU's tensor-core or
-    CUDA-core efficiency, TF32's TF32_GEMM_EFFICIENCY of the tensor cores' one."""
+    CUDA-core efficiency; TF32 what `calibrate` measured for it, else TF32_GEMM_EFFICIENCY of the
+    tensor cores' one."""
     peak, _ = matmul_peak(precision, gpu)
     tensor_cores = peak > gpu.fp32
-    eff = gpu.gemm_efficiency(tensor_cores)
-    return eff * TF32_GEMM_EFFICIENCY if precision == "tf32" and tensor_cores else eff
+    if precision == "tf32" and tensor_cores:
+        return gpu.eff_tf32 if gpu.eff_tf32 else gpu.gemm_efficiency(True) * TF32_GEMM_EFFICIENCY
+    return gpu.gemm_efficiency(tensor_cores)
 
 
 def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:

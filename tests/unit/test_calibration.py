@@ -12,7 +12,7 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate.calibration import efficiency_from_calibration
-from core.estimate.gpu_kernels import GEMM_EFFICIENCY, KERNEL_FLOOR_S
+from core.estimate.gpu_kernels import GEMM_EFFICIENCY, KERNEL_FLOOR_S, TF32_GEMM_EFFICIENCY
 from core.estimate.op_work import ELEMENT_ACCESSES, interpolate_rate
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
@@ -291,6 +291,7 @@ def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes()
             {
                 "name": "NVIDIA H100 80GB HBM3",
                 "fp32_matmul_flops": 50e12,
+                "tf32_matmul_flops": 380e12,
                 "bf16_matmul_flops": 700e12,
                 "profile": {"linear_train": [[1e9, 20e12], [1e12, 40e12]]},
             }
@@ -317,6 +318,16 @@ def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes()
         default.step.compute_s * GEMM_EFFICIENCY["cuda"] / (40e12 / sxm.fp32_flops)
     )
     assert "measured on this machine's NVIDIA H100 SXM" in c.assumptions[0]
+    # TF32: its own measured share of its peak replaces the estimate (0.8 of the tensor cores' share)
+    assert rates[sxm.name]["tf32"] == pytest.approx(380e12 / sxm.tf32_flops * 40 / 50)
+    w32 = parse_workload(
+        {"model": wide, "data": {"samples": 81920}, "training": {"batch_size": 8192, "epochs": 1, "precision": "tf32"}}
+    )
+    c32 = size_candidate(w32, sxm, 1, calibrated=rates[sxm.name])
+    estimated = GEMM_EFFICIENCY["tensor"] * TF32_GEMM_EFFICIENCY
+    assert c32.step.compute_s == pytest.approx(
+        size_candidate(w32, sxm, 1).step.compute_s * estimated / rates[sxm.name]["tf32"]
+    )
 
 
 def test_a_hand_edited_trace_is_checked_with_its_path() -> None:
