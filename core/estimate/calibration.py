@@ -261,9 +261,9 @@ def what_calibration_applies(result: Mapping[str, Any]) -> str:
         )
     for g in result.get("gpus") or []:
         parts.append(
-            f"{g.get('name', 'GPU')}: only the measured efficiency (fp32 and tensor, largest layer's rate over the "
-            "datasheet peak), for this machine's GPU and its catalogue model; its per-op GPU rates are stored, "
-            "not applied"
+            f"{g.get('name', 'GPU')}: only the measured efficiency (fp32, tensor and TF32, largest layer's rate "
+            "over the datasheet peak), for this machine's GPU and its catalogue model; its per-op GPU rates are "
+            "stored, not applied"
         )
     return "Later sizings use: " + "; ".join(parts) + "." if parts else "Nothing measured is applied."
 
