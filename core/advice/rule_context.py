@@ -110,6 +110,10 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         **host,
         "params": m.parameters,
         "params_text": fmt_count(m.parameters),
+        # the network's output width (classes, a vocabulary) and the multiple of 64 above it
+        "classes": m.output_shape[-1] if m.output_shape else 0,
+        "classes_text": f"{m.output_shape[-1]:,}" if m.output_shape else "unknown",
+        "padded_classes_text": f"{-(-m.output_shape[-1] // 64) * 64:,}" if m.output_shape else "unknown",
         "model_size": model_size(m.parameters),
         "workload_kind": workload_kind(result),
         "trains_on_tokens": token_sequence_length(m.input_shape, m.input_dtype) is not None,
@@ -305,6 +309,7 @@ def candidate_context(
         "batch_per_device_text": f"{_per_device(result, c):,}",
         "n_na_text": fmt_bytes(float(result.seed.get("n_na_bytes") or 0)),
         "is_gpu": dev.kind != "cpu",
+        "runs_cuda": dev.runs_cuda,
         "is_best": c is lead,
         "is_this_machine": dev.is_this_machine,
         "has_tensor_cores": has_tensor_peak(dev),

@@ -74,6 +74,7 @@ BERT_512 = {"model": {"preset": "bert-base"}, "training": {"batch_size": 512}}
 LLAMA_8B = {"model": {"preset": "llama-8b"}, "training": {"batch_size": 8}}
 LLAMA_FSDP = {"model": {"preset": "llama-8b"}, "hardware": {"gpu_count": {"min": 1, "max": 8}}}
 BERT = {"model": {"preset": "bert-base"}}
+GPT2_BF16 = {"model": {"preset": "gpt2-small"}, "training": {"batch_size": 8, "precision": "bf16_mixed"}}
 HDD_BOUND = {"data": {"storage": "hdd", "bytes_per_sample_on_disk": 100_000}}
 RESNET = {"model": {"preset": "resnet-50"}}
 RESNET_FP16 = {**RESNET, "training": {"precision": "fp16_mixed"}}
@@ -132,6 +133,8 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("gpu-tensor-cores", {"doc": RESNET}, {"doc": {**RESNET, "training": {"precision": "bf16_mixed"}}}),
     ("gpu-no-tensor-cores", {"devices": ("Tesla P40",)}, {}),
+    # GPT-2's 50,257-token head in bf16 on an RTX 4090; quiet in fp32 (no tensor-core alignment to miss)
+    ("gpu-half-unaligned-classes", {"doc": GPT2_BF16}, {"doc": {**GPT2_BF16, "training": {"precision": "fp32"}}}),
     # ResNet-50 in fp16 on a T4 (320 GB/s): its tensor cores leave the step memory-bound (in fp32 its
     # CUDA-core convolutions bound it instead)
     ("gpu-bandwidth-million-params", {"doc": RESNET_FP16, "devices": ("T4",)}, {"doc": RESNET_FP16}),
@@ -270,6 +273,20 @@ def test_host_rules_are_silent_when_this_machine_is_not_a_candidate() -> None:
     assert host_rules <= fired({"goal": {"concurrent_runs": 2}}, ("here",), 1, inv) | fired(
         {"goal": {"concurrent_runs": 2}}, ("here-gpu",), 2, inv
     )
+
+
+def test_an_unaligned_vocabulary_is_named_with_its_padded_size() -> None:
+    w = parse_workload({**GPT2_BF16, "hardware": {"gpu_count": 1}})
+    result = size_workload(w, [find_device("4090", CATALOGUE), find_device("TPU v4", CATALOGUE)])
+    findings = [f for f in evaluate_rules(result) if f.rule == "gpu-half-unaligned-classes"]
+    assert [f.device for f in findings] == ["NVIDIA GeForce RTX 4090"]  # not the TPU: XLA pads its own
+    message = findings[0].message
+    assert "50,257 classes are not a multiple of 8" in message and "padding them to 50,304" in message
+    # Llama 3's 128,256-token vocabulary is a multiple of 8: nothing to pad
+    llama = parse_workload({"model": {"preset": "llama-8b"}, "training": {"precision": "bf16_mixed"}})
+    assert llama.analysis.output_shape[-1] == 128256
+    quiet = size_workload(llama, [find_device("H100 SXM", CATALOGUE)])
+    assert not [f for f in evaluate_rules(quiet) if f.rule == "gpu-half-unaligned-classes"]
 
 
 def test_a_bad_rule_condition_is_reported_not_evaluated() -> None:

@@ -46,6 +46,7 @@ GPU_RULES = {
     "gpu-dataset-resident",
     "gpu-tensor-cores",
     "gpu-no-tensor-cores",
+    "gpu-half-unaligned-classes",
     "gpu-bandwidth-million-params",
     "gpu-batch-headroom",
     "nvlink-multi-gpu",
