@@ -48,6 +48,7 @@ APPLICABILITY_NAMES = frozenset(
         "any_gpu",
         "any_cpu",
         "cpu_only",
+        "any_nvidia_tensor_gpu",
         "best_is_cpu",
         "best_gpus",
         "is_gpu",
@@ -110,6 +111,8 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         **host,
         "params": m.parameters,
         "params_text": fmt_count(m.parameters),
+        # an NVIDIA GPU with tensor cores among the candidates (cuBLAS's alignment rules apply to it)
+        "any_nvidia_tensor_gpu": any(c.device.runs_cuda and has_tensor_peak(c.device) for c in gpus),
         # the network's output width (classes, a vocabulary) and the multiple of 64 above it
         "classes": m.output_shape[-1] if m.output_shape else 0,
         "classes_text": f"{m.output_shape[-1]:,}" if m.output_shape else "unknown",
@@ -309,7 +312,6 @@ def candidate_context(
         "batch_per_device_text": f"{_per_device(result, c):,}",
         "n_na_text": fmt_bytes(float(result.seed.get("n_na_bytes") or 0)),
         "is_gpu": dev.kind != "cpu",
-        "runs_cuda": dev.runs_cuda,
         "is_best": c is lead,
         "is_this_machine": dev.is_this_machine,
         "has_tensor_cores": has_tensor_peak(dev),
