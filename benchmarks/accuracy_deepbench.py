@@ -15,6 +15,7 @@ import statistics
 import sys
 import types
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,16 +27,18 @@ from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 DATA = ROOT / "resources/published/deepbench_train.json"
 
 
-def _gpus() -> dict:
+@lru_cache(maxsize=1)
+def _data() -> tuple[dict, dict]:
+    """The published figures and the kernel model's figures of each GPU they were timed on."""
     doc = json.loads(DATA.read_text(encoding="utf-8"))
     cat = tuple(load_catalogue())
-    return {key: figures(find_device(src["device"], cat)) for key, src in doc["sources"].items()}
+    return doc, {key: figures(find_device(src["device"], cat)) for key, src in doc["sources"].items()}
 
 
 def gemm_errors() -> list[tuple[dict, float, float]]:
     """(row, predicted seconds, error) of every published matrix product; a row is "skinny" when
     its smaller output side is under one 128-wide tile."""
-    doc, gpus = json.loads(DATA.read_text(encoding="utf-8")), _gpus()
+    doc, gpus = _data()
     out = []
     for g in doc["gemm"]:
         gpu = gpus[g["gpu"]]
@@ -48,7 +51,7 @@ def gemm_errors() -> list[tuple[dict, float, float]]:
 def rnn_errors() -> list[tuple[dict, float, float]]:
     """(row, predicted seconds, error) of every published LSTM/GRU layer (one layer, input size =
     hidden size; forward + backward with respect to the inputs and the weights)."""
-    doc, gpus = json.loads(DATA.read_text(encoding="utf-8")), _gpus()
+    doc, gpus = _data()
     out = []
     for kind in ("lstm", "gru"):
         for r in doc[kind]:

@@ -114,7 +114,6 @@ CASES: dict[str, dict[str, Any]] = {
 for _act in ("relu", "tanh", "sigmoid", "silu", "gelu", "leaky_relu", "softmax"):
     CASES[_act] = {"base": IMAGE, "add": [{"type": _act}]}
 # graph op kinds counted as another kind (the projections of an attention or a SwiGLU: linear layers
-# on a sequence)
 # on a sequence; without biases when the op has one tensor per linear layer); a GRU as an LSTM: the CPU
 # build runs a GRU step by step (hundreds of operators), CUDA's cuDNN the whole recurrence in one
 ALIASES = {

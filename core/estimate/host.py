@@ -181,13 +181,18 @@ def graph_operators(g: Graph, autocast: bool, table: Mapping[str, Any] | None = 
     loss, as CUDA runs them (resources/host_ops.json; a kind not counted there: one forward and two
     backward operators), with autocast's casts when ``autocast``; attention "math" as the math
     kernel's decomposition, "eager" as the attention written out in Python."""
-    doc = table if table is not None else host_ops_table()
-    return _graph_operators(g, autocast, json.dumps(doc, sort_keys=True) if table is not None else "", attention)
+    if table is None:
+        return _committed_graph_operators(g, autocast, attention)
+    return _count_operators(g, autocast, table, attention)
 
 
 @lru_cache(maxsize=256)
-def _graph_operators(g: Graph, autocast: bool, table_json: str, attention: str = "auto") -> int:
-    doc = json.loads(table_json) if table_json else host_ops_table()
+def _committed_graph_operators(g: Graph, autocast: bool, attention: str) -> int:
+    """graph_operators with the committed table, once per graph (the what-if loop re-times it)."""
+    return _count_operators(g, autocast, host_ops_table(), attention)
+
+
+def _count_operators(g: Graph, autocast: bool, doc: Mapping[str, Any], attention: str) -> int:
     kinds = doc.get("kinds", doc)
     aliases = doc.get("aliases", {})
     sequence = any(op.name in ("embedding", "sdpa", "qkv_proj") for op in g.ops)

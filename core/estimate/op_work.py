@@ -295,20 +295,7 @@ def op_times(
     (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
     model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
-        return _gpu_op_times(
-            model,
-            ops,
-            device,
-            b,
-            precision,
-            optimizer,
-            checkpointing,
-            memory_format,
-            compile_model,
-            cal,
-            fp8,
-            attention,
-        )
+        return _gpu_op_times(setup, b, memory_format, compile_model, fp8, attention)
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -398,22 +385,12 @@ def loss_time(model: ModelAnalysis, b: int, softmax_s: float, measured: Mapping[
 
 
 def _gpu_op_times(
-    model: ModelAnalysis,
-    ops: Sequence[OpWork],
-    device: DeviceSpec,
-    b: int,
-    precision: str,
-    optimizer: str,
-    checkpointing: bool,
-    memory_format: str,
-    compile_model: bool,
-    cal: Mapping[str, Any],
-    fp8: bool = False,
-    attention: str = "auto",
+    setup: PassSetup, b: int, memory_format: str, compile_model: bool, fp8: bool, attention: str
 ) -> tuple[float, float, float]:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
     kernels, the loss and autocast's and GradScaler's per-step work; the foreach optimizer."""
+    model, ops, device, _, precision, optimizer, checkpointing, _, cal = setup.parts()
     gpu = gpu_kernels.figures(device, cal)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     # an op variant's bytes as accesses of the activation precision, like the other kinds; under

@@ -26,7 +26,7 @@ from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 # On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
 OVERHEAD_PER_OP_S = host_model.REFERENCE["per_call_s"]
 OVERHEAD_PER_OPERATOR_S = host_model.REFERENCE["per_operator_s"]
-OVERHEAD_PER_STEP_S = {"cpu": 200e-6, "gpu": host_model.REFERENCE["per_step_s"]["gpu"]}
+OVERHEAD_PER_STEP_S = host_model.REFERENCE["per_step_s"]
 
 
 @dataclass(frozen=True)

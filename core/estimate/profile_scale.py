@@ -158,10 +158,6 @@ def scale_kernel(
     return k.calls * (fixed + (per_call - fixed) * ratio)
 
 
-def _geforce(device: DeviceSpec) -> bool:
-    return "geforce" in device.name.lower()
-
-
 # Published pairs of one architecture (Lambda's ResNet-50 and BERT throughputs, benchmarks/
 # measure_scale_published.py, docs/accuracy.md): between a GeForce card and a workstation or data-centre
 # card the datasheet peaks mislead the scaling by 25–56 % (GeForce datasheets halve the FP16 and TF32
@@ -201,7 +197,7 @@ def _predict(profile: StepProfile, source: DeviceSpec, target: DeviceSpec, gap: 
     step = max(host or 0.0, device_s) + gap
     if sms[1] is None:
         notes.append("its SM count is not known: kernels scaled by the peak ratio without waves")
-    if _geforce(source) != _geforce(target):
+    if source.geforce != target.geforce:
         notes.append(GEFORCE_NOTE)
     return ScaledPrediction(target.name, step, device_s, host, gap, bound, by_class, tuple(notes))
 

@@ -88,6 +88,12 @@ class DeviceSpec:
         overheads apply to it and to nothing else."""
         return self.kind == "gpu" and str(self.extra.get("vendor") or "NVIDIA").upper() == "NVIDIA"
 
+    @property
+    def geforce(self) -> bool:
+        """A GeForce card: its datasheet gives half-rate FP16/TF32 tensor peaks (FP32 accumulate),
+        which its training throughput does not show (docs/accuracy.md)."""
+        return self.runs_cuda and "geforce" in self.name.lower()
+
     def peak_flops(self, precision: str) -> float:
         """Dense peak for the training precision; devices without tensor cores fall back to FP32."""
         if precision == "tf32" and self.tf32_flops:

@@ -275,7 +275,7 @@ def step_accuracy_note(c: CandidateResult) -> str:
         "BERT in fp16 and TF32, Lambda benchmark) that its constants were not fitted on, 37 of 40 within 25 %, "
         "mean error 11 %"
     )
-    if "geforce" in c.device.name.lower():
+    if c.device.geforce:
         text += (
             "; on GeForce cards it has read 20–29 % slower than measured in fp16 (they outrun their datasheet peaks)"
         )

@@ -113,15 +113,8 @@ def train_rates(torch, dev) -> dict[str, Any]:
     (``conv_call_s``, measured on a convolution with next to no work)."""
     linear = []
     for rows, n_in, n_out in LINEAR_SIZES[dev.type]:
-        lin = torch.nn.Linear(n_in, n_out).to(dev)
-        x = torch.randn(rows, n_in, device=dev, requires_grad=True)  # a hidden layer: input gradients too
-
-        def lin_step(lin=lin, x=x) -> None:
-            lin(x).sum().backward()
-            sync(torch, dev)
-
         fwd = 2 * rows * n_in * n_out
-        linear.append([fwd, 3 * fwd / median_time(lin_step, repeat=3)])
+        linear.append([fwd, 3 * fwd / linear_step_time(torch, dev, rows, n_in, n_out)])
 
     def conv_time(batch: int, cin: int, cout: int, hw: int, k: int, first: bool) -> float:
         layer = torch.nn.Conv2d(cin, cout, k, padding=k // 2).to(dev)
@@ -160,6 +153,19 @@ def train_rates(torch, dev) -> dict[str, Any]:
     return curves
 
 
+def linear_step_time(torch, dev, rows: int, n_in: int, n_out: int) -> float:
+    """Median seconds of a hidden linear layer's training step (forward, input and weight gradients;
+    the gradients accumulate into the last step's) at ``rows`` rows."""
+    lin = torch.nn.Linear(n_in, n_out).to(dev)
+    x = torch.randn(rows, n_in, device=dev, requires_grad=True)  # a hidden layer: input gradients too
+
+    def step() -> None:
+        lin(x).sum().backward()
+        sync(torch, dev)
+
+    return median_time(step, repeat=3)
+
+
 def linear_grid(torch, dev, grid: dict) -> list[list[float]]:
     """[rows, width, 1, FLOP/s] of square linear layers' training steps (forward, input and weight
     gradients: 3 × forward FLOPs), net of the same step on a 1 × 1 layer (its framework calls; at
@@ -169,21 +175,11 @@ def linear_grid(torch, dev, grid: dict) -> list[list[float]]:
     on four random suites (docs/accuracy.md): the extra pass stands in for what a real step's ops
     cost beyond the tiny MLP the framework's cost per op is measured on."""
 
-    def lin_time(rows: int, width: int) -> float:
-        lin = torch.nn.Linear(width, width).to(dev)
-        x = torch.randn(rows, width, device=dev, requires_grad=True)
-
-        def step() -> None:
-            lin(x).sum().backward()
-            sync(torch, dev)
-
-        return median_time(step, repeat=3)
-
-    empty = lin_time(1, 1)
+    empty = linear_step_time(torch, dev, 1, 1, 1)
     points = []
     for rows in grid["rows"]:
         for width in grid["width"]:
-            seconds = lin_time(rows, width)
+            seconds = linear_step_time(torch, dev, rows, width, width)
             fwd = 2 * rows * width * width
             points.append([rows, width, 1, 3 * fwd / max(seconds - empty, 0.25 * seconds)])
     return points

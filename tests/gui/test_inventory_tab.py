@@ -232,19 +232,12 @@ def test_three_stored_calibrations_are_combined_and_their_spread_shown(qtbot, ma
 def test_a_calibration_on_a_busy_machine_is_reported_with_its_change(qtbot, main_window) -> None:
     w = main_window()
     qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
-    result = {
-        "cpu_fp32_matmul_flops": 1.0e11,
-        "cpu_fp32_matmul_flops_end": 0.6e11,
-        "cpu_linear_train_flops": 9e10,
-        "cpu_conv_train_flops": 4.0e10,
-        "step_overhead": {"per_op_s": 5e-6, "per_step_s": 2e-4},
-        "seconds": 41.0,
-        "measured_at": "2026-11-25T19:30:00+00:00",
-    }
     from core.estimate.calibration import unsteady_note
+    from tests.unit.test_calibration import CAL  # its matrix product: 100 GFLOP/s at the start
 
-    result["unsteady"] = unsteady_note(result)
+    result = {**CAL, "cpu_fp32_matmul_flops_end": 0.6e11, "seconds": 41.0, "measured_at": "2026-11-25T19:30:00+00:00"}
+    result["unsteady"] = unsteady_note(result)  # as telemetry.calibrate.run_calibration adds it
     w.inventory_tab._calibrated(result, "fingerprint-of-a-test")
     text = w.inventory_tab.torch_status.text()
-    assert text.startswith("Calibrated in 41.0 s: training steps reach 90 GFLOP/s on linear")
+    assert text.startswith("Calibrated in 41.0 s: training steps reach 80 GFLOP/s on linear")
     assert "speed changed by -40% during the calibration" in text and "calibrate again when the machine is idle" in text
