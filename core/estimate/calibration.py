@@ -126,7 +126,7 @@ def class_efficiencies(
         if fp32_mm and half_mm and gpu.half_flops:
             eff["tensor"] = min(half_mm / gpu.half_flops * rate / fp32_mm, 1.0)
         tf32_mm = g.get("tf32_matmul_flops")
-        if fp32_mm and tf32_mm and gpu.tf32_flops and gpu.tf32_flops > gpu.fp32_flops:
+        if fp32_mm and tf32_mm and gpu.tf32_flops:
             # TF32's own share of its peak, measured: replaces the estimate TF32_GEMM_EFFICIENCY
             eff["tf32"] = min(tf32_mm / gpu.tf32_flops * rate / fp32_mm, 1.0)
         out[gpu.name] = eff

@@ -5,9 +5,11 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
 * Matrix products (linear layers, convolutions as implicit GEMMs, recurrent layers): each GEMM is
   cut into 128 × 128 output tiles, the tiles run in waves over the SMs (⌈tiles / SMs⌉ waves; a
   GEMM of SMs + 1 tiles takes two waves), each tile at the SM's share of the datasheet peak for
-  the precision × the efficiency a large GEMM reaches; small reductions run split-K. A GEMM never
-  beats moving its operands at the bandwidth reached, and no kernel takes less than
-  ``KERNEL_FLOOR_S``. Forward, input gradient and weight gradient are three GEMMs.
+  the precision × the efficiency a large GEMM reaches (set on the H100 SXM; for another GPU scaled
+  by the share of its peak its published PyTorch matmuls reach, ``published_efficiency``); small
+  reductions run split-K. A GEMM never beats moving its operands at the bandwidth reached, and no
+  kernel takes less than ``KERNEL_FLOOR_S``. Forward, input gradient and weight gradient are three
+  GEMMs.
 * Precision: ``fp32`` is IEEE fp32 on CUDA cores (TF32 off for matmuls and cuDNN, as TrainRig's
   recorded steps ran; PyTorch's default turns TF32 on for convolutions only); ``tf32`` everything on
   TF32 tensor cores; mixed precision on FP16/BF16 tensor cores.
@@ -35,13 +37,16 @@ checked on the recorded H100 steps (docs/accuracy.md, "GPU kernel model").
 
 from __future__ import annotations
 
+import json
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from core.hardware.catalogue import DeviceSpec
+from core.paths import resource_path
 
 if TYPE_CHECKING:
     from core.estimate.op_work import OpWork
@@ -77,11 +82,11 @@ NCHW_TRANSPOSE_ACCESSES = 9.5
 NCHW_NATIVE_CAPABILITIES = ("8.6", "8.9")
 # TF32 GEMMs reach a lower share of their peak than FP16/BF16 ones: the share of GEMM_EFFICIENCY
 # ["tensor"] they reach. TrainRig estimate, the least-squares fit of the published BERT-base TF32
-# throughputs of the H100 SXM and the RTX 3090 (+34 and −10 % at 1.0, +23 and −23 % at 0.8: one
-# factor cannot serve both cards), held out on BERT-large and on the other six GPUs (docs/accuracy.md,
-# "TF32"). Every GPU of the Lambda tables runs BERT in TF32 at 1.85–2.2 × its fp16 step, where equal
-# shares of the peaks give 1.6–1.8 ×.
-TF32_GEMM_EFFICIENCY = 0.80
+# throughputs of the H100 SXM and the RTX 3090 (+16 and −14 % at 0.7; 0.8 while the 3090 was priced
+# from its datasheet peak, before its published matmul rates), held out on BERT-large and on the
+# other six GPUs (docs/accuracy.md, "TF32"). Every GPU of the Lambda tables runs BERT in TF32 at
+# 1.85–2.2 × its fp16 step, where equal shares of the peaks give 1.6–1.8 ×.
+TF32_GEMM_EFFICIENCY = 0.70
 # Flash attention's share of the tensor peak: FlashAttention-2 (Dao 2023, arXiv 2307.08691) reaches
 # 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
 # kernel is FlashAttention-2. Head dimension 64 is at the low end.
@@ -131,11 +136,143 @@ class GpuFigures:
     eff_tensor: float = GEMM_EFFICIENCY["tensor"]
     eff_cuda: float = GEMM_EFFICIENCY["cuda"]
     eff_tf32: float | None = None  # TF32's share of its peak, measured by `calibrate` (None: estimated)
+    eff_fp16: float | None = None  # FP16's where published apart from BF16's (None: eff_tensor)
     fp8: float = 0.0  # FLOP/s on FP8 tensor cores (0: none)
     nchw_native: bool = False  # NCHW half-precision convolutions without cuDNN's layout transposes
+    tf32_cores: bool = False  # TF32 runs on tensor cores (Ampere and later), even where its peak is FP32's
 
     def gemm_efficiency(self, tensor_cores: bool) -> float:
         return self.eff_tensor if tensor_cores else self.eff_cuda
+
+    def tensor_cores(self, precision: str) -> bool:
+        """Whether matrix products in ``precision`` run on tensor cores: TF32 where the GPU has
+        TF32 (a GeForce Ada card's TF32 peak equals its FP32 one, yet runs on tensor cores), FP16/
+        BF16 where their peak is above FP32's."""
+        if precision == "tf32":
+            return self.tf32_cores
+        return precision in ("fp16_mixed", "bf16_mixed") and self.half > self.fp32
+
+
+# published matmul figures of a GPU are used when at least this many contributors measured it: one
+# submission alone may come from a card held at a lower power limit or a busy shared host
+MIN_SUBMISSIONS = 2
+
+
+@lru_cache(maxsize=1)
+def _ceilings() -> dict[str, Any]:
+    return dict(json.loads(resource_path("published/matmul_ceilings.json").read_text(encoding="utf-8")))
+
+
+def _ceiling_shares(
+    name: str, fp32: float, tf32: float | None, half: float | None, capability: str
+) -> dict[str, float]:
+    """The median published square-matmul rate of the GPU ``name`` per precision over its datasheet
+    peak: "fp32" (CUDA cores), "fp16", "bf16" (where it runs natively: compute capability 8.0 and
+    later), "tf32"; empty when none is published."""
+    entries = _ceilings()["devices"].get(name) or []
+
+    def share(key: str, peak: float | None) -> dict[str, float]:
+        values = [float(e[key]) for e in entries if e.get(key)]
+        return {key: statistics.median(values) * 1e12 / peak} if values and peak else {}
+
+    tensor = half if half and half > fp32 else None
+    return {
+        **share("fp32", fp32),
+        **share("fp16", tensor),
+        **(share("bf16", tensor) if _capability(capability) >= 8.0 else {}),
+        **share("tf32", tf32),
+    }
+
+
+def _capability(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
+SHARE_LABELS = (("bf16", "BF16"), ("fp16", "FP16"), ("tf32", "TF32"), ("fp32", "FP32"))
+
+
+def published_efficiency(device: DeviceSpec, reference: DeviceSpec | None) -> dict[str, Any]:
+    """The efficiencies of ``device`` from published PyTorch matmul measurements
+    (resources/published/matmul_ceilings.json): GEMM_EFFICIENCY (set on the reference card, the
+    H100 SXM) × the share of its peak the device's large matmuls reach over the reference's, per
+    precision ("fp32"; "tensor" from BF16 where it runs natively, else FP16; "fp16"; "tf32" as
+    TF32_GEMM_EFFICIENCY of the tensor cores' where published), at most 1; empty where fewer than
+    MIN_SUBMISSIONS are published for the device."""
+    if reference is None:
+        return {}
+    return dict(_published(_peaks(device), _peaks(reference)))
+
+
+Peaks = tuple[str, float, float | None, float | None, str]  # name, FP32, TF32, FP16/BF16 peaks, compute capability
+
+
+def _peaks(d: DeviceSpec) -> Peaks:
+    return (d.name, d.fp32_flops, d.tf32_flops, d.half_flops, str(d.extra.get("compute_capability") or "0"))
+
+
+@lru_cache(maxsize=128)
+def _published(device: Peaks, reference: Peaks) -> dict[str, Any]:
+    shares = _ceiling_shares(*device)
+    ref = _ceiling_shares(*reference)
+    n = len(_ceilings()["devices"].get(device[0]) or [])
+    if n < MIN_SUBMISSIONS or not ref or device[0] == ref_name():
+        return {}
+
+    def scaled(key: str, base: float) -> dict[str, float]:
+        return {key: min(base * shares[key] / ref[key], 1.0)} if key in shares and key in ref else {}
+
+    out: dict[str, Any] = {
+        **scaled("fp32", GEMM_EFFICIENCY["cuda"]),
+        **scaled("fp16", GEMM_EFFICIENCY["tensor"]),
+        **scaled("tf32", GEMM_EFFICIENCY["tensor"] * TF32_GEMM_EFFICIENCY),
+    }
+    tensor = scaled("bf16", GEMM_EFFICIENCY["tensor"]).get("bf16", out.get("fp16"))
+    if tensor is not None:
+        out["tensor"] = tensor
+    if out:
+        mine = ", ".join(f"{label} {shares[k]:.0%}" for k, label in SHARE_LABELS if k in shares and k in ref)
+        theirs = ", ".join(f"{label} {ref[k]:.0%}" for k, label in SHARE_LABELS if k in shares and k in ref)
+        out["note"] = (
+            "its matrix products at the share of the datasheet peak that published PyTorch matmul measurements "
+            f"of this GPU reach ({mine}; the {ref_name()}'s, on which the kernel model was set: {theirs}; "
+            f"{n} submissions to torch-performance-test-data)"
+        )
+    return out
+
+
+def published_note(device: DeviceSpec) -> str:
+    """What ``published_efficiency`` says of ``device``, "" where nothing is published for it."""
+    return str(published_efficiency(device, _reference_device()).get("note", ""))
+
+
+def published_rate_factor(device: DeviceSpec, precision: str) -> float:
+    """How much more (> 1) or less of its datasheet peak in ``precision`` a GPU's matrix products
+    reach than the reference card's, from published matmul measurements (``published_efficiency``);
+    1.0 where none are published. ``precision``: a training precision, "fp32" on CUDA cores."""
+    pub = published_efficiency(device, _reference_device())
+    tensor = GEMM_EFFICIENCY["tensor"]
+    if precision in ("fp16_mixed", "bf16_mixed") and device.half_flops:
+        key = "fp16" if precision == "fp16_mixed" and "fp16" in pub else "tensor"
+        return float(pub.get(key, tensor) / tensor)
+    if precision == "tf32" and device.tf32_flops:
+        if "tf32" in pub:
+            return float(pub["tf32"] / (tensor * TF32_GEMM_EFFICIENCY))
+        return float(pub.get("tensor", tensor) / tensor)
+    return float(pub.get("fp32", GEMM_EFFICIENCY["cuda"]) / GEMM_EFFICIENCY["cuda"])
+
+
+def ref_name() -> str:
+    return str(_ceilings()["reference"])
+
+
+@lru_cache(maxsize=1)
+def _reference_device() -> DeviceSpec | None:
+    from core.hardware.catalogue import load_catalogue
+
+    return next((d for d in load_catalogue() if d.name == ref_name()), None)
 
 
 def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> GpuFigures:
@@ -143,8 +280,12 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
     GA10x, Ada, Hopper, Blackwell; 64 on Volta, Turing and A100 give twice the SMs — an upper
     bound that only matters for wave quantisation). ``measured``: a calibration's efficiencies of
     the device's class ("fp32", "tensor", "tf32"), which replace GEMM_EFFICIENCY and
-    TF32_GEMM_EFFICIENCY."""
-    m = measured or {}
+    TF32_GEMM_EFFICIENCY; where it has none, published measurements of the device's matmuls do
+    (``published_efficiency``)."""
+    published = published_efficiency(device, _reference_device())
+    if measured and "tensor" in measured:  # this machine's own measurement of its tensor cores
+        published.pop("fp16", None)
+    m = {**published, **(measured or {})}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
     arch = str(device.extra.get("architecture", "")).lower()
     clock = power_factor(device)
@@ -159,7 +300,9 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
         eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
         eff_tf32=float(m["tf32"]) if m.get("tf32") else None,
+        eff_fp16=float(m["fp16"]) if m.get("fp16") else None,
         nchw_native=str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES,
+        tf32_cores=bool(device.tf32_flops),
     )
 
 
@@ -217,11 +360,18 @@ def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
     """The share of ``matmul_peak`` a large GEMM reaches in ``precision``: the GPU's tensor-core or
     CUDA-core efficiency; TF32 what `calibrate` measured for it, else TF32_GEMM_EFFICIENCY of the
     tensor cores' one."""
-    peak, _ = matmul_peak(precision, gpu)
-    tensor_cores = peak > gpu.fp32
+    tensor_cores = gpu.tensor_cores(precision)
     if precision == "tf32" and tensor_cores:
         return gpu.eff_tf32 if gpu.eff_tf32 else gpu.gemm_efficiency(True) * TF32_GEMM_EFFICIENCY
+    if precision == "fp16_mixed" and tensor_cores and gpu.eff_fp16:
+        return gpu.eff_fp16
     return gpu.gemm_efficiency(tensor_cores)
+
+
+def conv_efficiency(precision: str, gpu: GpuFigures) -> float:
+    """The share of ``matmul_peak`` a cuDNN convolution (not 1 × 1) reaches: the GEMMs' efficiency ×
+    CONV_EFFICIENCY."""
+    return matmul_efficiency(precision, gpu) * CONV_EFFICIENCY["tensor" if gpu.tensor_cores(precision) else "cuda"]
 
 
 def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
@@ -230,8 +380,7 @@ def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
     convolution over NCHW is per image the GEMM W·X of a (C × H·W) input, which runs in place; the
     3 × 3 and 7 × 7 ones run on NHWC), "" in channels_last, in IEEE fp32 (CUDA-core kernels on
     NCHW) and on the GPUs of NCHW_NATIVE_CAPABILITIES."""
-    peak, _ = matmul_peak(precision, gpu)
-    if memory_format == "channels_last" or peak <= gpu.fp32 or gpu.nchw_native:
+    if memory_format == "channels_last" or not gpu.tensor_cores(precision) or gpu.nchw_native:
         return ""
     return "spatial" if precision == "tf32" else "all"
 
@@ -240,10 +389,7 @@ def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointi
     """Seconds of a linear layer's or convolution's forward and backward GEMMs at batch ``b``."""
     conv = op.rate == "conv"
     peak, nbytes = matmul_peak(precision, gpu)
-    tensor_cores = peak > gpu.fp32
-    eff = matmul_efficiency(precision, gpu)
-    if conv and not op.pointwise:
-        eff *= CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"]
+    eff = conv_efficiency(precision, gpu) if conv and not op.pointwise else matmul_efficiency(precision, gpu)
     shape = _gemm_shape(op)
     passes = (2 if op.first else 3) + (1 if checkpointing else 0)
     if shape is None:  # a traced op: FLOPs only

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.estimate.gpu_kernels import (
-    CONV_EFFICIENCY,
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
     KERNELS_PER_KIND,
@@ -21,6 +20,7 @@ from core.estimate.gpu_kernels import (
     TILE,
     GpuFigures,
     attention_op_s,
+    conv_efficiency,
     figures,
     matmul_efficiency,
     matmul_peak,
@@ -126,9 +126,8 @@ def step_kernels(
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     mo = _matrix_ops(ops)
     peak, mbytes = matmul_peak(precision, gpu)
-    tensor_cores = peak > gpu.fp32
     base = matmul_efficiency(precision, gpu)
-    eff = np.where(mo.conv, base * CONV_EFFICIENCY["tensor" if tensor_cores else "cuda"], base)
+    eff = np.where(mo.conv, conv_efficiency(precision, gpu), base)
     if fp8 and gpu.fp8 and peak == gpu.half:
         # linear layers on fp8 tensor cores (convolutions stay in half precision): the fp8 peak as a
         # share of the half-precision one, so one array call times both

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core.estimate.gpu_kernels import published_rate_factor
 from core.estimate.profile_read import (
     KERNEL_CLASSES,
     KernelRecord,
@@ -141,11 +142,13 @@ def scale_kernel(
     clock = (source.clock_hz / target.clock_hz) if source.clock_hz and target.clock_hz else 1.0
     if cls == "compute":
         p = kernel_precision(k.name, precision)
-        ratio = source.peak_flops(p) / target.peak_flops(p)
+        rate_s = source.peak_flops(p) * published_rate_factor(source, p)
+        rate_t = target.peak_flops(p) * published_rate_factor(target, p)
+        ratio = rate_s / rate_t
         if blocks is not None and sms[1]:
             s_sm, t_sm = sms[0] or 1, sms[1]
             waves = max(1.0, blocks / t_sm) / max(1.0, blocks / s_sm)
-            ratio = waves * (source.peak_flops(p) / s_sm) / (target.peak_flops(p) / t_sm)
+            ratio = waves * (rate_s / s_sm) / (rate_t / t_sm)
     elif cls == "memory":
         few_blocks = blocks is not None and sms[0] is not None and blocks < sms[0]
         ratio = (
@@ -159,18 +162,21 @@ def scale_kernel(
 
 
 # Published pairs of one architecture (Lambda's ResNet-50 and BERT throughputs, benchmarks/
-# measure_scale_published.py, docs/accuracy.md): between a GeForce card and a workstation or data-centre
-# card the datasheet peaks mislead the scaling by 25–56 % (GeForce datasheets halve the FP16 and TF32
-# tensor peaks, which their training throughput does not show); within one class (H100 SXM ↔ PCIe) it
-# was within 6 %.
+# measure_scale_published.py, docs/accuracy.md): within one class (H100 SXM ↔ PCIe) within 6 %; between
+# a GeForce card and a workstation or data-centre card the datasheet peaks misled the scaling by 25–56 %
+# (GeForce datasheets halve the FP16 and TF32 tensor peaks, which the cards outrun). With the published
+# PyTorch matmul rates of the GeForce cards (gpu_kernels.published_rate_factor) the mean error is 8 %
+# (RTX 3090 ↔ RTX A6000), 20 % (↔ A10) and 30 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
 GEFORCE_NOTE = (
-    "scaled between a GeForce card and a workstation or data-centre card: their datasheet tensor peaks "
-    "(GeForce: FP16 and TF32 at half rate with FP32 accumulate) misled this scaling by 25–56 % on published "
-    "pairs of one architecture (RTX 3090 ↔ A10, RTX 4090 ↔ RTX 6000 Ada); treat it as a rough figure"
+    "scaled between a GeForce card and a workstation or data-centre card: GeForce datasheets halve the FP16 "
+    "and TF32 tensor peaks (FP32 accumulate), which the cards outrun; published PyTorch matmul measurements "
+    "set their rates where they exist, yet on published pairs of one architecture this scaling was still "
+    "8–30 % off on average (RTX 3090 ↔ RTX A6000, ↔ A10, RTX 4090 ↔ RTX 6000 Ada); treat it as a rough figure"
 )
 
 RULES = {
-    "compute": "ratio of the datasheet peaks for the kernel's precision, by waves over the SMs",
+    "compute": "ratio of the datasheet peaks for the kernel's precision (× the share of the peak each GPU's "
+    "published matmuls reach, where published), by waves over the SMs",
     "memory": "ratio of the datasheet memory bandwidths (small grids: the clock ratio)",
     "latency": "ratio of the boost clocks",
 }

@@ -11,6 +11,7 @@ from typing import Any
 from core.estimate import seed_formulas as seed
 from core.estimate.activations import activation_note
 from core.estimate.cost import CostEstimate, estimate_cost
+from core.estimate.gpu_kernels import published_note
 from core.estimate.memory import (
     CPU_RUNTIME_BYTES,
     MemoryBreakdown,
@@ -138,7 +139,12 @@ def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:
     """Where the efficiency comes from when nothing was calibrated."""
     if uses_gpu_kernel_model(device, m):
         sms = device.sm_count or "estimated"
-        return f" (reached by the GPU kernel model: tiles in waves over its {sms} SMs, docs/sizing.md §4c)"
+        published = published_note(device)
+        return (
+            f" (reached by the GPU kernel model: tiles in waves over its {sms} SMs"
+            + (f"; {published}" if published else "")
+            + ", docs/sizing.md §4c)"
+        )
     return " (default for the device class)"
 
 

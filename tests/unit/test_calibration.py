@@ -318,7 +318,7 @@ def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes()
         default.step.compute_s * GEMM_EFFICIENCY["cuda"] / (40e12 / sxm.fp32_flops)
     )
     assert "measured on this machine's NVIDIA H100 SXM" in c.assumptions[0]
-    # TF32: its own measured share of its peak replaces the estimate (0.8 of the tensor cores' share)
+    # TF32: its own measured share of its peak replaces the estimate (0.7 of the tensor cores' share)
     assert rates[sxm.name]["tf32"] == pytest.approx(380e12 / sxm.tf32_flops * 40 / 50)
     w32 = parse_workload(
         {"model": wide, "data": {"samples": 81920}, "training": {"batch_size": 8192, "epochs": 1, "precision": "tf32"}}
@@ -329,6 +329,29 @@ def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes()
         size_candidate(w32, sxm, 1).step.compute_s * estimated / rates[sxm.name]["tf32"]
     )
 
+
+
+def test_a_geforce_ada_cards_tf32_is_measured_though_its_peak_equals_fp32s() -> None:
+    # the RTX 4090's datasheet TF32 tensor peak is its FP32 one (82.6 TFLOPS); TF32 still runs on its
+    # tensor cores, so calibrate's TF32 matmul sets its TF32 efficiency
+    catalogue = load_catalogue()
+    machine = replace(probe_machine(), gpus=(GpuSummary("NVIDIA GeForce RTX 4090", 24 * 10**9, "GPU-1"),))
+    cal = {
+        **PROFILE,
+        "gpus": [
+            {
+                "name": "NVIDIA GeForce RTX 4090",
+                "fp32_matmul_flops": 54e12,
+                "tf32_matmul_flops": 85e12,
+                "bf16_matmul_flops": 165e12,
+                "profile": {"linear_train": [[1e12, 45e12]]},
+            }
+        ],
+    }
+    rtx = find_device("RTX 4090", catalogue)
+    assert rtx.tf32_flops == rtx.fp32_flops
+    rates = calibrated_rates([rtx], cal, machine, catalogue)
+    assert rates[rtx.name]["tf32"] == pytest.approx(85e12 / rtx.tf32_flops * 45 / 54)
 
 def test_a_hand_edited_trace_is_checked_with_its_path() -> None:
     model = {

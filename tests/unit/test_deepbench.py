@@ -34,10 +34,13 @@ def test_every_kernel_timing_is_kept_with_its_source() -> None:
 @pytest.mark.parametrize(
     ("gpu", "precision", "share", "mean"),
     [
-        # reached: V100 fp32 37 of 43 within 25 %, mean 15 %; V100 fp16 33 of 43, 24 %; T4 fp16 37 of 43, 16 %
+        # reached: V100 fp32 37 of 43 within 25 %, mean 15 %; V100 fp16 33 of 43, 24 %; T4 fp16 40 of 43, 10 %
+        # and T4 fp32 40 of 43, 15 % (the T4's matrix rates from its published PyTorch matmul measurements,
+        # resources/published/matmul_ceilings.json: fp32 −36 % and fp16 −14 % median from the datasheet peaks)
         ("V100", "fp32", 0.85, 0.16),
         ("V100", "fp16_mixed", 0.75, 0.25),
-        ("T4", "fp16_mixed", 0.85, 0.17),
+        ("T4", "fp16_mixed", 0.90, 0.12),
+        ("T4", "fp32", 0.90, 0.16),
     ],
 )
 def test_large_matrix_products_on_gpus_the_model_was_not_built_on(
@@ -49,8 +52,8 @@ def test_large_matrix_products_on_gpus_the_model_was_not_built_on(
     assert statistics.mean(abs(e) for e in errs) <= mean
 
 
-def _t4_fp32() -> list[float]:
-    return _errors("T4", "fp32", skinny=False) + _errors("T4", "fp32", skinny=True)
+def _t4_fp32_skinny() -> list[float]:
+    return _errors("T4", "fp32", skinny=True)
 
 
 def _v100_fp32_skinny_and_recurrent() -> list[float]:
@@ -61,14 +64,13 @@ def _v100_fp32_skinny_and_recurrent() -> list[float]:
     "errors",
     [
         pytest.param(
-            _t4_fp32,
+            _t4_fp32_skinny,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="T4 fp32: large products −36 % (too fast: the 70 W card does not hold the boost clock "
-                "its datasheet peak assumes), skinny ones +71 % (128 × 128 tiles over a 16–64-row product; "
-                "cuBLAS runs narrower tiles) (docs/accuracy.md)",
+                reason="T4 fp32: skinny products +147 % (128 × 128 tiles over a 16–64-row product; cuBLAS runs "
+                "narrower tiles) (docs/accuracy.md)",
             ),
-            id="t4-fp32",
+            id="t4-fp32-skinny",
         ),
         pytest.param(
             _v100_fp32_skinny_and_recurrent,

@@ -278,7 +278,7 @@ def test_the_report_notes_say_which_candidates_used_the_measurement() -> None:
 def test_scaling_between_a_geforce_and_a_professional_card_says_it_is_rough() -> None:
     r = scale_profile(read_profile_file(BERT), H100_SXM, [dev("RTX 4090"), A100])
     rtx, a100 = r.predictions
-    assert any("GeForce" in n and "25–56 %" in n for n in rtx.notes)
+    assert any("GeForce" in n and "8–30 %" in n for n in rtx.notes)
     assert not any("GeForce" in n for n in a100.notes)
     from core.output.measure_report import report_notes, scale_to_text
 
@@ -292,13 +292,18 @@ def test_the_scaling_rules_against_published_throughputs_of_one_gpu_class() -> N
     # split into matrix and memory-bound kernels as the kernel model splits it, scaled to the other
     # GPU and compared with its published throughput (benchmarks/measure_scale_published.py).
     # H100 SXM ↔ H100 PCIe (ResNet-50, BERT-base/large, fp16 and TF32): reached 12 of 12 within 15 %,
-    # mean 2.7 %, worst +6 %. Between GeForce and professional cards of one architecture it is not met
-    # (RTX 3090 ↔ A10 0 of 12, mean 39 %): the report says so (the test above)
+    # mean 2.5 %, worst +6 %. Between GeForce and professional cards of one architecture the GeForce
+    # card's published matmul rates (not its datasheet's half-rate peaks) bring RTX 3090 ↔ RTX A6000 to
+    # 12 of 12 within 15 %, mean 8.3 % (4 of 12, 18 % from the datasheets); RTX 3090 ↔ A10 still misses
+    # (4 of 12, mean 20 %; was 0 of 12, 39 %): the report says so (the test above)
     from benchmarks.measure_scale_published import pair_errors
 
     hopper = [e for *_, e in pair_errors("NVIDIA H100 SXM", "NVIDIA H100 PCIe")]
     assert len(hopper) == 12
     assert max(abs(e) for e in hopper) <= 0.15
     assert sum(abs(e) for e in hopper) / len(hopper) <= 0.04
-    geforce = [e for *_, e in pair_errors("NVIDIA GeForce RTX 3090", "NVIDIA A10")]
-    assert sum(abs(e) > 0.25 for e in geforce) >= 8
+    ga102 = [e for *_, e in pair_errors("NVIDIA GeForce RTX 3090", "NVIDIA RTX A6000")]
+    assert len(ga102) == 12 and max(abs(e) for e in ga102) <= 0.15
+    assert sum(abs(e) for e in ga102) / len(ga102) <= 0.09
+    a10 = [e for *_, e in pair_errors("NVIDIA GeForce RTX 3090", "NVIDIA A10")]
+    assert sum(abs(e) <= 0.15 for e in a10) <= 4
