@@ -13,10 +13,11 @@ be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
 How a step is measured (as the recorded steps were): inputs are random tensors already on the
 device; the loss is cross-entropy on the logits in fp32; mixed precision is ``torch.autocast`` with
 the precision's dtype, plus ``torch.amp.GradScaler`` for fp16; fp32 turns TF32 off for matmuls and
-cuDNN, tf32 turns it on; ``cudnn.benchmark`` is on (ResNet-50 is also measured without it). One
-step = forward, loss, backward, ``optimizer.step()``, ``zero_grad(set_to_none=True)``. ``--warmup``
-steps, then the peak memory is reset and ``--steps`` steps are each timed with a synchronisation on
-both ends: ``step_time_s`` is
+cuDNN (image and recurrent networks are also measured with PyTorch's default, cuDNN's TF32 on: the
+workload's ``training.cudnn_tf32`` true), tf32 turns it on for both; ``cudnn.benchmark`` is on
+(ResNet-50 is also measured without it). One step = forward, loss, backward, ``optimizer.step()``,
+``zero_grad(set_to_none=True)``. ``--warmup`` steps, then the peak memory is reset and ``--steps``
+steps are each timed with a synchronisation on both ends: ``step_time_s`` is
 the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
 ``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU).
 """
@@ -286,6 +287,10 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
                 # the recorded bf16 batch-64 NCHW step ran so and reads −30 % (docs/accuracy.md)
                 if name == "resnet-50" and precision in ("bf16_mixed", "tf32"):
                     out.append({**out[-1], "memory_format": "contiguous", "cudnn_benchmark": False})
+                # fp32 with PyTorch's default too (torch.backends.cudnn.allow_tf32 = True), where cuDNN runs
+                # layers: convolutions and LSTM/GRU on TF32 tensor cores
+                if precision == "fp32" and (image or family == "rnn") and batch == batches[0]:
+                    out.append({**out[-1], "memory_format": "contiguous", "cudnn_tf32": True})
     if quick:
         keep = {"seed-mlp", "lenet-5", "tiny-gpt", "lstm-lm", f"random-{seed}-0"}
         # batch 4, fp32 and bf16, the NCHW layout: seconds on a CPU
@@ -312,7 +317,9 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     cuda = dev.type == "cuda"
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = case["precision"] == "tf32"
-        torch.backends.cudnn.allow_tf32 = case["precision"] == "tf32"
+        torch.backends.cudnn.allow_tf32 = case["precision"] == "tf32" or (
+            case["precision"] == "fp32" and case.get("cudnn_tf32", False)
+        )
         torch.backends.cudnn.benchmark = case.get("cudnn_benchmark", True)
     fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
     module = build_module(case["model"], case.get("attention", "auto")).to(dev, memory_format=fmt)
@@ -353,7 +360,8 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         "name": case["name"]
         + ("" if case["memory_format"] == "contiguous" else " channels_last")
         + ("" if case.get("attention", "auto") == "auto" else f" {case['attention']} attention")
-        + ("" if case.get("cudnn_benchmark", True) else " cudnn heuristics"),
+        + ("" if case.get("cudnn_benchmark", True) else " cudnn heuristics")
+        + (" cudnn tf32" if case.get("cudnn_tf32", False) else ""),
         "family": case["family"],
         "parameters": sum(p.numel() for p in module.parameters()),
         "step_time_s": statistics.median(times),
@@ -372,6 +380,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
                 "precision": case["precision"],
                 "memory_format": case["memory_format"],
                 "attention": case.get("attention", "auto"),
+                "cudnn_tf32": case.get("cudnn_tf32", False),
             },
         },
     }
@@ -392,8 +401,10 @@ def main(argv: list[str] | None = None) -> int:
     todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
     if args.list:
         for c in todo:
-            flags = ("" if c.get("attention", "auto") == "auto" else f" {c['attention']} attention") + (
-                "" if c.get("cudnn_benchmark", True) else " cudnn heuristics"
+            flags = (
+                ("" if c.get("attention", "auto") == "auto" else f" {c['attention']} attention")
+                + ("" if c.get("cudnn_benchmark", True) else " cudnn heuristics")
+                + (" cudnn tf32" if c.get("cudnn_tf32", False) else "")
             )
             print(c["name"], c["precision"], c["batch"], c["memory_format"] + flags)
         print(f"{len(todo)} cases, {len({c['name'] for c in todo})} networks")

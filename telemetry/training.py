@@ -86,6 +86,7 @@ def trainer_spec(
         "optimizer": workload.training.optimizer,
         "learning_rate": workload.training.learning_rate,
         "precision": workload.training.precision,
+        "cudnn_tf32": workload.training.cudnn_tf32,  # in fp32 on a GPU: cuDNN's TF32 as sized
         "device": device,
         "seed": seed,
         "csv": csv,

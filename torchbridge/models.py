@@ -378,9 +378,11 @@ def measure_step_time(
 
 
 def measure_cuda_step(
-    model: Mapping[str, Any], batch: int, optimizer: str, precision: str, steps: int = 10
+    model: Mapping[str, Any], batch: int, optimizer: str, precision: str, steps: int = 10, cudnn_tf32: bool = False
 ) -> dict[str, float]:
-    """Peak allocated bytes and median time of a steady-state CUDA training step.
+    """Peak allocated bytes and median time of a steady-state CUDA training step. In fp32 matmuls
+    run IEEE, and cuDNN's layers on TF32 only when ``cudnn_tf32`` (the workload's
+    training.cudnn_tf32; the steps recorded on 2026-11-22 ran with it off).
 
     ``torch.cuda.max_memory_allocated`` is reset after the first step (optimizer state then
     exists) and read after the next; time is the median of ``steps`` synchronised steps.
@@ -397,7 +399,7 @@ def measure_cuda_step(
     opt = make_optimizer(module, optimizer)
     loss_fn = torch.nn.CrossEntropyLoss()
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16_mixed")
 

@@ -368,6 +368,15 @@ def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
     return gpu.gemm_efficiency(tensor_cores)
 
 
+def cudnn_precision(precision: str, gpu: GpuFigures, cudnn_tf32: bool) -> str:
+    """The precision cuDNN's convolutions and recurrent layers run in: TF32 for an fp32 workload on a
+    GPU with TF32 when ``cudnn_tf32`` (the workload's training.cudnn_tf32: PyTorch's default
+    ``torch.backends.cudnn.allow_tf32 = True``; TrainRig prices IEEE fp32 unless told, as its recorded
+    fp32 steps ran); matrix products outside cuDNN stay IEEE fp32 either way
+    (``torch.backends.cuda.matmul.allow_tf32`` False by default); else ``precision``."""
+    return "tf32" if precision == "fp32" and cudnn_tf32 and gpu.tf32_cores else precision
+
+
 def conv_efficiency(precision: str, gpu: GpuFigures) -> float:
     """The share of ``matmul_peak`` a cuDNN convolution (not 1 × 1) reaches: the GEMMs' efficiency ×
     CONV_EFFICIENCY."""
@@ -385,9 +394,20 @@ def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
     return "spatial" if precision == "tf32" else "all"
 
 
-def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, memory_format: str) -> float:
-    """Seconds of a linear layer's or convolution's forward and backward GEMMs at batch ``b``."""
+def matrix_op_s(
+    op: OpWork,
+    b: int,
+    precision: str,
+    gpu: GpuFigures,
+    checkpointing: bool,
+    memory_format: str,
+    cudnn_tf32: bool = False,
+) -> float:
+    """Seconds of a linear layer's or convolution's forward and backward GEMMs at batch ``b`` (a
+    convolution in ``cudnn_precision``)."""
     conv = op.rate == "conv"
+    if conv:
+        precision = cudnn_precision(precision, gpu, cudnn_tf32)
     peak, nbytes = matmul_peak(precision, gpu)
     eff = conv_efficiency(precision, gpu) if conv and not op.pointwise else matmul_efficiency(precision, gpu)
     shape = _gemm_shape(op)
@@ -406,10 +426,12 @@ def matrix_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointi
     return seconds
 
 
-def rnn_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures) -> float:
-    """Seconds of a cuDNN LSTM/GRU layer's forward and backward at batch ``b``: the input projections
-    of every step and the weight gradients as large GEMMs, then per time step a (b × H)·(H × gates·H)
-    GEMM and a pointwise kernel, forward and backward (cuDNN runs steps one after another)."""
+def rnn_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, cudnn_tf32: bool = False) -> float:
+    """Seconds of a cuDNN LSTM/GRU layer's forward and backward at batch ``b`` (in ``cudnn_precision``):
+    the input projections of every step and the weight gradients as large GEMMs, then per time step
+    a (b × H)·(H × gates·H) GEMM and a pointwise kernel, forward and backward (cuDNN runs steps one
+    after another)."""
+    precision = cudnn_precision(precision, gpu, cudnn_tf32)
     gates = 4 if op.name == "lstm" else 3
     dirs, hidden, in_f, steps = op.rnn
     peak, nbytes = matmul_peak(precision, gpu)

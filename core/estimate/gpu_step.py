@@ -21,6 +21,7 @@ from core.estimate.gpu_kernels import (
     GpuFigures,
     attention_op_s,
     conv_efficiency,
+    cudnn_precision,
     figures,
     matmul_efficiency,
     matmul_peak,
@@ -94,7 +95,13 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
 
 
 def _gemm_array(
-    m: np.ndarray, n: np.ndarray, k: np.ndarray, peak: float, gpu: GpuFigures, nbytes: int, eff: np.ndarray
+    m: np.ndarray,
+    n: np.ndarray,
+    k: np.ndarray,
+    peak: float | np.ndarray,
+    gpu: GpuFigures,
+    nbytes: int,
+    eff: np.ndarray,
 ) -> np.ndarray:
     """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and floor)."""
     tiles = np.ceil(m / TILE) * np.ceil(n / TILE)
@@ -118,16 +125,23 @@ def step_kernels(
     measured: Mapping[str, Any] | None = None,
     fp8: bool = False,
     attention: str = "auto",
+    cudnn_tf32: bool = False,
 ) -> tuple[float, float]:
     """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
     memory-bound kernels). The same sums as matrix_op_s, rnn_op_s, attention_op_s and
-    elementwise_s op by op, over arrays built once per op list."""
+    elementwise_s op by op, over arrays built once per op list; convolutions and recurrent layers
+    in ``cudnn_precision`` (TF32 for fp32 where cuDNN may use it)."""
     gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     mo = _matrix_ops(ops)
     peak, mbytes = matmul_peak(precision, gpu)
     base = matmul_efficiency(precision, gpu)
-    eff = np.where(mo.conv, conv_efficiency(precision, gpu), base)
+    cudnn = cudnn_precision(precision, gpu, cudnn_tf32)
+    conv_base = matmul_efficiency(cudnn, gpu)
+    eff = np.where(mo.conv, conv_efficiency(cudnn, gpu), np.where(mo.is_conv, conv_base, base))
+    peaks: float | np.ndarray = peak
+    if cudnn != precision:  # fp32 linear layers on CUDA cores, convolutions on TF32 tensor cores
+        peaks = np.where(mo.is_conv, matmul_peak(cudnn, gpu)[0], peak)
     if fp8 and gpu.fp8 and peak == gpu.half:
         # linear layers on fp8 tensor cores (convolutions stay in half precision): the fp8 peak as a
         # share of the half-precision one, so one array call times both
@@ -139,7 +153,7 @@ def step_kernels(
         np.concatenate((m, m, mo.n)),
         np.concatenate((mo.n, mo.k, mo.k)),
         np.concatenate((mo.k, mo.n, m)),
-        peak,
+        np.concatenate((peaks, peaks, peaks)) if isinstance(peaks, np.ndarray) else peaks,
         gpu,
         mbytes,
         np.concatenate((eff, eff, eff)),
@@ -147,7 +161,7 @@ def step_kernels(
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
     compute = float(seconds.sum())
-    transposed = nchw_transposes(precision, gpu, memory_format)
+    transposed = nchw_transposes(cudnn, gpu, memory_format)
     if transposed:
         paying = mo.is_conv if transposed == "all" else mo.conv
         compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[paying].sum()) * b * mbytes / gpu.bandwidth
@@ -156,7 +170,7 @@ def step_kernels(
     compute += ((3 + extra) * mo.flops_only + (2 + extra) * mo.flops_only_first) * b / (peak * base)
     for op in mo.others:
         if op.rnn:
-            compute += rnn_op_s(op, b, precision, gpu)
+            compute += rnn_op_s(op, b, precision, gpu, cudnn_tf32)
         elif attention in ("math", "eager") and op.scores:
             matmuls, scores = unfused_attention_s(op, b, precision, gpu, checkpointing, attention)
             compute += matmuls

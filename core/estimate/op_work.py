@@ -286,16 +286,18 @@ def op_times(
     compile_model: bool = False,
     fp8: bool = False,
     attention: str = "auto",
+    cudnn_tf32: bool = False,
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
     optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements, at batch
     ``b``.
 
     On an NVIDIA GPU without measured GPU rates, the kernels' times come from the GPU kernel model
-    (core/estimate/gpu_kernels.py), which also follows ``memory_format`` and ``compile_model``."""
+    (core/estimate/gpu_kernels.py), which also follows ``memory_format``, ``compile_model`` and, in
+    fp32, ``cudnn_tf32`` (cuDNN's convolutions and recurrent layers on TF32 tensor cores)."""
     model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
-        return _gpu_op_times(setup, b, memory_format, compile_model, fp8, attention)
+        return _gpu_op_times(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32)
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -385,7 +387,13 @@ def loss_time(model: ModelAnalysis, b: int, softmax_s: float, measured: Mapping[
 
 
 def _gpu_op_times(
-    setup: PassSetup, b: int, memory_format: str, compile_model: bool, fp8: bool, attention: str
+    setup: PassSetup,
+    b: int,
+    memory_format: str,
+    compile_model: bool,
+    fp8: bool,
+    attention: str,
+    cudnn_tf32: bool = False,
 ) -> tuple[float, float, float]:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
@@ -403,7 +411,18 @@ def _gpu_op_times(
         },
     }
     compute, memory = gpu_step.step_kernels(
-        ops, b, device, precision, checkpointing, memory_format, compile_model, accesses, cal, fp8, attention
+        ops,
+        b,
+        device,
+        precision,
+        checkpointing,
+        memory_format,
+        compile_model,
+        accesses,
+        cal,
+        fp8,
+        attention,
+        cudnn_tf32,
     )
     memory += gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_step.matrix_weights(ops)

@@ -61,7 +61,7 @@ def pass_work(
     sizes: Sequence[float],
     shards: int = 1,
     speed: float = 1.0,
-    kernel_options: tuple[str, bool] = ("contiguous", False),
+    kernel_options: tuple[str, bool, bool] = ("contiguous", False, False),  # memory format, compile, cuDNN TF32
     large: LargeModelSpec = DEFAULT_LARGE,
 ) -> PassWork:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
@@ -96,6 +96,7 @@ def pass_work(
             sizes,
             memory_format=kernel_options[0],
             compile_model=kernel_options[1],
+            cudnn_tf32=kernel_options[2],
             fp8=large.fp8,
             attention=large.attention,
         )

@@ -135,6 +135,16 @@ def _has_spatial_conv(graph: Graph) -> bool:
     return any(o.name == "conv2d" and o.kernel_area > 1 for o in graph.ops)
 
 
+def _has_cudnn_layers(m: ModelAnalysis) -> bool:
+    """Convolutions or LSTM/GRU layers in the graph: the layers cuDNN runs."""
+    return m.graph is not None and _cudnn_ops(m.graph)
+
+
+@functools.lru_cache(maxsize=256)
+def _cudnn_ops(graph: Graph) -> bool:
+    return any(o.name in ("conv2d", "lstm", "gru") for o in graph.ops)
+
+
 def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:
     """Where the efficiency comes from when nothing was calibrated."""
     if uses_gpu_kernel_model(device, m):
@@ -224,6 +234,7 @@ def size_candidate(
         host_cpu=choice.platform.cpu if choice is not None and kind == "gpu" else None,
         memory_format=t.memory_format,
         compile_model=t.compile,
+        cudnn_tf32=t.cudnn_tf32,
         large=t.large,
     )
     steps = math.ceil(d.samples / t.batch_size)
@@ -255,6 +266,16 @@ def size_candidate(
                 "NCHW convolutions in half precision pay cuDNN's layout transposes "
                 "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)"
             )
+    if uses_gpu_kernel_model(device, m) and t.precision == "fp32" and device.tf32_flops and _has_cudnn_layers(m):
+        assumptions.append(
+            "in fp32, cuDNN runs the convolutions and LSTM/GRU layers on TF32 tensor cores "
+            "(training.cudnn_tf32 true: torch.backends.cudnn.allow_tf32, PyTorch's default) and the linear "
+            "layers stay IEEE fp32"
+            if t.cudnn_tf32
+            else "in fp32, convolutions and LSTM/GRU layers in IEEE fp32 on CUDA cores (cuDNN's TF32 off); "
+            "PyTorch's default lets cuDNN run them on TF32 tensor cores: training.cudnn_tf32 true if your "
+            "code keeps it"
+        )
     if max_loaders is not None and st.loader_cores_needed > st.loader_cores and st.loader_cores == max_loaders:
         assert choice is not None
         assumptions.append(

@@ -86,6 +86,11 @@ class TrainingSpec:
     # torch.compile (elementwise chains fused). Both change the GPU kernel model's step time.
     memory_format: str = "contiguous"
     compile: bool = False
+    # in fp32, whether cuDNN runs convolutions and LSTM/GRU layers on TF32 tensor cores (Ampere and
+    # later GPUs): PyTorch's default (torch.backends.cudnn.allow_tf32 True) when true; TrainRig prices
+    # IEEE fp32 unless told (false: its recorded fp32 steps ran so). Linear layers stay IEEE fp32
+    # either way (torch.backends.cuda.matmul.allow_tf32 False by default)
+    cudnn_tf32: bool = False
     # the large-model settings (core/spec/large.py): checkpointing policy, attention kernel, precision
     # layout, fp8, offload, optimizer implementation, tensor/pipeline/sequence/context parallelism
     large: LargeModelSpec = DEFAULT_LARGE
@@ -302,6 +307,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "loop",
         "memory_format",
         "compile",
+        "cudnn_tf32",
         *LARGE_KEYS,
     }
     reject_unknown(t, allowed, "training")
@@ -332,6 +338,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         loop=parse_loop(t["loop"]) if "loop" in t else None,
         memory_format=get_choice(t, "memory_format", "training", MEMORY_FORMATS, default="contiguous"),
         compile=get_bool(t, "compile", "training", default=False),
+        cudnn_tf32=get_bool(t, "cudnn_tf32", "training", default=False),
         large=parse_large(t, sharding, precision),
     )
 

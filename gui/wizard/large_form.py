@@ -40,6 +40,8 @@ OFFLOAD_LABELS = {
     "params_nvme": "Parameters and optimizer to NVMe",
 }
 FORMAT_LABELS = {"contiguous": "NCHW (PyTorch's default)", "channels_last": "channels_last (NHWC)"}
+# the kernel options of the workload's training the group also holds (not large-model settings)
+KERNEL_OPTIONS = ("memory_format", "compile", "cudnn_tf32")
 PARALLEL_KEYS = ("tensor", "pipeline", "microbatches", "sequence", "context", "hybrid_shard")
 
 
@@ -110,6 +112,14 @@ class LargeModelGroup(QGroupBox):
         )
         self.compile = QCheckBox("torch.compile (elementwise chains fused)")
         self.compile.setToolTip("torch.compile fuses each chain of elementwise ops, so their bytes move once")
+        self.cudnn_tf32 = QCheckBox("cuDNN TF32 in fp32 (PyTorch's default setting)")
+        self.cudnn_tf32.setToolTip(
+            "torch.backends.cudnn.allow_tf32, True by default in PyTorch: in fp32, cuDNN runs convolutions and "
+            "LSTM/GRU layers on TF32 tensor cores on Ampere and later GPUs, while linear layers stay IEEE fp32 "
+            "(torch.backends.cuda.matmul.allow_tf32 is False by default). TrainRig prices IEEE fp32 unless this "
+            "is ticked; tick it if your code keeps PyTorch's default: ResNet-50 fp32 on an H100 then takes "
+            "about 0.4 × the step"
+        )
         for label, w in (
             ("Checkpoint every Nth block", self.every),
             ("Attention kernel", self.attention),
@@ -128,6 +138,7 @@ class LargeModelGroup(QGroupBox):
             ("", self.hybrid),
             ("Memory format", self.memory_format),
             ("", self.compile),
+            ("", self.cudnn_tf32),
         ):
             form.addRow(label, w)
         for c in (self.attention, self.layout_, self.param_dtype, self.reduce_dtype, self.offload):
@@ -136,11 +147,12 @@ class LargeModelGroup(QGroupBox):
             c.currentIndexChanged.connect(self._edited)
         for s in (self.tensor, self.pipeline, self.microbatches, self.context, self.every):
             s.valueChanged.connect(self._edited)
-        for b in (self.fp8, self.fp8_gather, self.sequence, self.hybrid, self.compile):
+        for b in (self.fp8, self.fp8_gather, self.sequence, self.hybrid, self.compile, self.cudnn_tf32):
             b.toggled.connect(self._edited)
         self.toggled.connect(self.body.setVisible)
         self.body.setVisible(False)
         self._half = True
+        self._fp32 = False
         self._sharding = "none"
         self._full = False
         self._enable()
@@ -152,6 +164,7 @@ class LargeModelGroup(QGroupBox):
     def context_changed(self, precision: str, sharding: str, checkpointing: str = "none") -> None:
         """The Training page's precision, sharding and checkpointing policy, which some settings need."""
         self._half = precision in ("fp16_mixed", "bf16_mixed")
+        self._fp32 = precision == "fp32"
         self._sharding = sharding
         self._full = checkpointing == "full"
         self._enable()
@@ -168,6 +181,7 @@ class LargeModelGroup(QGroupBox):
         self.microbatches.setEnabled(self.pipeline.value() > 1)
         self.hybrid.setEnabled(self._sharding in ("fsdp", "zero3"))
         self.offload.setEnabled(self._sharding in ("zero1", "zero2", "zero3", "fsdp"))
+        self.cudnn_tf32.setEnabled(self._fp32)
 
     def load(self, t: dict[str, Any]) -> None:
         blockers = [w.blockSignals(True) for w in self._widgets()]
@@ -190,16 +204,17 @@ class LargeModelGroup(QGroupBox):
         self.hybrid.setChecked(bool(par.get("hybrid_shard", False)))
         set_combo(self.memory_format, t.get("memory_format", "contiguous"))
         self.compile.setChecked(bool(t.get("compile", False)))
+        self.cudnn_tf32.setChecked(bool(t.get("cudnn_tf32", False)))
         for w, was in zip(self._widgets(), blockers, strict=True):
             w.blockSignals(was)
-        # the group's keys (core.spec.large.LARGE_KEYS) and the two kernel options it also holds
-        used = any(k in t for k in (*LARGE_KEYS, "memory_format", "compile"))
+        # the group's keys (core.spec.large.LARGE_KEYS) and the kernel options it also holds
+        used = any(k in t for k in (*LARGE_KEYS, *KERNEL_OPTIONS))
         self.setChecked(used or self.isChecked())
         self._enable()
 
     def store(self, t: dict[str, Any]) -> None:
         """Write the non-default settings into ``training`` ``t`` and remove the default ones."""
-        for k in (*LARGE_KEYS, "memory_format", "compile"):
+        for k in (*LARGE_KEYS, *KERNEL_OPTIONS):
             t.pop(k, None)
         values = {
             "attention": (self.attention.currentData(), "auto"),
@@ -225,6 +240,8 @@ class LargeModelGroup(QGroupBox):
             t["checkpoint_every"] = self.every.value()
         if self.compile.isChecked():
             t["compile"] = True
+        if self.cudnn_tf32.isChecked() and self.cudnn_tf32.isEnabled():
+            t["cudnn_tf32"] = True
         par: dict[str, Any] = {}
         for key, w in (("tensor", self.tensor), ("pipeline", self.pipeline), ("context", self.context)):
             if w.value() > 1:
@@ -258,6 +275,7 @@ class LargeModelGroup(QGroupBox):
             self.hybrid,
             self.memory_format,
             self.compile,
+            self.cudnn_tf32,
         ]
 
 

@@ -209,6 +209,8 @@ def train(spec: dict[str, Any]) -> None:
         raise WorkerError(f"the trainer runs fp32, bf16 or fp16, not {precision!r}")
     if precision == "fp16" and device.type != "cuda":
         raise WorkerError("fp16 training needs a CUDA device; use bf16 or fp32 on the CPU")
+    if device.type == "cuda":  # the workload's training.cudnn_tf32 (TrainRig's default: off), as it was sized
+        torch.backends.cudnn.allow_tf32 = bool(spec.get("cudnn_tf32", False))
     autocast = precision != "fp32"
     amp_dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None

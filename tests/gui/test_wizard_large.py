@@ -35,6 +35,17 @@ LLAMA = {
 }
 
 
+def on_one_h100(preset: str, samples: int, batch: int, optimizer: str, precision: str) -> dict:
+    """A workload of one preset sized on one H100 SXM."""
+    return {
+        "name": f"{preset} {precision}",
+        "model": {"preset": preset},
+        "data": {"samples": samples},
+        "training": {"batch_size": batch, "epochs": 1, "optimizer": optimizer, "precision": precision},
+        "hardware": {"candidates": ["NVIDIA H100 SXM"], "gpu_count": 1},
+    }
+
+
 def test_the_group_is_collapsed_until_a_workload_uses_it_and_round_trips(qtbot, main_window) -> None:
     wiz = main_window().sizing_tab
     page = wiz.training
@@ -125,14 +136,7 @@ def test_eager_attention_is_offered_and_slows_a_bert_step(qtbot, main_window) ->
     # Hugging Face's eager attention (unfused): its kernels over the 128² × 12 scores of each layer
     # cost the H100 time and memory that flash attention does not
     wiz = main_window().sizing_tab
-    bert = {
-        "name": "bert eager",
-        "model": {"preset": "bert-base"},
-        "data": {"samples": 100000},
-        "training": {"batch_size": 256, "epochs": 1, "optimizer": "adamw", "precision": "bf16_mixed"},
-        "hardware": {"candidates": ["NVIDIA H100 SXM"], "gpu_count": 1},
-    }
-    wiz.load_document(copy.deepcopy(bert))
+    wiz.load_document(on_one_h100("bert-base", 100000, 256, "adamw", "bf16_mixed"))
     wiz.go(5)
     (flash,) = wiz.result.candidates
     wiz.go(3)
@@ -148,3 +152,35 @@ def test_eager_attention_is_offered_and_slows_a_bert_step(qtbot, main_window) ->
     doc: dict = {}
     page.store(doc)
     assert doc["training"]["attention"] == "eager"
+
+
+def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, main_window) -> None:
+    # TrainRig prices fp32 convolutions in IEEE fp32 and says PyTorch's default differs; ticking the
+    # box (PyTorch's default, cuDNN on TF32 tensor cores) writes cudnn_tf32 true and the step shrinks
+    wiz = main_window().sizing_tab
+    wiz.load_document(on_one_h100("resnet-50", 6400, 64, "sgd_momentum", "fp32"))
+    wiz.go(5)
+    (slow,) = wiz.result.candidates
+    assert any("IEEE fp32 on CUDA cores (cuDNN's TF32 off)" in a for a in slow.assumptions)
+    assert any(f.rule == "gpu-fp32-cudnn-tf32" for f in wiz.recommendation.findings)
+    wiz.go(3)
+    page = wiz.training
+    box = page.large.cudnn_tf32
+    page.large.setChecked(True)
+    assert not box.isChecked() and box.isEnabled() and "allow_tf32" in box.toolTip()
+    box.setChecked(True)
+    stored: dict = {}
+    page.store(stored)
+    assert stored["training"]["cudnn_tf32"] is True
+    wiz.go(5)
+    (fast,) = wiz.result.candidates
+    assert any("TF32 tensor cores (training.cudnn_tf32 true" in a for a in fast.assumptions)
+    assert not any(f.rule == "gpu-fp32-cudnn-tf32" for f in wiz.recommendation.findings)
+    assert slow.step.compute_s > 2 * fast.step.compute_s
+    # in bf16 the setting does not apply: the box is disabled and writes nothing
+    wiz.go(3)
+    page.precision.setCurrentIndex(page.precision.findData("bf16_mixed"))
+    assert not box.isEnabled()
+    stored = {}
+    page.store(stored)
+    assert "cudnn_tf32" not in stored["training"]

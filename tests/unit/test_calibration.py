@@ -330,7 +330,6 @@ def test_a_calibration_corrects_the_efficiency_of_this_machines_device_classes()
     )
 
 
-
 def test_a_geforce_ada_cards_tf32_is_measured_though_its_peak_equals_fp32s() -> None:
     # the RTX 4090's datasheet TF32 tensor peak is its FP32 one (82.6 TFLOPS); TF32 still runs on its
     # tensor cores, so calibrate's TF32 matmul sets its TF32 efficiency
@@ -352,6 +351,7 @@ def test_a_geforce_ada_cards_tf32_is_measured_though_its_peak_equals_fp32s() -> 
     assert rtx.tf32_flops == rtx.fp32_flops
     rates = calibrated_rates([rtx], cal, machine, catalogue)
     assert rates[rtx.name]["tf32"] == pytest.approx(85e12 / rtx.tf32_flops * 45 / 54)
+
 
 def test_a_hand_edited_trace_is_checked_with_its_path() -> None:
     model = {

@@ -115,6 +115,33 @@ def test_channels_last_saves_the_layout_transposes_on_tensor_cores_only() -> Non
     assert device_work(ada) == device_work(step("resnet-50", "RTX 4090", 128, "tf32", memory_format="channels_last"))
 
 
+def test_fp32_convolutions_and_lstms_run_on_tf32_when_cudnn_may_as_pytorchs_default_lets_it() -> None:
+    # TrainRig prices fp32 as IEEE fp32 (its recorded fp32 steps ran with cuDNN's TF32 off: ResNet-50
+    # fp32 batch 32, 44.5 ms on an H100 SXM); training.cudnn_tf32 true is PyTorch's default
+    # (torch.backends.cudnn.allow_tf32): a ResNet-50's convolutions on TF32 tensor cores (its 2048 ×
+    # 1000 classifier stays IEEE fp32), so its step is the TF32 one's but for that layer, 2.4 × faster
+    ieee = step("resnet-50", "H100 SXM", 64, "fp32")
+    cudnn_tf32 = step("resnet-50", "H100 SXM", 64, "fp32", cudnn_tf32=True)
+    tf32 = step("resnet-50", "H100 SXM", 64, "tf32")
+    assert device_work(cudnn_tf32) == pytest.approx(device_work(tf32), rel=0.02)
+    assert device_work(ieee) > 2 * device_work(cudnn_tf32)
+    # the NCHW transposes of TF32's spatial convolutions come with it
+    assert device_work(cudnn_tf32) > device_work(
+        step("resnet-50", "H100 SXM", 64, "fp32", memory_format="channels_last", cudnn_tf32=True)
+    )
+    # cuDNN's LSTM too; linear layers do not (the seed MLP), nor does a GPU without TF32 (V100)
+    assert device_work(step("lstm-lm", "H100 SXM", 20, "fp32", cudnn_tf32=True)) < device_work(
+        step("lstm-lm", "H100 SXM", 20, "fp32")
+    )
+    for preset, dev in (("seed-mlp", "H100 SXM"), ("resnet-50", "V100")):
+        tf32_cudnn = step(preset, dev, 64, "fp32", cudnn_tf32=True)
+        assert device_work(step(preset, dev, 64, "fp32")) == device_work(tf32_cudnn)
+    # the flag is the workload's training.cudnn_tf32: a boolean, named when it is not
+    with pytest.raises(WorkloadError) as err:
+        step("resnet-50", "H100 SXM", 64, "fp32", cudnn_tf32="yes")
+    assert err.value.path == "training.cudnn_tf32"
+
+
 def test_tf32_products_reach_a_lower_share_of_their_peak_than_half_precision_ones() -> None:
     from core.estimate.gpu_kernels import TF32_GEMM_EFFICIENCY, matmul_efficiency
 
@@ -144,8 +171,10 @@ def test_bad_kernel_options_are_refused_with_the_key() -> None:
 
 
 @pytest.mark.parametrize("preset", ["resnet-50", "tiny-gpt", "lstm-lm", "seed-mlp"])
-@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16_mixed"])
-def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str) -> None:
+@pytest.mark.parametrize(
+    ("precision", "cudnn_tf32"), [("fp32", False), ("fp32", True), ("tf32", False), ("bf16_mixed", False)]
+)
+def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_tf32: bool) -> None:
     # step_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
     # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op
     from core.estimate.gpu_kernels import attention_op_s, elementwise_s, matrix_op_s, rnn_op_s
@@ -161,12 +190,12 @@ def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str) -> None
     compute = memory = 0.0
     for op in ops:
         if op.rnn:
-            compute += rnn_op_s(op, b, precision, gpu)
+            compute += rnn_op_s(op, b, precision, gpu, cudnn_tf32)
         elif op.name == "sdpa":
             compute += attention_op_s(op, b, precision, gpu, False)
         elif op.rate:
-            compute += matrix_op_s(op, b, precision, gpu, False, "contiguous")
+            compute += matrix_op_s(op, b, precision, gpu, False, "contiguous", cudnn_tf32)
         for kind, elems in op.elementwise:
             memory += elementwise_s(kind, elems * b, nbytes, gpu, False, ELEMENT_ACCESSES[kind])
-    got = step_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES)
+    got = step_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
     assert got == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))

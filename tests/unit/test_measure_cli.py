@@ -136,6 +136,7 @@ def test_cancel_stops_the_worker_and_keeps_nothing() -> None:
     from telemetry.measure import MeasureCancelled, MeasureJob, measure_spec
 
     spec = {**measure_spec(parse_workload(SMALL_CNN), "cpu"), "warmup": 1, "steps": 100_000}
+    assert spec["cudnn_tf32"] is False  # measured with cuDNN's TF32 as sized (off unless the workload says on)
     seen: list[int] = []
     job = MeasureJob(sys.executable, spec, timeout_s=120)
 

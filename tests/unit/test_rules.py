@@ -135,6 +135,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("gpu-no-tensor-cores", {"devices": ("Tesla P40",)}, {}),
     # GPT-2's 50,257-token head in bf16 on an RTX 4090; quiet in fp32 (no tensor-core alignment to miss)
     ("gpu-half-unaligned-classes", {"doc": GPT2_BF16}, {"doc": {**GPT2_BF16, "training": {"precision": "fp32"}}}),
+    # ResNet-50 in fp32 on an RTX 4090, priced with cuDNN's TF32 off (TrainRig's default) while PyTorch's
+    # default runs its convolutions on TF32: quiet once the workload says cudnn_tf32 true
+    ("gpu-fp32-cudnn-tf32", {"doc": RESNET}, {"doc": {**RESNET, "training": {"cudnn_tf32": True}}}),
     # ResNet-50 in fp16 on a T4 (320 GB/s): its tensor cores leave the step memory-bound (in fp32 its
     # CUDA-core convolutions bound it instead)
     ("gpu-bandwidth-million-params", {"doc": RESNET_FP16, "devices": ("T4",)}, {"doc": RESNET_FP16}),
@@ -289,6 +292,17 @@ def test_an_unaligned_vocabulary_is_named_with_its_padded_size() -> None:
     assert llama.analysis.output_shape[-1] == 128256
     quiet = size_workload(llama, [find_device("H100 SXM", CATALOGUE)])
     assert not [f for f in evaluate_rules(quiet) if f.rule == "gpu-half-unaligned-classes"]
+
+
+def test_the_cudnn_tf32_finding_speaks_only_where_cudnn_could_use_tf32() -> None:
+    def rules(doc: dict, device: str) -> set[str]:
+        return {f.rule for f in evaluate_rules(size_workload(parse_workload(doc), [find_device(device, CATALOGUE)]))}
+
+    assert "gpu-fp32-cudnn-tf32" in rules(RESNET, "H100 SXM")
+    assert "gpu-fp32-cudnn-tf32" in rules({"model": {"preset": "lstm-lm"}}, "A100 80GB SXM")  # cuDNN's LSTM
+    assert "gpu-fp32-cudnn-tf32" not in rules(RESNET, "T4")  # Turing: no TF32
+    assert "gpu-fp32-cudnn-tf32" not in rules({"model": {"preset": "seed-mlp"}}, "H100 SXM")  # linear only
+    assert "gpu-fp32-cudnn-tf32" not in rules({**RESNET, "training": {"precision": "tf32"}}, "H100 SXM")
 
 
 def test_a_bad_rule_condition_is_reported_not_evaluated() -> None:

@@ -47,6 +47,7 @@ GPU_RULES = {
     "gpu-tensor-cores",
     "gpu-no-tensor-cores",
     "gpu-half-unaligned-classes",
+    "gpu-fp32-cudnn-tf32",
     "gpu-bandwidth-million-params",
     "gpu-batch-headroom",
     "nvlink-multi-gpu",

@@ -67,6 +67,10 @@ def test_the_trainer_is_sent_the_resolved_layers_and_refuses_what_it_cannot_trai
     assert (s["classes"], s["batch_size"], s["epochs"], s["samples"], s["optimizer"]) == (10, 512, 2, 1000, "adam")
     preset = trainer_spec(parse_workload({"name": "p", "model": {"preset": "seed-mlp"}}))
     assert preset["model"]["layers"][0] == {"type": "linear", "out_features": 512}
+    # the run uses cuDNN's TF32 as the sizing assumed it: off (IEEE fp32) unless the workload says on
+    assert s["cudnn_tf32"] is False
+    seed_doc["training"]["cudnn_tf32"] = True
+    assert trainer_spec(parse_workload(seed_doc))["cudnn_tf32"] is True
     with pytest.raises(TrainRigError, match="does not support the layer type"):
         trainer_spec(parse_workload({"name": "gpt", "model": {"preset": "gpt2-small"}}))
 
