@@ -272,9 +272,9 @@ def step_accuracy_note(c: CandidateResult) -> str:
     if c.device.kind != "gpu" or not c.device.runs_cuda:
         return ""
     text = (
-        "How close this model comes: against published training throughputs of 8 NVIDIA GPUs (ResNet-50 and "
-        "BERT in fp16 and TF32, Lambda benchmark) that its constants were not fitted on, 39 of 40 within 25 %, "
-        "mean error 9.5 %"
+        "How close this model comes: against published training throughputs of 9 NVIDIA GPUs (ResNet-50 and "
+        "BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on, 44 of 46 within "
+        "25 %, mean error 10 %"
     )
     if c.device.geforce:
         text += "; on GeForce cards it has read up to 21 % slower than measured (BERT in fp16 on the RTX 4090)"

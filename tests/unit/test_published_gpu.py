@@ -1,7 +1,7 @@
 """The GPU step time against published per-GPU training throughputs (resources/published/
-gpu_throughputs.json: the Lambda deep-learning benchmark's PyTorch tables, 8 GPUs, ResNet-50 and
-BERT-base/large SQuAD in fp16 and TF32). The fit part: ResNet-50 on the H100 SXM (the kernel model's
-NCHW transposes were set on the recorded H100 ResNet-50 steps) and on the RTX 3090 and 4090 (the
+gpu_throughputs.json: the Lambda deep-learning benchmark's PyTorch tables, 9 GPUs, ResNet-50 and
+BERT-base/large SQuAD in fp16 and TF32, IEEE fp32 on the V100). The fit part: ResNet-50 on the H100
+SXM (the kernel model's NCHW transposes were set on the recorded H100 ResNet-50 steps) and on the RTX 3090 and 4090 (the
 cards of compute capability 8.6/8.9 that pay no transposes were set there), and BERT-base in TF32 on
 the H100 SXM and the RTX 3090 (TF32's share of the GEMM efficiency was fitted there); every other row
 is held out. The bars asserted are SPEC 9's cross-GPU bar (within 25 %) and the errors reached.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import statistics
 
+import pytest
+
 from benchmarks.accuracy_published import DATA, errors
 from core.hardware.catalogue import find_device, load_catalogue
 
@@ -21,7 +23,7 @@ HELD_OUT = [(c, e) for c, _, e in ROWS if c["part"] == "held-out"]
 
 def test_every_published_figure_is_kept_with_its_source() -> None:
     doc = json.loads(DATA.read_text(encoding="utf-8"))
-    assert len(doc["rows"]) == len(ROWS) == 48
+    assert len(doc["rows"]) == len(ROWS) == 54
     for r in doc["rows"]:
         src = doc["sources"][r["source"]]
         assert src["url"] and src["date"] and src["version"] and src["what"]
@@ -43,25 +45,39 @@ def test_the_fit_gpus_and_network_are_reproduced() -> None:
 
 
 def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
-    # reached: 9 of 10 within 25 %, mean |error| 9 %, worst +25 % (A10 fp16); the cards of compute
+    # on tensor cores (fp16, TF32) reached 10 of 11 within 25 %, mean |error| 10 %, worst +25 % (A10
+    # fp16; the V100 in fp16 −20 %, paying the transposes as Volta is assumed to); the cards of compute
     # capability 8.6/8.9 held out of the NCHW rule (A10, RTX A6000, RTX 6000 Ada) read +11 … +25 % in
     # fp16, −26 … −34 % when they paid the H100's transposes
-    errs = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50"]
-    assert len(errs) == 10
-    assert statistics.mean(abs(e) for e in errs) <= 0.13
+    errs = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50" and c["precision"] != "fp32"]
+    assert len(errs) == 11
+    assert statistics.mean(abs(e) for e in errs) <= 0.11
     assert max(abs(e) for e in errs) <= 0.26
-    assert sum(abs(e) <= 0.25 for e in errs) >= 9
+    assert sum(abs(e) <= 0.25 for e in errs) >= 10
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ResNet-50 in IEEE fp32 on the V100 reads −46 % (200 against 369 images/s): cuDNN's CUDA-core "
+    "convolutions were fitted at 0.42 of the GEMMs' efficiency on the recorded H100 step run without "
+    "cudnn.benchmark; DeepLearningExamples turns it on, and its fp32 algorithms (Winograd, FFT) run 3 × 3 "
+    "convolutions in fewer operations (docs/accuracy.md)",
+)
+def test_resnet50_in_ieee_fp32_within_25_percent() -> None:
+    (err,) = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50" and c["precision"] == "fp32"]
+    assert abs(err) <= 0.25
 
 
 def test_published_throughputs_of_held_out_gpus_and_networks_within_25_percent() -> None:
-    # SPEC 9 on the held-out rows: reached 39 of 40 within 25 %, mean |error| 9.5 % (37 of 40 and 11 %
-    # with every GPU's matrix rates from its datasheet × the H100's efficiency; 33 of 42 and 14 % before
-    # TF32's GEMM efficiency and its spatial convolutions' transposes); the miss is ResNet-50 fp16 on the
-    # A10 (+25.4 %); BERT fp16 on the RTX 4090 reads −21/−20 % (was −29/−28 %)
+    # SPEC 9 on the held-out rows: reached 44 of 46 within 25 %, mean |error| 10.1 % with the V100's six
+    # rows (39 of 40 and 9.5 % without them; 37 of 40 and 11 % with every GPU's matrix rates from its
+    # datasheet × the H100's efficiency; 33 of 42 and 14 % before TF32's GEMM efficiency and its spatial
+    # convolutions' transposes); the misses are ResNet-50 fp16 on the A10 (+25.4 %) and in IEEE fp32 on
+    # the V100 (−46 %, the expected failure above); BERT fp16 on the RTX 4090 reads −21/−20 % (was −29/−28 %)
     errs = [abs(e) for _, e in HELD_OUT]
-    assert len(errs) == 40
-    assert sum(e <= 0.25 for e in errs) >= 39, f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
-    assert statistics.mean(errs) <= 0.10
+    assert len(errs) == 46
+    assert sum(e <= 0.25 for e in errs) >= 44, f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
+    assert statistics.mean(errs) <= 0.105
 
 
 def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:
@@ -89,15 +105,15 @@ def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:
 
 def test_bert_priced_as_the_published_code_computes_its_attention() -> None:
     # DeepLearningExamples' BERT computes attention unfused (matmul, division, mask, softmax, dropout,
-    # matmul), priced as training.attention "eager". Reached (held out): 30 of 30 within 25 %, mean
-    # |error| 9.6 %, worst −21 % (RTX 4090 fp16; −29 % before the GeForce cards' published matmul rates);
-    # with PyTorch 2's flash attention it read 9 of 32, mean 47 %, +114 %
+    # matmul), priced as training.attention "eager". Reached (held out): 34 of 34 within 25 %, mean
+    # |error| 9.1 %, worst −21 % (RTX 4090 fp16; −29 % before the GeForce cards' published matmul rates;
+    # the V100's four rows −11 … +1 %); with PyTorch 2's flash attention it read 9 of 32, mean 47 %, +114 %
     errs = [e for c, e in HELD_OUT if c["benchmark"].startswith("bert")]
-    assert len(errs) == 30
+    assert len(errs) == 34
     assert all(c["training"] == {"attention": "eager"} for c, _ in HELD_OUT if c["benchmark"].startswith("bert"))
     assert statistics.mean(abs(e) for e in errs) <= 0.10
     assert max(abs(e) for e in errs) <= 0.22
-    assert sum(abs(e) <= 0.25 for e in errs) == 30
+    assert sum(abs(e) <= 0.25 for e in errs) == 34
     # the expensive cards, where a wrong answer costs most: H100 SXM / PCIe and A100 in fp16 within 10 %
     fp16 = [
         e
