@@ -175,7 +175,7 @@ def _ceiling_shares(
         values = [float(e[key]) for e in entries if e.get(key)]
         return {key: statistics.median(values) * 1e12 / peak} if values and peak else {}
 
-    tensor = half if half and half > fp32 else None
+    tensor = half if half and half > (fp32 or 0.0) else None
     return {
         **share("fp32", fp32),
         **share("fp16", tensor),
