@@ -164,16 +164,17 @@ def _ceilings() -> dict[str, Any]:
 
 
 def _ceiling_shares(
-    name: str, fp32: float, tf32: float | None, half: float | None, capability: str
+    name: str, fp32: float, tf32: float | None, half: float | None, capability: str, geforce: bool = False
 ) -> dict[str, float]:
     """The median published square-matmul rate of the GPU ``name`` per precision over its datasheet
-    peak: "fp32" (CUDA cores), "fp16", "bf16" (where it runs natively: compute capability 8.0 and
-    later), "tf32"; empty when none is published."""
+    peak, where at least MIN_SUBMISSIONS contributors measured that precision: "fp32" (CUDA cores),
+    "fp16", "bf16" (where it runs natively: compute capability 8.0 and later), "tf32"; empty when
+    none is published."""
     entries = _ceilings()["devices"].get(name) or []
 
     def share(key: str, peak: float | None) -> dict[str, float]:
         values = [float(e[key]) for e in entries if e.get(key)]
-        return {key: statistics.median(values) * 1e12 / peak} if values and peak else {}
+        return {key: statistics.median(values) * 1e12 / peak} if len(values) >= MIN_SUBMISSIONS and peak else {}
 
     tensor = half if half and half > (fp32 or 0.0) else None
     return {
@@ -199,27 +200,56 @@ def published_efficiency(device: DeviceSpec, reference: DeviceSpec | None) -> di
     (resources/published/matmul_ceilings.json): GEMM_EFFICIENCY (set on the reference card, the
     H100 SXM) × the share of its peak the device's large matmuls reach over the reference's, per
     precision ("fp32"; "tensor" from BF16 where it runs natively, else FP16; "fp16"; "tf32" as
-    TF32_GEMM_EFFICIENCY of the tensor cores' where published), at most 1; empty where fewer than
-    MIN_SUBMISSIONS are published for the device."""
+    TF32_GEMM_EFFICIENCY of the tensor cores'), at most 1, each where at least MIN_SUBMISSIONS
+    contributors published it. A GeForce card of compute capability 8.0 or later without them takes
+    its class's: the median share of the GeForce cards that have them (``GEFORCE_CLASS``)."""
     if reference is None:
         return {}
     return dict(_published(_peaks(device), _peaks(reference)))
 
 
-Peaks = tuple[str, float, float | None, float | None, str]  # name, FP32, TF32, FP16/BF16 peaks, compute capability
+# name, FP32, TF32, FP16/BF16 peaks, compute capability, GeForce
+Peaks = tuple[str, float, float | None, float | None, str, bool]
 
 
 def _peaks(d: DeviceSpec) -> Peaks:
-    return (d.name, d.fp32_flops, d.tf32_flops, d.half_flops, str(d.extra.get("compute_capability") or "0"))
+    capability = str(d.extra.get("compute_capability") or "0")
+    return (d.name, d.fp32_flops, d.tf32_flops, d.half_flops, capability, d.geforce and _capability(capability) >= 8.0)
+
+
+@lru_cache(maxsize=1)
+def _geforce_class() -> tuple[dict[str, float], tuple[str, ...]]:
+    """The median share of their datasheet peaks, per precision, of the catalogue's GeForce cards
+    (compute capability 8.0 and later) with published figures, and their names."""
+    from core.hardware.catalogue import load_catalogue
+
+    per_key: dict[str, list[float]] = {}
+    names = []
+    for d in load_catalogue():
+        peaks = _peaks(d)
+        if not peaks[5]:
+            continue
+        shares = _ceiling_shares(*peaks)
+        if shares:
+            names.append(d.name.replace("NVIDIA ", ""))
+        for k, v in shares.items():
+            per_key.setdefault(k, []).append(v)
+    return {k: statistics.median(v) for k, v in per_key.items()}, tuple(names)
 
 
 @lru_cache(maxsize=128)
 def _published(device: Peaks, reference: Peaks) -> dict[str, Any]:
-    shares = _ceiling_shares(*device)
+    own = _ceiling_shares(*device)
     ref = _ceiling_shares(*reference)
-    n = len(_ceilings()["devices"].get(device[0]) or [])
-    if n < MIN_SUBMISSIONS or not ref or device[0] == ref_name():
+    if not ref or device[0] == ref_name():
         return {}
+    shares = dict(own)
+    borrowed = []
+    if device[5]:  # a GeForce card: its class's shares where its own are not published
+        for k, v in _geforce_class()[0].items():
+            if k not in shares and (k != "tf32" or device[2]) and (k not in ("fp16", "bf16") or device[3]):
+                shares[k] = v
+                borrowed.append(k)
 
     def scaled(key: str, base: float) -> dict[str, float]:
         return {key: min(base * shares[key] / ref[key], 1.0)} if key in shares and key in ref else {}
@@ -233,14 +263,22 @@ def _published(device: Peaks, reference: Peaks) -> dict[str, Any]:
     if tensor is not None:
         out["tensor"] = tensor
     if out:
-        mine = ", ".join(f"{label} {shares[k]:.0%}" for k, label in SHARE_LABELS if k in shares and k in ref)
-        theirs = ", ".join(f"{label} {ref[k]:.0%}" for k, label in SHARE_LABELS if k in shares and k in ref)
+        used = [(k, label) for k, label in SHARE_LABELS if k in shares and k in ref]
+        mine = ", ".join(f"{label} {shares[k]:.0%}" for k, label in used if k not in borrowed)
+        theirs = ", ".join(f"{label} {ref[k]:.0%}" for k, label in used)
+        parts = [f"this GPU's: {mine}"] if mine else []
+        if any(k in borrowed for k, _ in used):
+            cls = ", ".join(f"{label} {shares[k]:.0%}" for k, label in used if k in borrowed)
+            parts.append(f"as GeForce cards reach ({', '.join(_geforce_class()[1])}): {cls}")
         out["note"] = (
-            "its matrix products at the share of the datasheet peak that published PyTorch matmul measurements "
-            f"of this GPU reach ({mine}; the {ref_name()}'s, on which the kernel model was set: {theirs}; "
-            f"{n} submissions to torch-performance-test-data)"
+            PUBLISHED_NOTE + f" ({'; '.join(parts)}; the {ref_name()}'s, on which the kernel model was set: "
+            f"{theirs}; torch-performance-test-data, two or more contributors per figure)"
         )
     return out
+
+
+# how the sizing's efficiency line begins where published matmul figures set a GPU's rates
+PUBLISHED_NOTE = "its matrix products at the share of the datasheet peak published PyTorch matmul measurements show"
 
 
 def published_note(device: DeviceSpec) -> str:
@@ -282,10 +320,9 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
     the device's class ("fp32", "tensor", "tf32"), which replace GEMM_EFFICIENCY and
     TF32_GEMM_EFFICIENCY; where it has none, published measurements of the device's matmuls do
     (``published_efficiency``)."""
-    published = published_efficiency(device, _reference_device())
-    if measured and "tensor" in measured:  # this machine's own measurement of its tensor cores
-        published.pop("fp16", None)
-    m = {**published, **(measured or {})}
+    calibrated = measured and any(k in measured for k in ("tensor", "fp32", "tf32"))
+    # this machine's own measurement of its class replaces the published figures whole
+    m = dict(measured) if calibrated else {**published_efficiency(device, _reference_device()), **(measured or {})}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
     arch = str(device.extra.get("architecture", "")).lower()
     clock = power_factor(device)
@@ -362,7 +399,10 @@ def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
     tensor cores' one."""
     tensor_cores = gpu.tensor_cores(precision)
     if precision == "tf32" and tensor_cores:
-        return gpu.eff_tf32 if gpu.eff_tf32 else gpu.gemm_efficiency(True) * TF32_GEMM_EFFICIENCY
+        tf32 = gpu.eff_tf32 if gpu.eff_tf32 else gpu.gemm_efficiency(True) * TF32_GEMM_EFFICIENCY
+        # never slower than the same product on CUDA cores (a GeForce card's datasheet TF32 peak is its
+        # FP32 one; cuBLAS and cuDNN keep the faster kernel)
+        return max(tf32, gpu.eff_cuda * gpu.fp32 / gpu.tf32)
     if precision == "fp16_mixed" and tensor_cores and gpu.eff_fp16:
         return gpu.eff_fp16
     return gpu.gemm_efficiency(tensor_cores)

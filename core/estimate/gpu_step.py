@@ -25,6 +25,7 @@ from core.estimate.gpu_kernels import (
     figures,
     matmul_efficiency,
     matmul_peak,
+    matrix_op_s,
     nchw_transposes,
     rnn_op_s,
     unfused_attention_s,
@@ -47,8 +48,7 @@ class _MatrixOps:
     conv: np.ndarray  # a convolution larger than 1 × 1 (cuDNN's efficiency)
     is_conv: np.ndarray  # any convolution (NCHW transposes in half precision; ``conv`` in TF32)
     io_elems: np.ndarray  # input + output elements per sample
-    flops_only: float  # forward FLOPs per sample of matrix ops without a shape (traced models)
-    flops_only_first: float  # of those, on the network's input
+    unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
     matmul_weights: float  # elements of the matrix weights autocast copies to half precision
@@ -78,8 +78,7 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         conv=np.array([o.rate == "conv" and not o.pointwise for o in shaped], dtype=bool),
         is_conv=np.array([o.rate == "conv" for o in shaped], dtype=bool),
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
-        flops_only=float(sum(o.flops for o in unshaped if not o.first)),
-        flops_only_first=float(sum(o.flops for o in unshaped if o.first)),
+        unshaped=tuple(unshaped),
         others=tuple(o for o in ops if o.rnn or o.name == "sdpa"),
         elementwise=tuple((kind, np.array(v, dtype=float)) for kind, v in kinds.items()),
         matmul_weights=float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k))
@@ -166,8 +165,7 @@ def step_kernels(
         paying = mo.is_conv if transposed == "all" else mo.conv
         compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[paying].sum()) * b * mbytes / gpu.bandwidth
     memory = 0.0
-    extra = 1 if checkpointing else 0
-    compute += ((3 + extra) * mo.flops_only + (2 + extra) * mo.flops_only_first) * b / (peak * base)
+    compute += sum(matrix_op_s(op, b, precision, gpu, checkpointing, memory_format, cudnn_tf32) for op in mo.unshaped)
     for op in mo.others:
         if op.rnn:
             compute += rnn_op_s(op, b, precision, gpu, cudnn_tf32)

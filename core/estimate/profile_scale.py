@@ -142,8 +142,10 @@ def scale_kernel(
     clock = (source.clock_hz / target.clock_hz) if source.clock_hz and target.clock_hz else 1.0
     if cls == "compute":
         p = kernel_precision(k.name, precision)
-        rate_s = source.peak_flops(p) * published_rate_factor(source, p)
-        rate_t = target.peak_flops(p) * published_rate_factor(target, p)
+        # a half-precision kernel of an fp16 workload at the cards' FP16 rates (names do not tell fp16 from bf16)
+        rated = "fp16_mixed" if p == "bf16_mixed" and precision == "fp16_mixed" else p
+        rate_s = source.peak_flops(p) * published_rate_factor(source, rated)
+        rate_t = target.peak_flops(p) * published_rate_factor(target, rated)
         ratio = rate_s / rate_t
         if blocks is not None and sms[1]:
             s_sm, t_sm = sms[0] or 1, sms[1]
@@ -166,7 +168,7 @@ def scale_kernel(
 # a GeForce card and a workstation or data-centre card the datasheet peaks misled the scaling by 25–56 %
 # (GeForce datasheets halve the FP16 and TF32 tensor peaks, which the cards outrun). With the published
 # PyTorch matmul rates of the GeForce cards (gpu_kernels.published_rate_factor) the mean error is 8 %
-# (RTX 3090 ↔ RTX A6000), 20 % (↔ A10) and 30 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
+# (RTX 3090 ↔ RTX A6000), 19 % (↔ A10) and 29 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
 GEFORCE_NOTE = (
     "scaled between a GeForce card and a workstation or data-centre card: GeForce datasheets halve the FP16 "
     "and TF32 tensor peaks (FP32 accumulate), which the cards outrun; published PyTorch matmul measurements "

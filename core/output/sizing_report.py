@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.advice.recommendation import Recommendation
-from core.estimate.gpu_kernels import published_note
+from core.estimate.gpu_kernels import PUBLISHED_NOTE
 from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
 from core.output.glossary import verdict_text
@@ -278,7 +278,7 @@ def step_accuracy_note(c: CandidateResult) -> str:
     )
     if c.device.geforce:
         text += "; on GeForce cards it has read up to 21 % slower than measured (BERT in fp16 on the RTX 4090)"
-    if published_note(c.device):
+    if any(PUBLISHED_NOTE in a for a in c.assumptions):  # the kernel model priced it at published rates
         text += (
             "; this GPU's matrix products are priced at the rate published PyTorch matmul measurements of it reach, "
             "not its datasheet peak alone"

@@ -112,7 +112,7 @@ class LargeModelGroup(QGroupBox):
         )
         self.compile = QCheckBox("torch.compile (elementwise chains fused)")
         self.compile.setToolTip("torch.compile fuses each chain of elementwise ops, so their bytes move once")
-        self.cudnn_tf32 = QCheckBox("cuDNN TF32 in fp32 (PyTorch's default setting)")
+        self.cudnn_tf32 = QCheckBox("cuDNN TF32 in fp32 (what PyTorch does by default)")
         self.cudnn_tf32.setToolTip(
             "torch.backends.cudnn.allow_tf32, True by default in PyTorch: in fp32, cuDNN runs convolutions and "
             "LSTM/GRU layers on TF32 tensor cores on Ampere and later GPUs, while linear layers stay IEEE fp32 "

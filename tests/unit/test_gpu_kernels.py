@@ -142,6 +142,31 @@ def test_fp32_convolutions_and_lstms_run_on_tf32_when_cudnn_may_as_pytorchs_defa
     assert err.value.path == "training.cudnn_tf32"
 
 
+def test_a_traced_models_matrix_ops_are_priced_as_the_op_by_op_model_prices_them() -> None:
+    # a traced model's ops carry FLOPs but no GEMM shape: the whole-pass sum prices them one by one
+    # as matrix_op_s does (a convolution at cuDNN's efficiency, in TF32 when cudnn_tf32 says so)
+    from core.estimate.gpu_kernels import matrix_op_s
+    from core.estimate.gpu_step import step_kernels
+    from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
+    from core.network.model import analyze_model
+
+    model = {
+        "input_shape": [3, 224, 224],
+        "summary": {"parameters": 1_000_000, "activation_bytes_per_sample": 4_000_000},
+        "trace": {"ops": [{"kind": "conv", "flops": 4e9}, {"kind": "linear", "flops": 1e8}], "param_sizes": [1e6]},
+    }
+    ops, _ = forward_work(analyze_model(model))
+    dev = device("H100 SXM")
+    gpu = figures(dev)
+    for cudnn_tf32 in (False, True):
+        by_op = sum(matrix_op_s(op, 64, "fp32", gpu, False, "contiguous", cudnn_tf32) for op in ops if op.rate)
+        got, _ = step_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
+        assert got == pytest.approx(by_op, rel=1e-9)
+    ieee = step_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES)[0]
+    tf32 = step_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=True)[0]
+    assert tf32 < ieee / 4
+
+
 def test_tf32_products_reach_a_lower_share_of_their_peak_than_half_precision_ones() -> None:
     from core.estimate.gpu_kernels import TF32_GEMM_EFFICIENCY, matmul_efficiency
 

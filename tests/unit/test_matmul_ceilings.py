@@ -71,33 +71,60 @@ def test_a_geforce_card_runs_its_matmuls_at_the_rate_published_for_it() -> None:
     assert gk.figures(dev("T4")).eff_cuda < 0.6
 
 
-def test_a_card_with_a_single_submission_keeps_the_constants() -> None:
+def test_a_figure_with_a_single_submission_is_not_used() -> None:
     # one contributor's figure may come from a card held at a lower power limit: the RTX A6000 and the
-    # H100 PCIe have one each and are priced from their datasheets as before
+    # H100 PCIe have one each and are priced from their datasheets as before; the RTX 4090's TF32 and
+    # the H100 SXM's TF32 have one each, so TF32 takes the tensor cores' published share
     for name in ("RTX A6000", "H100 PCIe"):
         assert len(DOC["devices"][dev(name).name]) == 1
         assert gk.published_note(dev(name)) == ""
         assert gk.figures(dev(name)).eff_tensor == gk.GEMM_EFFICIENCY["tensor"]
+    assert sum(1 for e in DOC["devices"]["NVIDIA GeForce RTX 4090"] if e["tf32"]) == 1
+    assert "TF32" not in gk.published_note(dev("RTX 4090")) and gk.figures(dev("RTX 4090")).eff_tf32 is None
+
+
+def test_a_geforce_card_without_figures_of_its_own_takes_its_class_s() -> None:
+    # the RTX 5080 has one submission: it is priced at the median share of the GeForce cards with two
+    # or more (RTX 3090, 4090, 5090: FP16 107 %, FP32 66 % of their datasheet peaks), said in its note
+    rtx = dev("RTX 5080")
+    assert len(DOC["devices"][rtx.name]) == 1
+    note = gk.published_note(rtx)
+    assert "as GeForce cards reach (GeForce RTX 3090, GeForce RTX 4090, GeForce RTX 5090): BF16 108%, FP16 107%" in note
+    fp16_class = statistics.median(
+        median(n, "fp16") * 1e12 / dev(n).half_flops
+        for n in ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 5090")
+    )
+    ref_share = median("NVIDIA H100 SXM", "fp16") * 1e12 / dev("H100 SXM").half_flops
+    assert gk.figures(rtx).eff_fp16 == pytest.approx(min(gk.GEMM_EFFICIENCY["tensor"] * fp16_class / ref_share, 1.0))
+    # not a professional card (its datasheet peaks are full rate): the RTX 6000 Ada keeps the constants
+    assert gk.published_note(dev("RTX 6000 Ada")) == ""
 
 
 def test_this_machines_calibration_replaces_the_published_figures() -> None:
-    g = gk.figures(dev("RTX 4090"), {"tensor": 0.6, "fp32": 0.5, "note": "measured on this machine's"})
-    assert (g.eff_tensor, g.eff_cuda, g.eff_fp16) == (0.6, 0.5, None)
+    g = gk.figures(dev("RTX 4090"), {"tensor": 0.6, "note": "measured on this machine's"})
+    # the published FP16 and FP32 figures go with it, not only the ones measured here
+    assert (g.eff_tensor, g.eff_cuda, g.eff_fp16) == (0.6, gk.GEMM_EFFICIENCY["cuda"], None)
     assert gk.matmul_efficiency("fp16_mixed", g) == 0.6
 
 
-def test_tf32_on_a_geforce_ada_card_runs_on_tensor_cores() -> None:
-    # the RTX 4090's TF32 peak equals its FP32 one (82.6 TFLOPS), yet TF32 runs on tensor cores: its
-    # published TF32 matmul (85.7 TFLOPS, 104 % of the peak; the H100 SXM's 81 %) sets its efficiency,
-    # at TF32's share of the tensor cores' one, not the CUDA cores' 66 %
-    rtx = dev("RTX 4090")
-    assert rtx.tf32_flops == rtx.fp32_flops
-    g = gk.figures(rtx)
-    assert g.tensor_cores("tf32") and not g.tensor_cores("fp32")
-    share = median(rtx.name, "tf32") * 1e12 / rtx.tf32_flops
-    ref_share = median("NVIDIA H100 SXM", "tf32") * 1e12 / dev("H100 SXM").tf32_flops
-    expected = gk.GEMM_EFFICIENCY["tensor"] * gk.TF32_GEMM_EFFICIENCY * share / ref_share
-    assert gk.matmul_efficiency("tf32", g) == g.eff_tf32 == pytest.approx(expected)
+def test_tf32_on_a_geforce_card_runs_on_tensor_cores_and_never_slower_than_fp32() -> None:
+    # the RTX 4090's TF32 peak equals its FP32 one (82.6 TFLOPS), yet TF32 runs on tensor cores; at its
+    # tensor cores' share × TF32's 0.7 it would be slower than its CUDA cores, which cuBLAS and cuDNN
+    # would not choose: TF32 is priced at least at the FP32 rate (published: TF32 85.7 TFLOPS against
+    # FP32 54 on this card, so TF32 is if anything faster)
+    for name in ("RTX 4090", "RTX 5080", "RTX 3060"):
+        rtx = dev(name)
+        assert rtx.tf32_flops == pytest.approx(rtx.fp32_flops, rel=0.01)
+        g = gk.figures(rtx)
+        assert g.tensor_cores("tf32") and not g.tensor_cores("fp32")
+        tf32_rate = gk.matmul_efficiency("tf32", g) * g.tf32
+        assert tf32_rate >= gk.matmul_efficiency("fp32", g) * g.fp32 * (1 - 1e-9)
+        bert = parse_workload({"model": {"preset": "bert-base"}, "training": {"precision": "tf32"}})
+        fp32 = parse_workload({"model": {"preset": "bert-base"}, "training": {"precision": "fp32"}})
+        assert size_candidate(bert, rtx, 1).step.compute_s <= size_candidate(fp32, rtx, 1).step.compute_s
+    # on an H100 TF32 is the tensor cores' share × 0.7 of the TF32 peak, far above FP32's rate
+    h100 = gk.figures(dev("H100 SXM"))
+    assert gk.matmul_efficiency("tf32", h100) == pytest.approx(gk.GEMM_EFFICIENCY["tensor"] * gk.TF32_GEMM_EFFICIENCY)
     assert not gk.figures(dev("T4")).tensor_cores("tf32")  # Turing has no TF32
 
 
@@ -105,8 +132,8 @@ def test_the_sizing_names_where_its_matrix_rates_come_from() -> None:
     w = parse_workload({"model": {"preset": "bert-base"}, "training": {"precision": "fp16_mixed"}})
     rtx = size_candidate(w, dev("RTX 4090"), 1)
     line = next(a for a in rtx.assumptions if a.startswith("efficiency"))
-    assert "published PyTorch matmul measurements of this GPU reach (BF16 100%, FP16 101%" in line
-    assert "6 submissions to torch-performance-test-data" in line
+    assert "published PyTorch matmul measurements show (this GPU's: BF16 100%, FP16 101%, FP32 66%" in line
+    assert "two or more contributors per figure" in line
     assert "published PyTorch matmul measurements of it" in step_accuracy_note(rtx)
     assert "GeForce" in step_accuracy_note(rtx)
     a6000 = size_candidate(w, dev("RTX A6000"), 1)
@@ -117,12 +144,14 @@ def test_the_sizing_names_where_its_matrix_rates_come_from() -> None:
 
 def _without_published(w: Any, device: Any) -> Any:
     gk._published.cache_clear()
+    gk._geforce_class.cache_clear()
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(gk, "MIN_SUBMISSIONS", 100)
             return size_candidate(w, device, 1)
     finally:
         gk._published.cache_clear()
+        gk._geforce_class.cache_clear()
 
 
 def test_measure_and_scale_uses_the_published_rates_of_both_cards() -> None:
@@ -136,3 +165,10 @@ def test_measure_and_scale_uses_the_published_rates_of_both_cards() -> None:
     assert gk.published_rate_factor(dst, "bf16_mixed") == 1.0
     expected = 2.5e-6 + (1e-3 - 2.5e-6) * (src.half_flops * factor) / dst.half_flops
     assert got == pytest.approx(expected)
+    # an fp16 workload's half-precision kernels at the cards' FP16 rates (RTX PRO 6000 Blackwell: FP16
+    # 62 % of its peak, BF16 82 %)
+    pro = dev("RTX PRO 6000 Blackwell")
+    assert gk.published_rate_factor(pro, "fp16_mixed") < 0.85 < gk.published_rate_factor(pro, "bf16_mixed")
+    fp16 = scale_kernel(k, pro, dst, "fp16_mixed", (None, sm_count(dst)))
+    bf16 = scale_kernel(k, pro, dst, "bf16_mixed", (None, sm_count(dst)))
+    assert fp16 < bf16  # the slower FP16 source rate: the same measured time is more work
