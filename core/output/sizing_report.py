@@ -280,8 +280,8 @@ def step_accuracy_note(c: CandidateResult) -> str:
         text += "; on GeForce cards it has read up to 21 % slower than measured (BERT in fp16 on the RTX 4090)"
     if any(PUBLISHED_NOTE in a for a in c.assumptions):  # the kernel model priced it at published rates
         text += (
-            "; this GPU's matrix products are priced at the rate published PyTorch matmul measurements of it reach, "
-            "not its datasheet peak alone"
+            "; this GPU's matrix products are priced at the rates published PyTorch matmul measurements show (of "
+            "this card, or of GeForce cards like it where it has none), not its datasheet peak alone"
         )
     return text + " (docs/accuracy.md)."
 

@@ -134,10 +134,15 @@ def test_the_sizing_names_where_its_matrix_rates_come_from() -> None:
     line = next(a for a in rtx.assumptions if a.startswith("efficiency"))
     assert "published PyTorch matmul measurements show (this GPU's: BF16 100%, FP16 101%, FP32 66%" in line
     assert "two or more contributors per figure" in line
-    assert "published PyTorch matmul measurements of it" in step_accuracy_note(rtx)
+    assert "priced at the rates published PyTorch matmul measurements show" in step_accuracy_note(rtx)
     assert "GeForce" in step_accuracy_note(rtx)
     a6000 = size_candidate(w, dev("RTX A6000"), 1)
     assert "published" not in next(a for a in a6000.assumptions if a.startswith("efficiency"))
+    # a model given as a summary is not priced by the kernel model: no claim of published rates
+    summary = {"input_shape": [128], "summary": {"parameters": 1_000_000, "activation_bytes_per_sample": 4096}}
+    doc = {"model": summary, "data": {"samples": 1000}, "training": {"batch_size": 100, "epochs": 1}}
+    flat = size_candidate(parse_workload(doc), dev("RTX 4090"), 1)
+    assert "GeForce" in step_accuracy_note(flat) and "published PyTorch matmul" not in step_accuracy_note(flat)
     # the RTX 4090 trains it faster than its datasheet × the H100's efficiency said
     assert rtx.step.compute_s < 0.85 * _without_published(w, dev("RTX 4090")).step.compute_s
 
