@@ -114,9 +114,13 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "params_text": fmt_count(m.parameters),
         # an NVIDIA GPU with tensor cores among the candidates (cuBLAS's alignment rules apply to it)
         "any_nvidia_tensor_gpu": any(c.device.runs_cuda and has_tensor_peak(c.device) for c in gpus),
-        # an NVIDIA GPU with TF32 (Ampere and later) among the candidates, layers cuDNN runs (convolutions,
-        # LSTM/GRU) in the network, and whether the workload lets cuDNN run them on TF32 in fp32
-        "any_nvidia_tf32_gpu": any(c.device.runs_cuda and bool(c.device.tf32_flops) for c in gpus),
+        # an NVIDIA GPU whose TF32 tensor peak is above its FP32 one among the candidates (Ampere and later
+        # data-centre and workstation cards: where cuDNN's TF32 changes the step TrainRig prices; a GeForce
+        # card's datasheet TF32 peak is its FP32 one), layers cuDNN runs (convolutions, LSTM/GRU) in the
+        # network, and whether the workload lets cuDNN run them on TF32 in fp32
+        "any_nvidia_tf32_gpu": any(
+            c.device.runs_cuda and (c.device.tf32_flops or 0.0) > c.device.fp32_flops for c in gpus
+        ),
         "cudnn_layers": bool(layer_types & {"conv2d", "lstm", "gru"}),
         "cudnn_tf32": t.cudnn_tf32,
         # the network's output width (classes, a vocabulary) and the multiple of 64 above it

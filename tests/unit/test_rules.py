@@ -135,9 +135,13 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("gpu-no-tensor-cores", {"devices": ("Tesla P40",)}, {}),
     # GPT-2's 50,257-token head in bf16 on an RTX 4090; quiet in fp32 (no tensor-core alignment to miss)
     ("gpu-half-unaligned-classes", {"doc": GPT2_BF16}, {"doc": {**GPT2_BF16, "training": {"precision": "fp32"}}}),
-    # ResNet-50 in fp32 on an RTX 4090, priced with cuDNN's TF32 off (TrainRig's default) while PyTorch's
+    # ResNet-50 in fp32 on an H100, priced with cuDNN's TF32 off (TrainRig's default) while PyTorch's
     # default runs its convolutions on TF32: quiet once the workload says cudnn_tf32 true
-    ("gpu-fp32-cudnn-tf32", {"doc": RESNET}, {"doc": {**RESNET, "training": {"cudnn_tf32": True}}}),
+    (
+        "gpu-fp32-cudnn-tf32",
+        {"doc": RESNET, "devices": ("H100 SXM",)},
+        {"doc": {**RESNET, "training": {"cudnn_tf32": True}}, "devices": ("H100 SXM",)},
+    ),
     # ResNet-50 in fp16 on a T4 (320 GB/s): its tensor cores leave the step memory-bound (in fp32 its
     # CUDA-core convolutions bound it instead)
     ("gpu-bandwidth-million-params", {"doc": RESNET_FP16, "devices": ("T4",)}, {"doc": RESNET_FP16}),
@@ -301,6 +305,8 @@ def test_the_cudnn_tf32_finding_speaks_only_where_cudnn_could_use_tf32() -> None
     assert "gpu-fp32-cudnn-tf32" in rules(RESNET, "H100 SXM")
     assert "gpu-fp32-cudnn-tf32" in rules({"model": {"preset": "lstm-lm"}}, "A100 80GB SXM")  # cuDNN's LSTM
     assert "gpu-fp32-cudnn-tf32" not in rules(RESNET, "T4")  # Turing: no TF32
+    # a GeForce card's TF32 peak is its FP32 one: TrainRig prices its TF32 at its FP32 rate, nothing to say
+    assert "gpu-fp32-cudnn-tf32" not in rules(RESNET, "RTX 4090")
     assert "gpu-fp32-cudnn-tf32" not in rules({"model": {"preset": "seed-mlp"}}, "H100 SXM")  # linear only
     assert "gpu-fp32-cudnn-tf32" not in rules({**RESNET, "training": {"precision": "tf32"}}, "H100 SXM")
 
