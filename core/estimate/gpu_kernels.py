@@ -153,8 +153,8 @@ class GpuFigures:
         return precision in ("fp16_mixed", "bf16_mixed") and self.half > self.fp32
 
 
-# published matmul figures of a GPU are used when at least this many contributors measured it: one
-# submission alone may come from a card held at a lower power limit or a busy shared host
+# a GPU's published matmul figure for a precision is used when at least this many contributors measured
+# it: one submission alone may come from a card held at a lower power limit or a busy shared host
 MIN_SUBMISSIONS = 2
 
 
@@ -169,7 +169,8 @@ def _ceiling_shares(
     """The median published square-matmul rate of the GPU ``name`` per precision over its datasheet
     peak, where at least MIN_SUBMISSIONS contributors measured that precision: "fp32" (CUDA cores),
     "fp16", "bf16" (where it runs natively: compute capability 8.0 and later), "tf32"; empty when
-    none is published."""
+    none is published. ``geforce`` completes the ``Peaks`` tuple; the class's figures are
+    ``_published``'s."""
     entries = _ceilings()["devices"].get(name) or []
 
     def share(key: str, peak: float | None) -> dict[str, float]:
@@ -202,7 +203,7 @@ def published_efficiency(device: DeviceSpec, reference: DeviceSpec | None) -> di
     precision ("fp32"; "tensor" from BF16 where it runs natively, else FP16; "fp16"; "tf32" as
     TF32_GEMM_EFFICIENCY of the tensor cores'), at most 1, each where at least MIN_SUBMISSIONS
     contributors published it. A GeForce card of compute capability 8.0 or later without them takes
-    its class's: the median share of the GeForce cards that have them (``GEFORCE_CLASS``)."""
+    its class's: the median share of the GeForce cards that have them (``_geforce_class``)."""
     if reference is None:
         return {}
     return dict(_published(_peaks(device), _peaks(reference)))
