@@ -37,16 +37,14 @@ checked on the recorded H100 steps (docs/accuracy.md, "GPU kernel model").
 
 from __future__ import annotations
 
-import json
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from core.estimate.published_rates import matmul_factors
 from core.hardware.catalogue import DeviceSpec
-from core.paths import resource_path
 
 if TYPE_CHECKING:
     from core.estimate.op_work import OpWork
@@ -153,165 +151,25 @@ class GpuFigures:
         return precision in ("fp16_mixed", "bf16_mixed") and self.half > self.fp32
 
 
-# a GPU's published matmul figure for a precision is used when at least this many contributors measured
-# it: one submission alone may come from a card held at a lower power limit or a busy shared host
-MIN_SUBMISSIONS = 2
-
-
-@lru_cache(maxsize=1)
-def _ceilings() -> dict[str, Any]:
-    return dict(json.loads(resource_path("published/matmul_ceilings.json").read_text(encoding="utf-8")))
-
-
-def _ceiling_shares(
-    name: str, fp32: float, tf32: float | None, half: float | None, capability: str, geforce: bool = False
-) -> dict[str, float]:
-    """The median published square-matmul rate of the GPU ``name`` per precision over its datasheet
-    peak, where at least MIN_SUBMISSIONS contributors measured that precision: "fp32" (CUDA cores),
-    "fp16", "bf16" (where it runs natively: compute capability 8.0 and later), "tf32"; empty when
-    none is published. ``geforce`` completes the ``Peaks`` tuple; the class's figures are
-    ``_published``'s."""
-    entries = _ceilings()["devices"].get(name) or []
-
-    def share(key: str, peak: float | None) -> dict[str, float]:
-        values = [float(e[key]) for e in entries if e.get(key)]
-        return {key: statistics.median(values) * 1e12 / peak} if len(values) >= MIN_SUBMISSIONS and peak else {}
-
-    tensor = half if half and half > (fp32 or 0.0) else None
-    return {
-        **share("fp32", fp32),
-        **share("fp16", tensor),
-        **(share("bf16", tensor) if _capability(capability) >= 8.0 else {}),
-        **share("tf32", tf32),
-    }
-
-
-def _capability(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0
-
-
-SHARE_LABELS = (("bf16", "BF16"), ("fp16", "FP16"), ("tf32", "TF32"), ("fp32", "FP32"))
-
-
-def published_efficiency(device: DeviceSpec, reference: DeviceSpec | None) -> dict[str, Any]:
+def published_efficiency(device: DeviceSpec) -> dict[str, float]:
     """The efficiencies of ``device`` from published PyTorch matmul measurements
-    (resources/published/matmul_ceilings.json): GEMM_EFFICIENCY (set on the reference card, the
-    H100 SXM) × the share of its peak the device's large matmuls reach over the reference's, per
-    precision ("fp32"; "tensor" from BF16 where it runs natively, else FP16; "fp16"; "tf32" as
-    TF32_GEMM_EFFICIENCY of the tensor cores'), at most 1, each where at least MIN_SUBMISSIONS
-    contributors published it. A GeForce card of compute capability 8.0 or later without them takes
-    its class's: the median share of the GeForce cards that have them (``_geforce_class``)."""
-    if reference is None:
-        return {}
-    return dict(_published(_peaks(device), _peaks(reference)))
+    (core/estimate/published_rates.py): GEMM_EFFICIENCY (set on the reference card, the H100 SXM) ×
+    how many times the reference's share of its peak the device's large matmuls reach, per precision
+    ("fp32"; "fp16"; "tensor" from BF16 where it runs natively, else FP16; "tf32" as
+    TF32_GEMM_EFFICIENCY of the tensor cores'), at most 1; empty where nothing is published."""
+    f = matmul_factors(device)
+    tensor, cuda = GEMM_EFFICIENCY["tensor"], GEMM_EFFICIENCY["cuda"]
+    bases = {"fp32": cuda, "fp16": tensor, "tensor": tensor, "tf32": tensor * TF32_GEMM_EFFICIENCY}
+    half = f.get("bf16") or f.get("fp16")
+    factors = {**f, **({"tensor": half} if half else {})}
+    return {k: min(bases[k] * v, 1.0) for k, v in factors.items() if k in bases}
 
 
-# name, FP32, TF32, FP16/BF16 peaks, compute capability, GeForce
-Peaks = tuple[str, float, float | None, float | None, str, bool]
-
-
-def _peaks(d: DeviceSpec) -> Peaks:
-    capability = str(d.extra.get("compute_capability") or "0")
-    return (d.name, d.fp32_flops, d.tf32_flops, d.half_flops, capability, d.geforce and _capability(capability) >= 8.0)
-
-
-@lru_cache(maxsize=1)
-def _geforce_class() -> tuple[dict[str, float], tuple[str, ...]]:
-    """The median share of their datasheet peaks, per precision, of the catalogue's GeForce cards
-    (compute capability 8.0 and later) with published figures, and their names."""
-    from core.hardware.catalogue import load_catalogue
-
-    per_key: dict[str, list[float]] = {}
-    names = []
-    for d in load_catalogue():
-        peaks = _peaks(d)
-        if not peaks[5]:
-            continue
-        shares = _ceiling_shares(*peaks)
-        if shares:
-            names.append(d.name.replace("NVIDIA ", ""))
-        for k, v in shares.items():
-            per_key.setdefault(k, []).append(v)
-    return {k: statistics.median(v) for k, v in per_key.items()}, tuple(names)
-
-
-@lru_cache(maxsize=128)
-def _published(device: Peaks, reference: Peaks) -> dict[str, Any]:
-    own = _ceiling_shares(*device)
-    ref = _ceiling_shares(*reference)
-    if not ref or device[0] == ref_name():
-        return {}
-    shares = dict(own)
-    borrowed = []
-    if device[5]:  # a GeForce card: its class's shares where its own are not published
-        for k, v in _geforce_class()[0].items():
-            if k not in shares and (k != "tf32" or device[2]) and (k not in ("fp16", "bf16") or device[3]):
-                shares[k] = v
-                borrowed.append(k)
-
-    def scaled(key: str, base: float) -> dict[str, float]:
-        return {key: min(base * shares[key] / ref[key], 1.0)} if key in shares and key in ref else {}
-
-    out: dict[str, Any] = {
-        **scaled("fp32", GEMM_EFFICIENCY["cuda"]),
-        **scaled("fp16", GEMM_EFFICIENCY["tensor"]),
-        **scaled("tf32", GEMM_EFFICIENCY["tensor"] * TF32_GEMM_EFFICIENCY),
-    }
-    tensor = scaled("bf16", GEMM_EFFICIENCY["tensor"]).get("bf16", out.get("fp16"))
-    if tensor is not None:
-        out["tensor"] = tensor
-    if out:
-        used = [(k, label) for k, label in SHARE_LABELS if k in shares and k in ref]
-        mine = ", ".join(f"{label} {shares[k]:.0%}" for k, label in used if k not in borrowed)
-        theirs = ", ".join(f"{label} {ref[k]:.0%}" for k, label in used)
-        parts = [f"this GPU's: {mine}"] if mine else []
-        if any(k in borrowed for k, _ in used):
-            cls = ", ".join(f"{label} {shares[k]:.0%}" for k, label in used if k in borrowed)
-            parts.append(f"as GeForce cards reach ({', '.join(_geforce_class()[1])}): {cls}")
-        out["note"] = (
-            PUBLISHED_NOTE + f" ({'; '.join(parts)}; the {ref_name()}'s, on which the kernel model was set: "
-            f"{theirs}; torch-performance-test-data, two or more contributors per figure)"
-        )
-    return out
-
-
-# how the sizing's efficiency line begins where published matmul figures set a GPU's rates
-PUBLISHED_NOTE = "its matrix products at the share of the datasheet peak published PyTorch matmul measurements show"
-
-
-def published_note(device: DeviceSpec) -> str:
-    """What ``published_efficiency`` says of ``device``, "" where nothing is published for it."""
-    return str(published_efficiency(device, _reference_device()).get("note", ""))
-
-
-def published_rate_factor(device: DeviceSpec, precision: str) -> float:
-    """How much more (> 1) or less of its datasheet peak in ``precision`` a GPU's matrix products
-    reach than the reference card's, from published matmul measurements (``published_efficiency``);
-    1.0 where none are published. ``precision``: a training precision, "fp32" on CUDA cores."""
-    pub = published_efficiency(device, _reference_device())
-    tensor = GEMM_EFFICIENCY["tensor"]
-    if precision in ("fp16_mixed", "bf16_mixed") and device.half_flops:
-        key = "fp16" if precision == "fp16_mixed" and "fp16" in pub else "tensor"
-        return float(pub.get(key, tensor) / tensor)
-    if precision == "tf32" and device.tf32_flops:
-        if "tf32" in pub:
-            return float(pub["tf32"] / (tensor * TF32_GEMM_EFFICIENCY))
-        return float(pub.get("tensor", tensor) / tensor)
-    return float(pub.get("fp32", GEMM_EFFICIENCY["cuda"]) / GEMM_EFFICIENCY["cuda"])
-
-
-def ref_name() -> str:
-    return str(_ceilings()["reference"])
-
-
-@lru_cache(maxsize=1)
-def _reference_device() -> DeviceSpec | None:
-    from core.hardware.catalogue import load_catalogue
-
-    return next((d for d in load_catalogue() if d.name == ref_name()), None)
+def matmul_rate(device: DeviceSpec, precision: str) -> float:
+    """FLOP/s a large matrix product reaches on ``device`` in ``precision`` as the kernel model prices
+    it (its peak × ``matmul_efficiency``, published matmul figures and all)."""
+    gpu = figures(device)
+    return matmul_peak(precision, gpu)[0] * matmul_efficiency(precision, gpu)
 
 
 def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> GpuFigures:
@@ -323,7 +181,7 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
     (``published_efficiency``)."""
     calibrated = measured and any(k in measured for k in ("tensor", "fp32", "tf32"))
     # this machine's own measurement of its class replaces the published figures whole
-    m = dict(measured) if calibrated else {**published_efficiency(device, _reference_device()), **(measured or {})}
+    m = dict(measured) if calibrated else {**published_efficiency(device), **(measured or {})}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
     arch = str(device.extra.get("architecture", "")).lower()
     clock = power_factor(device)

@@ -138,9 +138,9 @@ def step_kernels(
     cudnn = cudnn_precision(precision, gpu, cudnn_tf32)
     conv_base = matmul_efficiency(cudnn, gpu)
     eff = np.where(mo.conv, conv_efficiency(cudnn, gpu), np.where(mo.is_conv, conv_base, base))
-    peaks: float | np.ndarray = peak
-    if cudnn != precision:  # fp32 linear layers on CUDA cores, convolutions on TF32 tensor cores
-        peaks = np.where(mo.is_conv, matmul_peak(cudnn, gpu)[0], peak)
+    # in fp32 with cuDNN's TF32: linear layers on CUDA cores, convolutions on TF32 tensor cores (a scalar
+    # peak otherwise, so the sums stay those recorded to the last bit)
+    peaks = np.tile(np.where(mo.is_conv, matmul_peak(cudnn, gpu)[0], peak), 3) if cudnn != precision else peak
     if fp8 and gpu.fp8 and peak == gpu.half:
         # linear layers on fp8 tensor cores (convolutions stay in half precision): the fp8 peak as a
         # share of the half-precision one, so one array call times both
@@ -152,7 +152,7 @@ def step_kernels(
         np.concatenate((m, m, mo.n)),
         np.concatenate((mo.n, mo.k, mo.k)),
         np.concatenate((mo.k, mo.n, m)),
-        np.concatenate((peaks, peaks, peaks)) if isinstance(peaks, np.ndarray) else peaks,
+        peaks,
         gpu,
         mbytes,
         np.concatenate((eff, eff, eff)),

@@ -2,10 +2,12 @@
 
 Per kernel (``t`` its time per call on the measured GPU S, ``T`` the candidate):
 
-* compute-bound (GEMM, convolution, attention): ``t × peak_S / peak_T`` for the precision the
-  kernel runs at (its name says fp16/bf16/tf32/fp32, else the workload's), corrected for waves: a
-  kernel of B thread blocks runs ``max(1, B / SMs)`` waves, each at the per-SM rate (peak / SMs),
-  so a grid smaller than the GPU gains nothing from more SMs. Unknown grids: the peak ratio.
+* compute-bound (GEMM, convolution, attention): ``t × rate_S / rate_T``, a large matrix product's
+  rate as the GPU kernel model prices it (``gpu_kernels.matmul_rate``: the datasheet peak × the
+  efficiency published matmul measurements of the card set) for the precision the kernel runs at
+  (its name says fp16/bf16/tf32/fp32, else the workload's), corrected for waves: a kernel of B thread
+  blocks runs ``max(1, B / SMs)`` waves, each at the per-SM rate (rate / SMs), so a grid smaller than
+  the GPU gains nothing from more SMs. Unknown grids: the rate ratio.
 * memory-bound (elementwise, norms, softmax and loss, reductions, optimizer, device copies):
   ``t × bandwidth_S / bandwidth_T``; a grid smaller than the SMs is latency-bound and moves with
   the clock instead.
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.estimate.gpu_kernels import published_rate_factor
+from core.estimate.gpu_kernels import matmul_rate
 from core.estimate.profile_read import (
     KERNEL_CLASSES,
     KernelRecord,
@@ -144,8 +146,7 @@ def scale_kernel(
         p = kernel_precision(k.name, precision)
         # a half-precision kernel of an fp16 workload at the cards' FP16 rates (names do not tell fp16 from bf16)
         rated = "fp16_mixed" if p == "bf16_mixed" and precision == "fp16_mixed" else p
-        rate_s = source.peak_flops(p) * published_rate_factor(source, rated)
-        rate_t = target.peak_flops(p) * published_rate_factor(target, rated)
+        rate_s, rate_t = matmul_rate(source, rated), matmul_rate(target, rated)
         ratio = rate_s / rate_t
         if blocks is not None and sms[1]:
             s_sm, t_sm = sms[0] or 1, sms[1]
@@ -167,8 +168,9 @@ def scale_kernel(
 # measure_scale_published.py, docs/accuracy.md): within one class (H100 SXM ↔ PCIe) within 6 %; between
 # a GeForce card and a workstation or data-centre card the datasheet peaks misled the scaling by 25–56 %
 # (GeForce datasheets halve the FP16 and TF32 tensor peaks, which the cards outrun). With the published
-# PyTorch matmul rates of the GeForce cards (gpu_kernels.published_rate_factor) the mean error is 8 %
-# (RTX 3090 ↔ RTX A6000), 19 % (↔ A10) and 29 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
+# PyTorch matmul rates of the GeForce cards (gpu_kernels.matmul_rate, from
+# core/estimate/published_rates.py) the mean error is 8 % (RTX 3090 ↔ RTX A6000), 18 % (↔ A10) and
+# 28 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
 GEFORCE_NOTE = (
     "scaled between a GeForce card and a workstation or data-centre card: GeForce datasheets halve the FP16 "
     "and TF32 tensor peaks (FP32 accumulate), which the cards outrun; published PyTorch matmul measurements "
@@ -177,8 +179,8 @@ GEFORCE_NOTE = (
 )
 
 RULES = {
-    "compute": "ratio of the datasheet peaks for the kernel's precision (× the share of the peak each GPU's "
-    "published matmuls reach, where published), by waves over the SMs",
+    "compute": "ratio of the matrix rates for the kernel's precision (the datasheet peak × the efficiency "
+    "published matmul measurements set, where published), by waves over the SMs",
     "memory": "ratio of the datasheet memory bandwidths (small grids: the clock ratio)",
     "latency": "ratio of the boost clocks",
 }

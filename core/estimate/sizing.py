@@ -11,7 +11,7 @@ from typing import Any
 from core.estimate import seed_formulas as seed
 from core.estimate.activations import activation_note
 from core.estimate.cost import CostEstimate, estimate_cost
-from core.estimate.gpu_kernels import published_note
+from core.estimate.gpu_notes import gpu_kernel_note, kernel_assumptions
 from core.estimate.memory import (
     CPU_RUNTIME_BYTES,
     MemoryBreakdown,
@@ -35,8 +35,6 @@ from core.estimate.timing import (
 )
 from core.hardware.catalogue import GIB, DeviceSpec
 from core.hardware.platforms import PlatformChoice, platform_for
-from core.network.graph import Graph
-from core.network.model import ModelAnalysis
 from core.spec.large import check_degrees
 from core.spec.loop import loop_for
 from core.spec.workload import Workload
@@ -119,43 +117,6 @@ def size_workload(
         seed=seed_figures(workload),  # Hooda's R and T_train: on the recommended candidate (recommend())
         notes=workload.analysis.notes,
     )
-
-
-HALF = ("fp16_mixed", "bf16_mixed")
-
-
-def uses_gpu_kernel_model(device: DeviceSpec, m: ModelAnalysis) -> bool:
-    """An NVIDIA GPU timing a layer graph or a trace: its ops cost the GPU kernel model's time."""
-    return device.runs_cuda and (m.graph is not None or bool(m.trace))
-
-
-@functools.lru_cache(maxsize=256)
-def _has_spatial_conv(graph: Graph) -> bool:
-    """A convolution larger than 1 × 1 in the graph (identity-hashed: computed once per graph)."""
-    return any(o.name == "conv2d" and o.kernel_area > 1 for o in graph.ops)
-
-
-def _has_cudnn_layers(m: ModelAnalysis) -> bool:
-    """Convolutions or LSTM/GRU layers in the graph: the layers cuDNN runs."""
-    return m.graph is not None and _cudnn_ops(m.graph)
-
-
-@functools.lru_cache(maxsize=256)
-def _cudnn_ops(graph: Graph) -> bool:
-    return any(o.name in ("conv2d", "lstm", "gru") for o in graph.ops)
-
-
-def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:
-    """Where the efficiency comes from when nothing was calibrated."""
-    if uses_gpu_kernel_model(device, m):
-        sms = device.sm_count or "estimated"
-        published = published_note(device)
-        return (
-            f" (reached by the GPU kernel model: tiles in waves over its {sms} SMs"
-            + (f"; {published}" if published else "")
-            + ", docs/sizing.md §4c)"
-        )
-    return " (default for the device class)"
 
 
 def size_candidate(
@@ -260,22 +221,7 @@ def size_candidate(
         *([f"cannot run this layout: {layout_problem}"] if layout_problem else []),
         *states_note(t.large, mem.offload_cpu_bytes, mem.offload_nvme_bytes, count),
     ]
-    if uses_gpu_kernel_model(device, m) and t.memory_format != "channels_last" and t.precision in HALF:
-        if m.graph is not None and _has_spatial_conv(m.graph):
-            assumptions.append(
-                "NCHW convolutions in half precision pay cuDNN's layout transposes "
-                "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)"
-            )
-    if uses_gpu_kernel_model(device, m) and t.precision == "fp32" and device.tf32_flops and _has_cudnn_layers(m):
-        assumptions.append(
-            "in fp32, cuDNN runs the convolutions and LSTM/GRU layers on TF32 tensor cores "
-            "(training.cudnn_tf32 true: torch.backends.cudnn.allow_tf32, PyTorch's default) and the linear "
-            "layers stay IEEE fp32"
-            if t.cudnn_tf32
-            else "in fp32, convolutions and LSTM/GRU layers in IEEE fp32 on CUDA cores (cuDNN's TF32 off); "
-            "PyTorch's default lets cuDNN run them on TF32 tensor cores: training.cudnn_tf32 true if your "
-            "code keeps it"
-        )
+    assumptions += kernel_assumptions(device, m, t)
     if max_loaders is not None and st.loader_cores_needed > st.loader_cores and st.loader_cores == max_loaders:
         assert choice is not None
         assumptions.append(

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.advice.recommendation import Recommendation
-from core.estimate.gpu_kernels import PUBLISHED_NOTE
 from core.estimate.pass_work import train_flops_per_sample
+from core.estimate.published_rates import PUBLISHED_NOTE
 from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
 from core.output.glossary import verdict_text
 from core.units import fmt_bytes, fmt_count, fmt_energy, fmt_money, fmt_seconds

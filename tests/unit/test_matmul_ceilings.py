@@ -1,5 +1,6 @@
 """Each GPU's matrix rates from published PyTorch matmul measurements of it
-(resources/published/matmul_ceilings.json, core/estimate/gpu_kernels.py published_efficiency): the
+(resources/published/matmul_ceilings.json, core/estimate/published_rates.py, applied by
+core/estimate/gpu_kernels.py published_efficiency): the
 share of its datasheet peak its large matmuls reach, over the share the reference card (the H100 SXM,
 where the kernel model's efficiencies were set) reaches, scales those efficiencies."""
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from core.estimate import gpu_kernels as gk
+from core.estimate import published_rates as pr
 from core.estimate.profile_read import KernelRecord
 from core.estimate.profile_scale import scale_kernel, sm_count
 from core.estimate.sizing import size_candidate
@@ -44,7 +46,7 @@ def test_every_figure_is_kept_with_its_source_and_names_a_catalogue_gpu() -> Non
 
 def test_the_reference_card_keeps_the_efficiencies_the_model_was_set_on() -> None:
     h100 = dev("H100 SXM")
-    assert gk.published_efficiency(h100, gk._reference_device()) == {}
+    assert gk.published_efficiency(h100) == {} and pr.published_note(h100) == ""
     g = gk.figures(h100)
     assert (g.eff_tensor, g.eff_cuda, g.eff_tf32, g.eff_fp16) == (
         gk.GEMM_EFFICIENCY["tensor"],
@@ -77,10 +79,10 @@ def test_a_figure_with_a_single_submission_is_not_used() -> None:
     # the H100 SXM's TF32 have one each, so TF32 takes the tensor cores' published share
     for name in ("RTX A6000", "H100 PCIe"):
         assert len(DOC["devices"][dev(name).name]) == 1
-        assert gk.published_note(dev(name)) == ""
+        assert pr.published_note(dev(name)) == ""
         assert gk.figures(dev(name)).eff_tensor == gk.GEMM_EFFICIENCY["tensor"]
     assert sum(1 for e in DOC["devices"]["NVIDIA GeForce RTX 4090"] if e["tf32"]) == 1
-    assert "TF32" not in gk.published_note(dev("RTX 4090")) and gk.figures(dev("RTX 4090")).eff_tf32 is None
+    assert "TF32" not in pr.published_note(dev("RTX 4090")) and gk.figures(dev("RTX 4090")).eff_tf32 is None
 
 
 def test_a_geforce_card_without_figures_of_its_own_takes_its_class_s() -> None:
@@ -88,7 +90,7 @@ def test_a_geforce_card_without_figures_of_its_own_takes_its_class_s() -> None:
     # or more (RTX 3090, 4090, 5090: FP16 107 %, FP32 66 % of their datasheet peaks), said in its note
     rtx = dev("RTX 5080")
     assert len(DOC["devices"][rtx.name]) == 1
-    note = gk.published_note(rtx)
+    note = pr.published_note(rtx)
     assert "as GeForce cards reach (GeForce RTX 3090, GeForce RTX 4090, GeForce RTX 5090): BF16 108%, FP16 107%" in note
     fp16_class = statistics.median(
         median(n, "fp16") * 1e12 / dev(n).half_flops
@@ -97,7 +99,7 @@ def test_a_geforce_card_without_figures_of_its_own_takes_its_class_s() -> None:
     ref_share = median("NVIDIA H100 SXM", "fp16") * 1e12 / dev("H100 SXM").half_flops
     assert gk.figures(rtx).eff_fp16 == pytest.approx(min(gk.GEMM_EFFICIENCY["tensor"] * fp16_class / ref_share, 1.0))
     # not a professional card (its datasheet peaks are full rate): the RTX 6000 Ada keeps the constants
-    assert gk.published_note(dev("RTX 6000 Ada")) == ""
+    assert pr.published_note(dev("RTX 6000 Ada")) == ""
 
 
 def test_this_machines_calibration_replaces_the_published_figures() -> None:
@@ -148,15 +150,13 @@ def test_the_sizing_names_where_its_matrix_rates_come_from() -> None:
 
 
 def _without_published(w: Any, device: Any) -> Any:
-    gk._published.cache_clear()
-    gk._geforce_class.cache_clear()
+    pr.clear_caches()
     try:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(gk, "MIN_SUBMISSIONS", 100)
+            mp.setattr(pr, "MIN_SUBMISSIONS", 100)
             return size_candidate(w, device, 1)
     finally:
-        gk._published.cache_clear()
-        gk._geforce_class.cache_clear()
+        pr.clear_caches()
 
 
 def test_measure_and_scale_uses_the_published_rates_of_both_cards() -> None:
@@ -165,15 +165,15 @@ def test_measure_and_scale_uses_the_published_rates_of_both_cards() -> None:
     k = KernelRecord(name="ampere_bf16_s16816gemm_bf16_128x128", kind="gemm", calls=1, total_s=1e-3)
     src, dst = dev("RTX 3090"), dev("RTX A6000")
     got = scale_kernel(k, src, dst, "bf16_mixed", (None, sm_count(dst)))
-    factor = gk.published_rate_factor(src, "bf16_mixed")
-    assert factor == pytest.approx(0.972 / 0.72, rel=0.01)
-    assert gk.published_rate_factor(dst, "bf16_mixed") == 1.0
-    expected = 2.5e-6 + (1e-3 - 2.5e-6) * (src.half_flops * factor) / dst.half_flops
+    # the kernel model's rates: the 3090 at 0.97 of its datasheet peak, the A6000 at the H100's 0.72
+    assert gk.matmul_rate(src, "bf16_mixed") == pytest.approx(src.half_flops * 0.972, rel=0.01)
+    assert gk.matmul_rate(dst, "bf16_mixed") == pytest.approx(dst.half_flops * gk.GEMM_EFFICIENCY["tensor"])
+    expected = 2.5e-6 + (1e-3 - 2.5e-6) * gk.matmul_rate(src, "bf16_mixed") / gk.matmul_rate(dst, "bf16_mixed")
     assert got == pytest.approx(expected)
     # an fp16 workload's half-precision kernels at the cards' FP16 rates (RTX PRO 6000 Blackwell: FP16
     # 62 % of its peak, BF16 82 %)
     pro = dev("RTX PRO 6000 Blackwell")
-    assert gk.published_rate_factor(pro, "fp16_mixed") < 0.85 < gk.published_rate_factor(pro, "bf16_mixed")
+    assert gk.matmul_rate(pro, "fp16_mixed") < 0.8 * gk.matmul_rate(pro, "bf16_mixed")
     fp16 = scale_kernel(k, pro, dst, "fp16_mixed", (None, sm_count(dst)))
     bf16 = scale_kernel(k, pro, dst, "bf16_mixed", (None, sm_count(dst)))
     assert fp16 < bf16  # the slower FP16 source rate: the same measured time is more work
