@@ -14,6 +14,7 @@ import numpy as np
 
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
+    GEMM_FIXED_S,
     KERNEL_FLOOR_S,
     KERNELS_PER_KIND,
     NCHW_TRANSPOSE_ACCESSES,
@@ -102,14 +103,14 @@ def _gemm_array(
     nbytes: int,
     eff: np.ndarray,
 ) -> np.ndarray:
-    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and floor)."""
+    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and fixed time)."""
     tiles = np.ceil(m / TILE) * np.ceil(n / TILE)
     split_ok = (tiles < gpu.sms) & (k >= 2 * 256)
     splits = np.where(split_ok, np.maximum(1, np.minimum(gpu.sms // np.maximum(tiles, 1), np.floor(k / 256))), 1)
     waves = np.ceil(tiles * splits / gpu.sms)
     compute = waves * 2.0 * TILE * TILE * (k / splits) / (peak / gpu.sms * eff)
     traffic = (m * k + k * n + m * n) * nbytes / gpu.bandwidth
-    return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(np.maximum(compute, traffic), KERNEL_FLOOR_S), 0.0)
+    return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(compute, traffic) + GEMM_FIXED_S, 0.0)
 
 
 def step_kernels(

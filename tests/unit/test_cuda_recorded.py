@@ -71,11 +71,11 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="13 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 14.5 % (bar: 15 %), with the host "
-    "priced per dispatched operator (core/estimate/host.py, resources/host_ops.json) and the GPU kernel model "
+    reason="14 of 18 recorded H100 steps within 25 % (bar: 90 %), mean |error| 13.7 % (bar: 15 %, met), with the "
+    "host priced per dispatched operator (core/estimate/host.py, resources/host_ops.json) and the GPU kernel model "
     "(core/estimate/gpu_kernels.py): misses are BERT b32 +29 % (host, held out), the residual CNN −27 % and the "
-    "fit set's seed MLP +44 % (host noise: the same step measured 2.36 ms on another day), ResNet-50 bf16 b64 "
-    "−30 % and the LSTM −26 % (device) (docs/accuracy.md)",
+    "fit set's seed MLP +44 % (host noise: the same step measured 2.36 ms on another day) and ResNet-50 bf16 b64 "
+    "−28 % (device) (docs/accuracy.md)",
 )
 def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
     errors = [abs(step_error(c)) for c in CASES]
@@ -87,9 +87,10 @@ def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
 # The steps the GPU's kernels bound (the kernel model's device time is above the host's dispatch, and
 # the measured step grows with the work: ResNet-50 in fp32 slower than in bf16 at twice the batch,
 # GPT-2 in fp32 3 × its bf16 step): the device time the GPU kernel model predicts (matrix products and
-# memory-bound work, core/estimate/gpu_kernels.py) against the measured step. Reached: −27 … +3 %,
-# mean |error| 8.2 % (the LSTM −26 %, ResNet-50 tf32 −10 %, the rest within 7 %; 10.5 % with tf32 −22 %
-# before TF32's spatial convolutions paid the NCHW transposes).
+# memory-bound work, core/estimate/gpu_kernels.py) against the measured step. Reached: −16 … +5 %,
+# mean |error| 6.1 % (the LSTM −16 %, ResNet-50 tf32 −7.5 %, the rest within 5 %); before each matrix
+# product took GEMM_FIXED_S: −26 … +3 %, mean 8.2 % (the LSTM −26 %); 10.5 % with tf32 −22 % before TF32's
+# spatial convolutions paid the NCHW transposes.
 DEVICE_BOUND = {
     ("resnet-50", 32, "sgd_momentum", "fp32"),
     ("resnet-50", 128, "adam", "tf32"),
@@ -97,7 +98,7 @@ DEVICE_BOUND = {
     ("gpt2-small", 8, "adamw", "fp32"),
     ("lstm-lm", 20, "sgd", "fp32"),
 }
-DEVICE_BAR, DEVICE_MEAN_BAR = 0.28, 0.09
+DEVICE_BAR, DEVICE_MEAN_BAR = 0.20, 0.07
 
 
 def device_error(c: dict) -> float:
@@ -110,7 +111,7 @@ def test_the_gpu_kernel_model_against_the_device_bound_h100_steps(case: dict) ->
     assert abs(error) <= DEVICE_BAR, f"{error:+.1%}"
 
 
-def test_the_device_bound_h100_steps_are_within_9_percent_on_average() -> None:
+def test_the_device_bound_h100_steps_are_within_7_percent_on_average() -> None:
     errors = [abs(device_error(c)) for c in CASES if key(c) in DEVICE_BOUND]
     assert len(errors) == 6
     assert statistics.mean(errors) <= DEVICE_MEAN_BAR, f"mean |error| {statistics.mean(errors):.1%}"
@@ -146,6 +147,6 @@ def test_the_host_bound_transformers_held_out_of_the_fit(case: dict) -> None:
 
 
 def test_gpt2_bf16_is_the_slower_of_its_host_and_its_kernels() -> None:
-    # held out: 2,110 operators dispatched (50.7 ms) against 28.5 ms of kernels, measured 58.2 ms
+    # held out: 2,110 operators dispatched (50.7 ms) against 29.2 ms of kernels, measured 58.2 ms
     case = next(c for c in CASES if key(c) == ("gpt2-small", 8, "adamw", "bf16_mixed"))
     assert abs(step_error(case)) <= 0.15

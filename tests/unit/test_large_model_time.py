@@ -56,8 +56,11 @@ def test_tensor_parallelism_adds_its_all_reduces_to_the_critical_path() -> None:
     dp = llama(sharding="ddp")
     tp = llama(sharding="ddp", parallel={"tensor": 8})
     # the same work per device, plus 3 passes (recomputed forward included) × 2 all-reduces per layer
-    # of 2,048 × 4,096 bf16 activations per sequence, for the group's 64 sequences in micro-steps
-    assert tp.step.compute_s == pytest.approx(dp.step.compute_s, rel=0.01)
+    # of 2,048 × 4,096 bf16 activations per sequence, for the group's 64 sequences in micro-steps; the
+    # tensor-parallel ranks run micro-batches of 4 (2 micro-steps, against 8 of one sequence), so they
+    # launch a quarter of the matrix products, each its fixed time (GEMM_FIXED_S): 1.7 % less
+    assert (dp.micro_batch, tp.micro_batch) == (1, 4)
+    assert 0.97 * dp.step.compute_s < tp.step.compute_s < dp.step.compute_s
     assert tp.step.step_s > dp.step.step_s + 0.2
     assert tp.step.optimizer_s < dp.step.optimizer_s / 5  # each rank steps its eighth (its calls: all)
 
