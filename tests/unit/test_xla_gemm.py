@@ -85,3 +85,15 @@ def test_half_precision_products_of_every_size_held_out(table: str, precision: s
 def test_tf32_products_of_every_size_held_out(table: str) -> None:
     errs = _errors(table, "tf32", "held-out")
     assert sum(abs(e) <= 0.25 for e in errs) >= 0.9 * len(errs)
+
+
+def test_the_step_tooltip_quotes_these_figures() -> None:
+    from core.estimate.sizing import size_candidate
+    from core.output.sizing_report import step_accuracy_note
+    from core.spec.workload import parse_workload
+
+    errs = _errors("sm_90", "bf16_mixed", "held-out") + _errors("sm_100_B200", "bf16_mixed", "held-out")
+    within = sum(abs(e) <= 0.25 for e in errs)
+    h100 = find_device("H100 SXM", load_catalogue())
+    note = step_accuracy_note(size_candidate(parse_workload({"model": {"preset": "bert-base"}}), h100, 1))
+    assert f"{within} of {len(errs)} within 25 %" in note and "OpenXLA" in note
