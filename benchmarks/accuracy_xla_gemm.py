@@ -104,6 +104,38 @@ def groups(fixed: bool = True) -> dict[tuple, list[float]]:
     return out
 
 
+def scaling_errors(fixed: bool = True) -> dict[tuple[str, str], list[float]]:
+    """Measure-and-scale on these products (core/estimate/profile_scale.scale_kernel): each H100 time
+    scaled to the B200 and each B200 time to the H100, against the other's published time, per
+    (direction, precision); ``fixed=False``: with the launch floor alone as a matrix product's
+    unscaled part (before 2026-11-25)."""
+    from core.estimate import profile_scale
+
+    times = {(r["table"], r["precision"], r["b"], r["m"], r["n"], r["k"]): measured_s(r) for r in rows()}
+    cat = tuple(load_catalogue())
+    devs = {table: find_device(name, cat) for table, name in DEVICES.items()}
+    saved = profile_scale.GEMM_FIXED_S
+    profile_scale.GEMM_FIXED_S = GEMM_FIXED_S if fixed else profile_scale.LAUNCH_FLOOR_S
+    try:
+        out: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for (table, precision, *shape), t in times.items():
+            other = "sm_100_B200" if table == "sm_90" else "sm_90"
+            target = times.get((other, precision, *shape))
+            if target is None:
+                continue
+            k = profile_scale.KernelRecord(name=f"gemm_{precision}", kind="gemm", calls=1, total_s=t)
+            scaled = profile_scale.scale_kernel(k, devs[table], devs[other], precision, (None, None))
+            out[(f"{DEVICES[table]} → {DEVICES[other]}", precision)].append(scaled / target - 1)
+        return out
+    finally:
+        profile_scale.GEMM_FIXED_S = saved
+
+
+def scaling_cell(errs: list[float]) -> str:
+    a = [abs(e) for e in errs]
+    return f"{sum(x <= 0.15 for x in a)} of {len(a)}, {statistics.mean(a):.0%}, {statistics.median(errs):+.0%}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit GEMM_FIXED_S on the fit rows and print it")
@@ -118,6 +150,13 @@ def main() -> None:
         print(f"| {gpu} | {precision} | {role} | {size} | {cell(before[key])} | {cell(after[key])} |")
     held = [e for key, errs in after.items() if key[2] == "held-out" and key[3] == "all" for e in errs]
     print(f"\nheld out, all rows: {summary(held)}")
+    print("\nMeasure-and-scale per product (scale_kernel: the matrix rates' ratio, the fixed part unscaled);")
+    print("within 15 %, mean \\|error\\|, median error:\n")
+    print("| scaled | precision | fixed part 2.5 µs (launch floor) | fixed part GEMM_FIXED_S |")
+    print("|---|---|---|---|")
+    old, new = scaling_errors(False), scaling_errors(True)
+    for key in sorted(new):
+        print(f"| {key[0]} | {key[1]} | {scaling_cell(old[key])} | {scaling_cell(new[key])} |")
     if args.fit:
         refit = fit_fixed_s() * 1e6
         print(f"GEMM_FIXED_S refitted on the fit rows: {refit:.2f} µs (in the model: {GEMM_FIXED_S * 1e6:.2f} µs)")

@@ -12,8 +12,11 @@ Per kernel (``t`` its time per call on the measured GPU S, ``T`` the candidate):
   ``t × bandwidth_S / bandwidth_T``; a grid smaller than the SMs is latency-bound and moves with
   the clock instead.
 * the rest (unknown kernels, host↔device copies): by the boost clock ratio.
-* each call keeps a fixed device cost ``LAUNCH_FLOOR_S`` (launch, ramp-up and tail) that does not
-  scale: ``t_T = L + (t − L) × ratio`` with ``L = min(t, LAUNCH_FLOOR_S)``.
+* each call keeps a fixed device cost that does not scale: ``t_T = L + (t − L) × ratio`` with
+  ``L = min(t, fixed)``; ``fixed`` is the kernel model's ``GEMM_FIXED_S`` for a compute-bound kernel
+  (a matrix product's launch, pipeline fill and epilogue: 5 µs, fitted on OpenXLA's published H100
+  GEMM timings and checked by scaling them to the B200, docs/accuracy.md) and ``LAUNCH_FLOOR_S``
+  (launch, ramp-up and tail) for the others.
 
 The host time (Python, PyTorch's dispatch, kernel launches) is kept as measured: another host is a
 different question. A GPU step is ``max(host, device) + gap``, where the gap is what the measured
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.estimate.gpu_kernels import matmul_rate
+from core.estimate.gpu_kernels import GEMM_FIXED_S, matmul_rate
 from core.estimate.profile_read import (
     KERNEL_CLASSES,
     KernelRecord,
@@ -160,7 +163,7 @@ def scale_kernel(
     else:
         ratio = clock
     per_call = k.per_call_s
-    fixed = min(per_call, LAUNCH_FLOOR_S)
+    fixed = min(per_call, GEMM_FIXED_S if cls == "compute" else LAUNCH_FLOOR_S)
     return k.calls * (fixed + (per_call - fixed) * ratio)
 
 
@@ -170,7 +173,7 @@ def scale_kernel(
 # (GeForce datasheets halve the FP16 and TF32 tensor peaks, which the cards outrun). With the published
 # PyTorch matmul rates of the GeForce cards (gpu_kernels.matmul_rate, from
 # core/estimate/published_rates.py) the mean error is 8 % (RTX 3090 ↔ RTX A6000), 18 % (↔ A10) and
-# 28 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
+# 27 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
 GEFORCE_NOTE = (
     "scaled between a GeForce card and a workstation or data-centre card: GeForce datasheets halve the FP16 "
     "and TF32 tensor peaks (FP32 accumulate), which the cards outrun; published PyTorch matmul measurements "
@@ -180,7 +183,8 @@ GEFORCE_NOTE = (
 
 RULES = {
     "compute": "ratio of the matrix rates for the kernel's precision (the datasheet peak × the efficiency "
-    "published matmul measurements set, where published), by waves over the SMs",
+    "published matmul measurements set, where published), by waves over the SMs; each call's fixed "
+    f"{GEMM_FIXED_S * 1e6:.0f} µs (launch, pipeline fill, epilogue) kept",
     "memory": "ratio of the datasheet memory bandwidths (small grids: the clock ratio)",
     "latency": "ratio of the boost clocks",
 }

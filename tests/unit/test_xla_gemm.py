@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from benchmarks.accuracy_xla_gemm import DATA, DEVICES, fit_fixed_s, measured_s, predicted_s, rows
+from benchmarks.accuracy_xla_gemm import DATA, DEVICES, fit_fixed_s, measured_s, predicted_s, rows, scaling_errors
 from core.estimate.gpu_kernels import GEMM_FIXED_S
 from core.hardware.catalogue import find_device, load_catalogue
 
@@ -97,3 +97,17 @@ def test_the_step_tooltip_quotes_these_figures() -> None:
     h100 = find_device("H100 SXM", load_catalogue())
     note = step_accuracy_note(size_candidate(parse_workload({"model": {"preset": "bert-base"}}), h100, 1))
     assert f"{within} of {len(errs)} within 25 %" in note and "OpenXLA" in note
+
+
+def test_measure_and_scale_keeps_a_products_fixed_time_between_an_h100_and_a_b200() -> None:
+    # each published H100 product scaled to the B200 (and back) by the matrix rates' ratio, its fixed
+    # time unscaled: H100 → B200 mean 14 % (bf16) and 13 % (TF32) with GEMM_FIXED_S, 28 % and 18 % with
+    # the 2.5 µs launch floor alone; B200 → H100 24 % and 19 % (50 % and 29 %)
+    new, old = scaling_errors(True), scaling_errors(False)
+    assert set(new) == set(old) and len(new) == 4
+    for key, errs in new.items():
+        assert len(errs) == 375
+        assert statistics.mean(abs(e) for e in errs) < statistics.mean(abs(e) for e in old[key]), key
+    for precision in ("bf16_mixed", "tf32"):
+        errs = new[("NVIDIA H100 SXM → NVIDIA B200 (HGX)", precision)]
+        assert statistics.mean(abs(e) for e in errs) <= 0.15
