@@ -56,6 +56,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         # with check_same_thread=False); the lock keeps their transactions whole
         self.lock = threading.RLock()
         self.live_runs: set[int] = set()  # runs this store is recording now (started, not finished)
+        self.closed = False
 
     @classmethod
     def open(
@@ -160,8 +161,13 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
                     self.damaged = True
                 raise StoreError(explain(exc, self.path, outcome)) from None
 
+    def _open_or_refuse(self, outcome: str) -> None:
+        if self.closed:
+            raise StoreError(f"{self.path or 'the database'} was closed; {outcome}")
+
     def _read(self, action: Callable[[], Any]) -> Any:
         with self.lock:
+            self._open_or_refuse("nothing could be read")
             return self._retry(action, "nothing could be read")
 
     def _write(self, action: Callable[[], Any]) -> Any:
@@ -174,6 +180,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
             )
 
         with self.lock:
+            self._open_or_refuse("nothing was saved")
             return self._retry(lambda: self._in_transaction(action), "nothing was saved")
 
     @property
@@ -439,7 +446,13 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         return columns, rows
 
     def close(self) -> None:
-        self.db.close()
+        """Close the database once the read or write in flight is done (a window's worker thread may
+        be reading: closing the connection under it crashed the process); later reads and writes get
+        a StoreError that says it was closed."""
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                self.db.close()
 
 
 def _read_version(db: sqlite_utils.Database, p: Path | None) -> int:

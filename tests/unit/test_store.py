@@ -111,3 +111,36 @@ def test_cli_reports_a_bad_database_with_exit_code_2(cli, tmp_path: Path, write_
     assert code == 2
     assert "not a TrainRig database" in err
     assert bad.read_bytes() == b"garbage" * 100
+
+
+def test_closing_waits_for_a_read_in_flight_and_later_reads_say_it_is_closed(tmp_path: Path) -> None:
+    # the results tab reads on a worker thread; closing the connection under a running query crashed
+    # the process (a segmentation fault in SQLite), so close waits for the read to finish
+    import threading
+    import time
+
+    store = Store.open(tmp_path / "t.db")
+    store.save_workload("w", {"model": {"preset": "seed-mlp"}})
+    started, release, closed = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_read() -> list:
+        started.set()
+        release.wait(5)
+        return store.db.execute("select name from workloads").fetchall()
+
+    reader = threading.Thread(target=lambda: store._read(slow_read))
+    reader.start()
+    started.wait(5)
+    closer = threading.Thread(target=lambda: (store.close(), closed.set()))
+    closer.start()
+    time.sleep(0.2)
+    assert not closed.is_set()  # the read holds the connection: close waits
+    release.set()
+    reader.join(5)
+    closer.join(5)
+    assert closed.is_set() and store.closed
+    with pytest.raises(StoreError, match="was closed; nothing could be read"):
+        store.workloads()
+    with pytest.raises(StoreError, match="was closed; nothing was saved"):
+        store.save_workload("x", {})
+    store.close()  # twice: nothing happens
