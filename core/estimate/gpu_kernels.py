@@ -8,7 +8,7 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
   the precision × the efficiency a large GEMM reaches (set on the H100 SXM; for another GPU scaled
   by the share of its peak its published PyTorch matmuls reach, ``published_efficiency``); small
   reductions run split-K. A GEMM never beats moving its operands at the bandwidth reached, and
-  each takes ``GEMM_FIXED_S`` more (launch, pipeline fill, epilogue); no other kernel takes less than
+  each takes ``GEMM_FIXED_S`` more (pipeline fill, epilogue, tail); no other kernel takes less than
   ``KERNEL_FLOOR_S``. Forward, input gradient and weight gradient are three GEMMs.
 * Precision: ``fp32`` is IEEE fp32 on CUDA cores (TF32 off for matmuls and cuDNN, as TrainRig's
   recorded steps ran; PyTorch's default turns TF32 on for convolutions only); ``tf32`` everything on
@@ -65,8 +65,9 @@ BANDWIDTH_EFFICIENCY = 0.80
 # The shortest a kernel takes on the device, launch gap included (TrainRig estimate: a few µs for an
 # empty kernel on recent NVIDIA GPUs).
 KERNEL_FLOOR_S = 3e-6
-# A matrix product's fixed time on top of its tiles' arithmetic or its operands' traffic: the kernel's
-# launch, the prologue that fills its load pipeline and the epilogue that writes its last tiles.
+# A matrix product's fixed time on top of its tiles' arithmetic or its operands' traffic, inside the
+# kernel's own duration (CUPTI's, launch latency excluded): the prologue that fills its load pipeline,
+# the epilogue that writes its last tiles and the tail of its last wave.
 # TrainRig's least-squares fit on a seeded half (187 shapes) of OpenXLA's published GEMM table for
 # an H100 (bf16, 256–4,096 a side, batches 1–4: resources/published/xla_gemm_perf_table.json), with
 # the efficiencies above unchanged; held out on the other half, on TF32, on the B200 and on the

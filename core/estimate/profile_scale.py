@@ -13,10 +13,10 @@ Per kernel (``t`` its time per call on the measured GPU S, ``T`` the candidate):
   the clock instead.
 * the rest (unknown kernels, host↔device copies): by the boost clock ratio.
 * each call keeps a fixed device cost that does not scale: ``t_T = L + (t − L) × ratio`` with
-  ``L = min(t, fixed)``; ``fixed`` is the kernel model's ``GEMM_FIXED_S`` for a compute-bound kernel
-  (a matrix product's launch, pipeline fill and epilogue: 5 µs, fitted on OpenXLA's published H100
-  GEMM timings and checked by scaling them to the B200, docs/accuracy.md) and ``LAUNCH_FLOOR_S``
-  (launch, ramp-up and tail) for the others.
+  ``L = min(t, fixed)``; ``fixed`` is the kernel model's ``GEMM_FIXED_S`` for a matrix product or
+  convolution (its pipeline fill, epilogue and tail: 5 µs, fitted on OpenXLA's published H100 GEMM
+  timings and checked by scaling them to the B200, docs/accuracy.md) and ``LAUNCH_FLOOR_S`` (launch,
+  ramp-up and tail) for the others, attention included.
 
 The host time (Python, PyTorch's dispatch, kernel launches) is kept as measured: another host is a
 different question. A GPU step is ``max(host, device) + gap``, where the gap is what the measured
@@ -163,7 +163,7 @@ def scale_kernel(
     else:
         ratio = clock
     per_call = k.per_call_s
-    fixed = min(per_call, GEMM_FIXED_S if cls == "compute" else LAUNCH_FLOOR_S)
+    fixed = min(per_call, GEMM_FIXED_S if k.kind in ("gemm", "conv") else LAUNCH_FLOOR_S)
     return k.calls * (fixed + (per_call - fixed) * ratio)
 
 
@@ -183,8 +183,8 @@ GEFORCE_NOTE = (
 
 RULES = {
     "compute": "ratio of the matrix rates for the kernel's precision (the datasheet peak × the efficiency "
-    "published matmul measurements set, where published), by waves over the SMs; each call's fixed "
-    f"{GEMM_FIXED_S * 1e6:.0f} µs (launch, pipeline fill, epilogue) kept",
+    "published matmul measurements set, where published), by waves over the SMs; a matrix product's fixed "
+    f"{GEMM_FIXED_S * 1e6:.0f} µs (pipeline fill, epilogue) kept",
     "memory": "ratio of the datasheet memory bandwidths (small grids: the clock ratio)",
     "latency": "ratio of the boost clocks",
 }

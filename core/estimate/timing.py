@@ -311,7 +311,12 @@ def step_time(
             loader_s += (k - 1) * (acc_host.loader_s + acc_host.copy_s)
     # pipeline parallelism: 1F1B's bubble idles each stage (p − 1)/m of the ideal step
     bubble_s = step * parallel_time.pipeline_bubble(large, k)
-    step = step + bubble_s + hidden_comm
+    # collectives not hidden behind the passes finish while the loader still prepares the next batch,
+    # where the last micro-step waited for its data: only what outlasts that wait lengthens the step
+    # (so a slower device, whose longer passes shorten the wait, never shows the shorter step)
+    collectives = hidden_comm - comms.offload_s
+    exposed = collectives - min(collectives, max(0.0, last.input_s - busy))
+    step = step + bubble_s + comms.offload_s + exposed
     if compute and ("linear_train" in cal or (kind == "gpu" and device.runs_cuda and ops)):
         eff = flops / compute / peak  # what the measured rates or the GPU kernel model reach
     terms = {
@@ -320,7 +325,7 @@ def step_time(
         "input pipeline": input_s,
         "framework overhead": overhead,
         "host data loading": loader_s,
-        "communication": hidden_comm - comms.offload_s,
+        "communication": exposed,
         "offload": comms.offload_s,
         "pipeline bubble": bubble_s,
     }
@@ -361,7 +366,7 @@ def step_time(
         loader_s,
         last_host,
     )
-    return replace(st, offload_s=comms.offload_s, bubble_s=bubble_s, exposed_comm_s=hidden_comm - comms.offload_s)
+    return replace(st, offload_s=comms.offload_s, bubble_s=bubble_s, exposed_comm_s=exposed)
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:

@@ -274,8 +274,8 @@ def step_accuracy_note(c: CandidateResult) -> str:
     text = (
         "How close this model comes: against published training throughputs of 9 NVIDIA GPUs (ResNet-50 and "
         "BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on, 44 of 46 within "
-        "25 %, mean error 10 %; single bf16 matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
-        "published timings), 522 of 563 within 25 %"
+        "25 %, mean error 10 %; single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
+        "published timings, held out), 522 of 563 within 25 % in bf16 and 510 of 750 in TF32"
     )
     if c.device.geforce:
         text += "; on GeForce cards it has read up to 21 % slower than measured (BERT in fp16 on the RTX 4090)"
@@ -303,9 +303,9 @@ def step_breakdown(c: CandidateResult) -> str:
         hidden = st.comm_s - st.exposed_comm_s
         text += f"; collectives {fmt_seconds(st.comm_s)}"
         if st.exposed_comm_s <= 1e-9:
-            text += " (hidden behind compute)"
+            text += " (hidden behind the passes and the wait for data)"
         elif hidden > 1e-9:
-            text += f" ({fmt_seconds(hidden)} hidden behind compute)"
+            text += f" ({fmt_seconds(hidden)} hidden behind the passes and the wait for data)"
     if st.offload_s:
         text += f"; offload traffic and the CPU's optimizer step {fmt_seconds(st.offload_s)}"
     if st.bubble_s:

@@ -71,12 +71,13 @@ def test_a_bigger_gpu_is_faster_where_the_work_fills_it() -> None:
 
 
 def test_a_bigger_gpu_is_not_faster_where_the_work_cannot_fill_it() -> None:
-    # a 64 × 64 × 64 product is one tile on one SM: mostly a GEMM's fixed time on every GPU, though
-    # their tensor peaks differ 14-fold (T4 65, H100 SXM 989 TFLOPS)
+    # a 64 × 64 × 64 product is one tile on one SM: its fixed 5 µs plus one tile's arithmetic at one
+    # SM's rate (H100 0.4, RTX 3090 3.5, T4 1.8 µs), though the tensor peaks differ 14-fold (T4 65,
+    # H100 SXM 989 TFLOPS): 1.57 × between the fastest and the slowest
     times = [
         gemm_s(64, 64, 64, g.half, g, 2, 0.7) for g in (figures(device(n)) for n in ("H100 SXM", "RTX 3090", "T4"))
     ]
-    assert min(times) > GEMM_FIXED_S and max(times) / min(times) < 1.6
+    assert all(GEMM_FIXED_S < t < 2 * GEMM_FIXED_S for t in times) and max(times) / min(times) < 1.6
     # the LSTM at batch 20 runs 35 small steps one after another: the H100 SXM's 3.2× the A100's
     # tensor peak buys it little (its recurrent GEMMs are a few tiles each)
     h100, a100 = (device_work(step("lstm-lm", d, 20, "bf16_mixed", "sgd")) for d in ("H100 SXM", "A100 80GB SXM"))

@@ -147,7 +147,7 @@ SCENARIOS = [
         {"model": {"preset": "lstm-lm"}},
         ("4090",),
         fire={"gpu-tensor-cores"},
-        quiet={"gpu-k1-redundant", "cpu-tlb-single-network", "hp-gpu-load-idle"},
+        quiet={"gpu-k1-redundant", "cpu-tlb-single-network", "hp-gpu-load-idle", "gpu-batch-headroom"},
     ),
     Scenario(
         # Finocchiaro's own set-up: the seed MLP at batch 64 on an RTX 3060 (Table 4.3)

@@ -94,9 +94,12 @@ def test_the_step_tooltip_quotes_these_figures() -> None:
 
     errs = _errors("sm_90", "bf16_mixed", "held-out") + _errors("sm_100_B200", "bf16_mixed", "held-out")
     within = sum(abs(e) <= 0.25 for e in errs)
+    tf32 = _errors("sm_90", "tf32", "held-out") + _errors("sm_100_B200", "tf32", "held-out")
+    tf32_within = sum(abs(e) <= 0.25 for e in tf32)
     h100 = find_device("H100 SXM", load_catalogue())
     note = step_accuracy_note(size_candidate(parse_workload({"model": {"preset": "bert-base"}}), h100, 1))
-    assert f"{within} of {len(errs)} within 25 %" in note and "OpenXLA" in note
+    assert f"{within} of {len(errs)} within 25 % in bf16" in note and "OpenXLA" in note
+    assert f"{tf32_within} of {len(tf32)} in TF32" in note
 
 
 def test_measure_and_scale_keeps_a_products_fixed_time_between_an_h100_and_a_b200() -> None:
