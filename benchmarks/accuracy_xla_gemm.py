@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.accuracy_deepbench import summary  # noqa: E402
 from core.estimate.gpu_kernels import (  # noqa: E402
     GEMM_FIXED_S,
     KERNEL_FLOOR_S,
@@ -29,7 +30,10 @@ from core.estimate.gpu_kernels import (  # noqa: E402
     gemm_s,
     matmul_efficiency,
     matmul_peak,
+    matmul_rate,
 )
+from core.estimate.profile_read import KernelRecord  # noqa: E402
+from core.estimate.profile_scale import LAUNCH_FLOOR_S, scale_kernel  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 
 DATA = ROOT / "resources/published/xla_gemm_perf_table.json"
@@ -76,18 +80,10 @@ def fit_fixed_s() -> float:
     return num / den
 
 
-def summary(errs: list[float]) -> str:
+def cell(errs: list[float], bar: float = 0.25) -> str:
+    """A table cell: within ``bar``, mean |error|, median error."""
     a = [abs(e) for e in errs]
-    return (
-        f"{sum(x <= 0.25 for x in a)} of {len(a)} within 25 %, mean |error| {statistics.mean(a):.0%}, "
-        f"median error {statistics.median(errs):+.0%}"
-    )
-
-
-def cell(errs: list[float]) -> str:
-    """A table cell: within 25 %, mean |error|, median error."""
-    a = [abs(e) for e in errs]
-    return f"{sum(x <= 0.25 for x in a)} of {len(a)}, {statistics.mean(a):.0%}, {statistics.median(errs):+.0%}"
+    return f"{sum(x <= bar for x in a)} of {len(a)}, {statistics.mean(a):.0%}, {statistics.median(errs):+.0%}"
 
 
 def band(r: dict) -> str:
@@ -107,33 +103,26 @@ def groups(fixed: bool = True) -> dict[tuple, list[float]]:
 def scaling_errors(fixed: bool = True) -> dict[tuple[str, str], list[float]]:
     """Measure-and-scale on these products (core/estimate/profile_scale.scale_kernel): each H100 time
     scaled to the B200 and each B200 time to the H100, against the other's published time, per
-    (direction, precision); ``fixed=False``: with the launch floor alone as a matrix product's
-    unscaled part (before 2026-11-25)."""
-    from core.estimate import profile_scale
-
+    (direction, precision); ``fixed=False``: the same matrix rates' ratio with the launch floor as
+    the unscaled part, as scale_kernel had it before 2026-11-25."""
     times = {(r["table"], r["precision"], r["b"], r["m"], r["n"], r["k"]): measured_s(r) for r in rows()}
     cat = tuple(load_catalogue())
     devs = {table: find_device(name, cat) for table, name in DEVICES.items()}
-    saved = profile_scale.GEMM_FIXED_S
-    profile_scale.GEMM_FIXED_S = GEMM_FIXED_S if fixed else profile_scale.LAUNCH_FLOOR_S
-    try:
-        out: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for (table, precision, *shape), t in times.items():
-            other = "sm_100_B200" if table == "sm_90" else "sm_90"
-            target = times.get((other, precision, *shape))
-            if target is None:
-                continue
-            k = profile_scale.KernelRecord(name=f"gemm_{precision}", kind="gemm", calls=1, total_s=t)
-            scaled = profile_scale.scale_kernel(k, devs[table], devs[other], precision, (None, None))
-            out[(f"{DEVICES[table]} → {DEVICES[other]}", precision)].append(scaled / target - 1)
-        return out
-    finally:
-        profile_scale.GEMM_FIXED_S = saved
-
-
-def scaling_cell(errs: list[float]) -> str:
-    a = [abs(e) for e in errs]
-    return f"{sum(x <= 0.15 for x in a)} of {len(a)}, {statistics.mean(a):.0%}, {statistics.median(errs):+.0%}"
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (table, precision, *shape), t in times.items():
+        other = "sm_100_B200" if table == "sm_90" else "sm_90"
+        target = times.get((other, precision, *shape))
+        if target is None:
+            continue
+        if fixed:
+            k = KernelRecord(name=f"gemm_{precision}", kind="gemm", calls=1, total_s=t)
+            scaled = scale_kernel(k, devs[table], devs[other], precision, (None, None))
+        else:
+            floor = min(t, LAUNCH_FLOOR_S)
+            ratio = matmul_rate(devs[table], precision) / matmul_rate(devs[other], precision)
+            scaled = floor + (t - floor) * ratio
+        out[(f"{DEVICES[table]} → {DEVICES[other]}", precision)].append(scaled / target - 1)
+    return out
 
 
 def main() -> None:
@@ -156,7 +145,7 @@ def main() -> None:
     print("|---|---|---|---|")
     old, new = scaling_errors(False), scaling_errors(True)
     for key in sorted(new):
-        print(f"| {key[0]} | {key[1]} | {scaling_cell(old[key])} | {scaling_cell(new[key])} |")
+        print(f"| {key[0]} | {key[1]} | {cell(old[key], 0.15)} | {cell(new[key], 0.15)} |")
     if args.fit:
         refit = fit_fixed_s() * 1e6
         print(f"GEMM_FIXED_S refitted on the fit rows: {refit:.2f} µs (in the model: {GEMM_FIXED_S * 1e6:.2f} µs)")

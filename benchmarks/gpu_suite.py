@@ -310,16 +310,13 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     """One case's median step, fastest step and peak memory (see the module docstring)."""
     import torch
 
-    from torchbridge.models import build_module, example_batch, make_optimizer
+    from torchbridge.models import build_module, example_batch, make_optimizer, set_tf32
 
     torch.manual_seed(0)
     dev = torch.device(device)
     cuda = dev.type == "cuda"
     if cuda:
-        torch.backends.cuda.matmul.allow_tf32 = case["precision"] == "tf32"
-        torch.backends.cudnn.allow_tf32 = case["precision"] == "tf32" or (
-            case["precision"] == "fp32" and case.get("cudnn_tf32", False)
-        )
+        set_tf32(torch, case["precision"], case.get("cudnn_tf32", False))
         torch.backends.cudnn.benchmark = case.get("cudnn_benchmark", True)
     fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
     module = build_module(case["model"], case.get("attention", "auto")).to(dev, memory_format=fmt)

@@ -377,6 +377,14 @@ def measure_step_time(
     return statistics.median(times)
 
 
+def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
+    """TF32 as TrainRig prices ``precision``: every matrix product on TF32 in tf32; in fp32, matmuls
+    IEEE and cuDNN's convolutions and RNNs on TF32 only when ``cudnn_tf32`` (the workload's
+    training.cudnn_tf32). The workers keep their own copy (resources/workers/train.py set_tf32): a
+    frozen build's workers run without the app's packages."""
+    set_tf32(torch, precision, cudnn_tf32)
+
+
 def measure_cuda_step(
     model: Mapping[str, Any], batch: int, optimizer: str, precision: str, steps: int = 10, cudnn_tf32: bool = False
 ) -> dict[str, float]:
@@ -398,8 +406,7 @@ def measure_cuda_step(
     module = build_module(model).to(dev)
     opt = make_optimizer(module, optimizer)
     loss_fn = torch.nn.CrossEntropyLoss()
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
+    set_tf32(torch, precision, cudnn_tf32)
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16_mixed")
 

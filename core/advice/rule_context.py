@@ -15,6 +15,7 @@ from typing import Any
 
 from core.advice.bom import TIER_NAMES, choose_candidate
 from core.advice.host import host_cores, l3_cache_mb, loader_cores, loader_cores_per_gpu, page_cache_ram_bytes
+from core.estimate.gpu_notes import CUDNN_LAYERS
 from core.estimate.memory import checkpoint_bytes
 from core.estimate.seed_formulas import token_sequence_length
 from core.estimate.sizing import CandidateResult, SizingResult, fits_in_half_of_ram
@@ -121,7 +122,7 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
         "any_nvidia_tf32_gpu": any(
             c.device.runs_cuda and (c.device.tf32_flops or 0.0) > c.device.fp32_flops for c in gpus
         ),
-        "cudnn_layers": bool(layer_types & {"conv2d", "lstm", "gru"}),
+        "cudnn_layers": bool(layer_types & CUDNN_LAYERS),
         "cudnn_tf32": t.cudnn_tf32,
         # the network's output width (classes, a vocabulary) and the multiple of 64 above it
         "classes": m.output_shape[-1] if m.output_shape else 0,

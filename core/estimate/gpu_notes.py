@@ -12,6 +12,8 @@ from core.network.model import ModelAnalysis
 from core.spec.workload import TrainingSpec
 
 HALF = ("fp16_mixed", "bf16_mixed")
+# the layer types cuDNN runs (its TF32 setting applies to them): convolutions and recurrent layers
+CUDNN_LAYERS = frozenset({"conv2d", "lstm", "gru"})
 
 
 def uses_gpu_kernel_model(device: DeviceSpec, m: ModelAnalysis) -> bool:
@@ -24,7 +26,7 @@ def _cudnn_layers(graph: Graph) -> tuple[bool, bool]:
     """(a convolution larger than 1 × 1, any layer cuDNN runs: a convolution or an LSTM/GRU) in the
     graph (identity-hashed: scanned once per graph)."""
     spatial = any(o.name == "conv2d" and o.kernel_area > 1 for o in graph.ops)
-    return spatial, spatial or any(o.name in ("conv2d", "lstm", "gru") for o in graph.ops)
+    return spatial, spatial or any(o.name in CUDNN_LAYERS for o in graph.ops)
 
 
 def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:

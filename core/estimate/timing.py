@@ -235,20 +235,16 @@ def step_time(
     last_host = host_of(last, b - (k - 1) * m, True)
     busy = paced(last, last_host, True)
     acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
-    a_busy = 0.0
-    acc_host = host_of(acc, m, False) if acc is not None else None
-    if acc is not None:
-        a_busy = paced(acc, acc_host, False)
 
     # the data-parallel traffic hides behind the passes as they run: their matrix products, or on an
     # accelerator the host's dispatch of the passes where that is slower (a host-bound backward lasts
     # as long as its host takes to issue it) — so a slower device no longer shortens a host-bound step
     # by hiding traffic behind kernels the host's pace already covered (on a CPU the two add, and so
     # does the step)
-    def window(p: PassWork, h: HostTime | None) -> float:
-        return max(p.compute, h.dispatch_s if h is not None and kind != "cpu" else 0.0)
+    def window(p: PassWork) -> float:
+        return max(p.compute, p.overhead_no_optimizer if overhead_known and kind != "cpu" else 0.0)
 
-    passes = window(last, host_of(last, b - (k - 1) * m, False))
+    passes = window(last)
     comms = parallel_time.step_communication(
         model,
         device,
@@ -260,7 +256,7 @@ def step_time(
         nodes,
         m,
         k,
-        passes + (k - 1) * (window(acc, acc_host) if acc is not None else 0.0),
+        passes + (k - 1) * (window(acc) if acc is not None else 0.0),
         passes * 2 / 3,
         whole,
         cal,
@@ -271,6 +267,10 @@ def step_time(
     # DDP overlaps the all-reduce with backward, FSDP its gathers with forward and backward; tensor,
     # pipeline and context traffic and offload stay on the critical path (parallel_time.py)
     hidden_comm = comms.exposed_s
+    a_busy = 0.0
+    acc_host = host_of(acc, m, False) if acc is not None else None
+    if acc is not None:
+        a_busy = paced(acc, acc_host, False)
     # the loader cores that keep up with the device's own pace: samples/s of its faster pass, so that
     # no micro-step waits for data (the loader also decodes while an all-reduce finishes)
     cost = decode_cost(data) if data is not None else None
@@ -315,7 +315,7 @@ def step_time(
     # where the last micro-step waited for its data: only what outlasts that wait lengthens the step
     # (so a slower device, whose longer passes shorten the wait, never shows the shorter step)
     collectives = hidden_comm - comms.offload_s
-    exposed = collectives - min(collectives, max(0.0, last.input_s - busy))
+    exposed = max(0.0, collectives - max(0.0, last.input_s - busy))
     step = step + bubble_s + comms.offload_s + exposed
     if compute and ("linear_train" in cal or (kind == "gpu" and device.runs_cuda and ops)):
         eff = flops / compute / peak  # what the measured rates or the GPU kernel model reach

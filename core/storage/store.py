@@ -11,7 +11,8 @@ import json
 import platform
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -161,13 +162,17 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
                     self.damaged = True
                 raise StoreError(explain(exc, self.path, outcome)) from None
 
-    def _open_or_refuse(self, outcome: str) -> None:
-        if self.closed:
-            raise StoreError(f"{self.path or 'the database'} was closed; {outcome}")
+    @contextmanager
+    def _held(self, outcome: str) -> Iterator[None]:
+        """The connection, held against the other threads' reads and writes (and ``close``); a
+        StoreError naming ``outcome`` once the database was closed."""
+        with self.lock:
+            if self.closed:
+                raise StoreError(f"{self.path or 'the database'} was closed; {outcome}")
+            yield
 
     def _read(self, action: Callable[[], Any]) -> Any:
-        with self.lock:
-            self._open_or_refuse("nothing could be read")
+        with self._held("nothing could be read"):
             return self._retry(action, "nothing could be read")
 
     def _write(self, action: Callable[[], Any]) -> Any:
@@ -179,8 +184,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
                 explain(sqlite3.DatabaseError("database disk image is malformed"), self.path, "nothing was saved")
             )
 
-        with self.lock:
-            self._open_or_refuse("nothing was saved")
+        with self._held("nothing was saved"):
             return self._retry(lambda: self._in_transaction(action), "nothing was saved")
 
     @property
@@ -371,7 +375,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
             results_index.refresh(self.db, "run", rid)
             return rid
 
-        with self.lock:
+        with self._held("nothing was saved"):
             rid = int(self._in_transaction(insert))
             self.live_runs.add(rid)
             return rid
@@ -379,7 +383,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
     def add_samples(self, run_id: int, rows: Sequence[tuple[float, Sequence[float | None]]]) -> None:
         """Append samples ``(t, values)`` as one chunk in one transaction (None and NaN: missing).
         Called about once a second during a run: one INSERT."""
-        with self.lock:
+        with self._held("nothing was saved"):
             self._in_transaction(lambda: sample_chunks.append(self.db, run_id, rows))
 
     def _in_transaction(self, action: Callable[[], Any]) -> Any:
@@ -410,14 +414,14 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
             sample_chunks.compact(self.db, run_id)
             results_index.refresh(self.db, "run", run_id)
 
-        with self.lock:
+        with self._held("nothing was saved"):
             self._in_transaction(update)
             self.live_runs.discard(run_id)
 
     def runs(self) -> list[dict[str, Any]]:
         """Runs, newest first: id, created, kind, name, device, status, reason, exit_code, duration_s."""
         sql = "select id, created, kind, name, device, status, reason, exit_code, duration_s from runs order by id desc"
-        with self.lock:
+        with self._held("nothing could be read"):
             return [dict(r) for r in self.db.query(sql)]
 
     def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
@@ -432,7 +436,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         """One run with its JSON columns decoded (no samples)."""
-        with self.lock:
+        with self._held("nothing could be read"):
             rows = list(self.db.query("select * from runs where id = ?", [run_id]))
         return _decoded(dict(rows[0])) if rows else None
 

@@ -66,11 +66,8 @@ def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> Any:
     precision = str(spec.get("precision", "fp32"))
     opt = train.make_optimizer(torch, str(spec.get("optimizer", "adam")), module.parameters(), None)
     if dev.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         # cuDNN's TF32 in fp32: the workload's training.cudnn_tf32 (TrainRig's default: off)
-        torch.backends.cudnn.allow_tf32 = precision == "tf32" or (
-            precision == "fp32" and bool(spec.get("cudnn_tf32", False))
-        )
+        train.set_tf32(torch, precision, bool(spec.get("cudnn_tf32", False)))
         torch.backends.cudnn.benchmark = True
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
     if dtype is torch.float16 and dev.type != "cuda":

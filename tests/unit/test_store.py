@@ -143,4 +143,6 @@ def test_closing_waits_for_a_read_in_flight_and_later_reads_say_it_is_closed(tmp
         store.workloads()
     with pytest.raises(StoreError, match="was closed; nothing was saved"):
         store.save_workload("x", {})
+    with pytest.raises(StoreError, match="was closed"):  # a run's reader thread: a message, not a crash
+        store.runs()
     store.close()  # twice: nothing happens
