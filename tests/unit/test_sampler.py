@@ -231,6 +231,11 @@ def test_moving_average_smooths_over_the_window_and_keeps_gaps() -> None:
     assert np.isnan(out[3])  # the gap stays a gap
     assert out[4] == pytest.approx(30.0) and out[5] == pytest.approx(45.0)  # (20+40)/2, (40+50)/2
     assert moving_average(y, 1) is y
+    # a run's CPU at full scale after varying load: the running sums' rounding read 100 + 4e-14, above
+    # full scale on the normalised [0, 1] plot; a mean stays within its values
+    rng = np.random.default_rng(0)
+    busy = np.concatenate((rng.uniform(0, 100, 3), np.full(200, 100.0)))
+    assert np.nanmax(moving_average(busy, 50)) == 100.0
     assert iterations_at(np.array([0.5, 1.5, 3.0]), np.array([1.0, 2.0]), np.array([10.0, 30.0])).tolist() == [
         5.0,
         20.0,
