@@ -22,8 +22,13 @@ from core.network.presets import accuracy_models  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
 
 FIXTURES = ROOT / "tests/fixtures/gpu"
-# the fit set's lines whose network is one of TrainRig's (its small CNN is not: 1,070,794 parameters)
+# the fit set's lines: TrainRig's presets, and its small CNN (2 conv + 2 linear on 32 × 32 × 3 images,
+# 1,070,794 parameters: none of TrainRig's presets) from the workload the fit set ran, copied
+# unchanged into tests/fixtures/gpu/fit-set-small-cnn.json
+SMALL_CNN = "fit-set-small-cnn"
 FIT_SET_CASES = {
+    "small CNN": (SMALL_CNN, 128, "adam", "fp32"),
+    "small CNN channels_last": (SMALL_CNN, 128, "adam", "fp32"),
     "seed MLP": ("seed-mlp", 512, "adam", "fp32"),
     "ResNet-50 fp16": ("resnet-50", 256, "sgd_momentum", "fp16_mixed"),
     "ResNet-50 fp16 channels_last": ("resnet-50", 256, "sgd_momentum", "fp16_mixed"),
@@ -37,26 +42,31 @@ def recorded_cases() -> list[dict]:
     cases = [{**c, "set": "2026-11-22"} for c in doc["cases"]]
     for line in (FIXTURES / "h100-sxm-fit-set.jsonl").read_text().splitlines():
         m = json.loads(line)
-        if m["name"] in FIT_SET_CASES:
-            model, batch, optimizer, precision = FIT_SET_CASES[m["name"]]
-            cases.append(
-                {
-                    "model": model,
-                    "batch": batch,
-                    "optimizer": optimizer,
-                    "precision": precision,
-                    "max_allocated_mib": m["max_allocated"] / 2**20,
-                    "step_ms": m["step_time_s"] * 1e3,
-                    "set": "fit set" + (", channels_last" if "channels_last" in m["name"] else ""),
-                }
-            )
+        model, batch, optimizer, precision = FIT_SET_CASES[m["name"]]
+        cases.append(
+            {
+                "model": model,
+                "batch": batch,
+                "optimizer": optimizer,
+                "precision": precision,
+                "max_allocated_mib": m["max_allocated"] / 2**20,
+                "step_ms": m["step_time_s"] * 1e3,
+                "set": "fit set" + (", channels_last" if "channels_last" in m["name"] else ""),
+            }
+        )
     return cases
+
+
+def _model(name: str) -> dict:
+    if name == SMALL_CNN:
+        return json.loads((FIXTURES / f"{SMALL_CNN}.json").read_text())["model"]
+    return accuracy_models()[name]
 
 
 def _candidate(case: dict) -> CandidateResult:
     w = parse_workload(
         {
-            "model": accuracy_models()[case["model"]],
+            "model": _model(case["model"]),
             "data": {"samples": case["batch"] * 10},
             "training": {
                 "batch_size": case["batch"],

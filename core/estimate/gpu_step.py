@@ -52,6 +52,11 @@ class _MatrixOps:
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
+    # where each of the above sits in the op list (forward order): the per-op device times of pass_kernels
+    shaped_at: np.ndarray
+    unshaped_at: tuple[int, ...]
+    others_at: tuple[int, ...]
+    elementwise_at: tuple[np.ndarray, ...]
     matmul_weights: float  # elements of the matrix weights autocast copies to half precision
     weight_ops: int  # ops holding matrix weights (one cast kernel each)
 
@@ -63,14 +68,23 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
     hit = _MATRIX_CACHE.get(id(ops))
     if hit is not None and hit[0] is ops:
         return hit[1]
-    shaped = [o for o in ops if o.rate and not o.rnn and o.name != "sdpa" and o.gemm_k and o.gemm_n and o.gemm_rows]
-    unshaped = [
-        o for o in ops if o.rate and not o.rnn and o.name != "sdpa" and not (o.gemm_k and o.gemm_n and o.gemm_rows)
-    ]
-    kinds: dict[str, list[float]] = {}
-    for o in ops:
+
+    def matrix(o: OpWork) -> bool:
+        return bool(o.rate) and not o.rnn and o.name != "sdpa"
+
+    def has_shape(o: OpWork) -> bool:
+        return bool(o.gemm_k and o.gemm_n and o.gemm_rows)
+
+    shaped_at = [i for i, o in enumerate(ops) if matrix(o) and has_shape(o)]
+    shaped = [ops[i] for i in shaped_at]
+    unshaped_at = tuple(i for i, o in enumerate(ops) if matrix(o) and not has_shape(o))
+    others_at = tuple(i for i, o in enumerate(ops) if o.rnn or o.name == "sdpa")
+    kinds: dict[str, tuple[list[float], list[int]]] = {}
+    for i, o in enumerate(ops):
         for kind, elems in o.elementwise:
-            kinds.setdefault(kind, []).append(elems)
+            row = kinds.setdefault(kind, ([], []))
+            row[0].append(elems)
+            row[1].append(i)
     built = _MatrixOps(
         rows=np.array([o.gemm_rows for o in shaped], dtype=float),
         n=np.array([o.gemm_n for o in shaped], dtype=float),
@@ -79,14 +93,18 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         conv=np.array([o.rate == "conv" and not o.pointwise for o in shaped], dtype=bool),
         is_conv=np.array([o.rate == "conv" for o in shaped], dtype=bool),
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
-        unshaped=tuple(unshaped),
-        others=tuple(o for o in ops if o.rnn or o.name == "sdpa"),
-        elementwise=tuple((kind, np.array(v, dtype=float)) for kind, v in kinds.items()),
+        unshaped=tuple(ops[i] for i in unshaped_at),
+        others=tuple(ops[i] for i in others_at),
+        elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
         matmul_weights=float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k))
         + float(
             sum(o.rnn[0] * (4 if o.name == "lstm" else 3) * o.rnn[1] * (o.rnn[1] + o.rnn[2]) for o in ops if o.rnn)
         ),
         weight_ops=sum(1 for o in ops if o.rate),
+        shaped_at=np.array(shaped_at, dtype=int),
+        unshaped_at=unshaped_at,
+        others_at=others_at,
+        elementwise_at=tuple(np.array(v[1], dtype=int) for v in kinds.values()),
     )
     if len(_MATRIX_CACHE) > 256:
         _MATRIX_CACHE.clear()
@@ -113,7 +131,26 @@ def _gemm_array(
     return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(compute, traffic) + GEMM_FIXED_S, 0.0)
 
 
-def step_kernels(
+# The forward's share of a kernel's forward-and-backward seconds where the model prices them
+# together (elementwise kernels, NCHW transposes, recurrent layers, attention): backward reads and
+# writes about twice what forward does (an input gradient from the output gradient and what forward
+# saved; two GEMMs per matrix product). Only the order of the step's work depends on it (where the
+# host's dispatch leaves the device waiting, core/estimate/host.py device_wait), not its sum.
+FORWARD_SHARE = 1 / 3
+
+
+@dataclass(frozen=True)
+class PassKernels:
+    """A pass's kernels on the GPU: the sums of matrix products (and attention) and memory-bound
+    kernels, and each op's device seconds in forward and in backward (forward order)."""
+
+    compute: float
+    memory: float
+    forward: np.ndarray
+    backward: np.ndarray
+
+
+def pass_kernels(
     ops: Sequence[OpWork],
     b: int,
     device: DeviceSpec,
@@ -126,21 +163,30 @@ def step_kernels(
     fp8: bool = False,
     attention: str = "auto",
     cudnn_tf32: bool = False,
-) -> tuple[float, float]:
-    """Seconds of the forward and backward kernels at batch ``b``: (matrix products and attention,
-    memory-bound kernels). The same sums as matrix_op_s, rnn_op_s, attention_op_s and
-    elementwise_s op by op, over arrays built once per op list; convolutions and recurrent layers
-    in ``cudnn_precision`` (TF32 for fp32 where cuDNN may use it)."""
+) -> PassKernels:
+    """The forward and backward kernels at batch ``b``, op by op: the same prices as matrix_op_s,
+    rnn_op_s, attention_op_s and elementwise_s, over arrays built once per op list; convolutions and
+    recurrent layers in ``cudnn_precision`` (TF32 for fp32 where cuDNN may use it). A matrix product's
+    forward GEMM is its forward (again in backward under full checkpointing), its two gradient GEMMs
+    its backward; the rest splits FORWARD_SHARE : 1 − FORWARD_SHARE."""
     gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     mo = _matrix_ops(ops)
+    count_ops = len(ops)
+    fwd_s, bwd_s = np.zeros(count_ops), np.zeros(count_ops)
+    comp_f, comp_b = np.zeros(count_ops), np.zeros(count_ops)  # the matrix-product (compute) part
+
+    def add(to_f: np.ndarray, to_b: np.ndarray, at: Any, seconds: Any) -> None:
+        np.add.at(to_f, at, seconds * FORWARD_SHARE)
+        np.add.at(to_b, at, seconds * (1 - FORWARD_SHARE))
+
     peak, mbytes = matmul_peak(precision, gpu)
     base = matmul_efficiency(precision, gpu)
     cudnn = cudnn_precision(precision, gpu, cudnn_tf32)
     conv_base = matmul_efficiency(cudnn, gpu)
     eff = np.where(mo.conv, conv_efficiency(cudnn, gpu), np.where(mo.is_conv, conv_base, base))
     # in fp32 with cuDNN's TF32: linear layers on CUDA cores, convolutions on TF32 tensor cores (a scalar
-    # peak otherwise, so the sums stay those recorded to the last bit)
+    # peak otherwise)
     peaks = np.tile(np.where(mo.is_conv, matmul_peak(cudnn, gpu)[0], peak), 3) if cudnn != precision else peak
     if fp8 and gpu.fp8 and peak == gpu.half:
         # linear layers on fp8 tensor cores (convolutions stay in half precision): the fp8 peak as a
@@ -159,30 +205,33 @@ def step_kernels(
         np.concatenate((eff, eff, eff)),
     )
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
-    seconds = fwd * (2 if checkpointing else 1) + wgrad + np.where(mo.first, 0.0, dgrad)
-    compute = float(seconds.sum())
+    comp_f[mo.shaped_at] += fwd
+    comp_b[mo.shaped_at] += fwd * (1 if checkpointing else 0) + wgrad + np.where(mo.first, 0.0, dgrad)
     transposed = nchw_transposes(cudnn, gpu, memory_format)
     if transposed:
         paying = mo.is_conv if transposed == "all" else mo.conv
-        compute += NCHW_TRANSPOSE_ACCESSES * float(mo.io_elems[paying].sum()) * b * mbytes / gpu.bandwidth
-    memory = 0.0
-    compute += sum(matrix_op_s(op, b, precision, gpu, checkpointing, memory_format, cudnn_tf32) for op in mo.unshaped)
-    for op in mo.others:
+        moved = NCHW_TRANSPOSE_ACCESSES * mo.io_elems * b * mbytes / gpu.bandwidth
+        add(comp_f, comp_b, mo.shaped_at[paying], moved[paying])
+    for i, op in zip(mo.unshaped_at, mo.unshaped, strict=True):
+        add(comp_f, comp_b, i, matrix_op_s(op, b, precision, gpu, checkpointing, memory_format, cudnn_tf32))
+    for i, op in zip(mo.others_at, mo.others, strict=True):
         if op.rnn:
-            compute += rnn_op_s(op, b, precision, gpu, cudnn_tf32)
+            add(comp_f, comp_b, i, rnn_op_s(op, b, precision, gpu, cudnn_tf32))
         elif attention in ("math", "eager") and op.scores:
             matmuls, scores = unfused_attention_s(op, b, precision, gpu, checkpointing, attention)
-            compute += matmuls
-            memory += scores
+            add(comp_f, comp_b, i, matmuls)
+            add(fwd_s, bwd_s, i, scores)
         else:
-            compute += attention_op_s(op, b, precision, gpu, checkpointing)
-    for kind, elems in mo.elementwise:
+            add(comp_f, comp_b, i, attention_op_s(op, b, precision, gpu, checkpointing))
+    for (kind, elems), at in zip(mo.elementwise, mo.elementwise_at, strict=True):
         moved = element_accesses[kind] * nbytes * elems * b / gpu.bandwidth
         if compile_model:
-            memory += float(moved.sum()) * 0.5
+            add(fwd_s, bwd_s, at, moved * 0.5)
         else:
-            memory += float(np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S).sum())
-    return compute, memory
+            add(fwd_s, bwd_s, at, np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S))
+    compute = float(comp_f.sum() + comp_b.sum())
+    memory = float(fwd_s.sum() + bwd_s.sum())
+    return PassKernels(compute, memory, comp_f + fwd_s, comp_b + bwd_s)
 
 
 def matrix_weights(ops: Sequence[OpWork]) -> tuple[float, int]:

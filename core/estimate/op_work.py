@@ -296,8 +296,9 @@ def op_times(
     (core/estimate/gpu_kernels.py), which also follows ``memory_format``, ``compile_model`` and, in
     fp32, ``cudnn_tf32`` (cuDNN's convolutions and recurrent layers on TF32 tensor cores)."""
     model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
-    if kind == "gpu" and device.runs_cuda and "linear_train" not in cal and ops:
-        return _gpu_op_times(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32)
+    if uses_gpu_kernels(setup):
+        g = gpu_pass(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32)
+        return g.compute, g.memory, g.optimizer
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
     bandwidth = (device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY[kind]
@@ -386,15 +387,34 @@ def loss_time(model: ModelAnalysis, b: int, softmax_s: float, measured: Mapping[
     return max(per_element, model.output_elems * b / width * row)
 
 
-def _gpu_op_times(
+@dataclass(frozen=True)
+class GpuPass:
+    """A pass's device seconds on an NVIDIA GPU as the kernel model prices them: the sums, and the
+    order they run in (each op's forward and backward kernels, the loss between the two passes)."""
+
+    compute: float
+    memory: float  # memory-bound work: elementwise kernels, the loss, autocast's and GradScaler's
+    optimizer: float
+    kernels: gpu_step.PassKernels
+    loss: float
+    casts: float  # autocast's weight and gradient casts, GradScaler's checks
+
+
+def uses_gpu_kernels(setup: PassSetup) -> bool:
+    """Whether op_times prices ``setup``'s kernels with the GPU kernel model (gpu_pass)."""
+    _, ops, device, kind, _, _, _, _, cal = setup.parts()
+    return kind == "gpu" and device.runs_cuda and "linear_train" not in cal and bool(ops)
+
+
+def gpu_pass(
     setup: PassSetup,
     b: int,
-    memory_format: str,
-    compile_model: bool,
-    fp8: bool,
-    attention: str,
+    memory_format: str = "contiguous",
+    compile_model: bool = False,
+    fp8: bool = False,
+    attention: str = "auto",
     cudnn_tf32: bool = False,
-) -> tuple[float, float, float]:
+) -> GpuPass:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
     kernels, the loss and autocast's and GradScaler's per-step work; the foreach optimizer."""
@@ -410,7 +430,7 @@ def _gpu_op_times(
             for k in VARIANT_BYTES
         },
     }
-    compute, memory = gpu_step.step_kernels(
+    kernels = gpu_step.pass_kernels(
         ops,
         b,
         device,
@@ -424,11 +444,11 @@ def _gpu_op_times(
         attention,
         cudnn_tf32,
     )
-    memory += gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
+    loss = gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_step.matrix_weights(ops)
-    memory += gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
+    casts = gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
     opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
-    return compute, memory, opt
+    return GpuPass(kernels.compute, kernels.memory + loss + casts, opt, kernels, loss, casts)
 
 
 def grid_rate(grid: Sequence[Sequence[float]], cin: float, cout: float, kernel: float) -> float | None:

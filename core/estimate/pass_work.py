@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from core.estimate import host as host_model
 from core.estimate import parallel_time
 from core.estimate.activations import activation_policy, recompute_per_sample
-from core.estimate.op_work import PassSetup, op_times
+from core.estimate.op_work import GpuPass, PassSetup, gpu_pass, op_times, uses_gpu_kernels
 from core.network.model import ModelAnalysis
 from core.spec.large import DEFAULT_LARGE, LargeModelSpec, ParallelSpec
 from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
@@ -19,8 +21,8 @@ from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 # Framework cost (Python, dispatch, kernel launches), seconds. On a CPU per framework call (3 per
 # graph op) and per step (the optimizer's and the loss's fixed costs): TrainRig defaults before
 # calibration. On a GPU per operator PyTorch dispatches (core/estimate/host.py training_operators)
-# and per step, the synchronisation at its end apart: 23.2 µs and 0.66 ms on the reference host,
-# fitted on an H100 host's steps of six small networks and a tiny GPT (docs/accuracy.md).
+# and per step, the synchronisation at its end apart: 17.0 µs and 0.40 ms on the reference host,
+# fitted on the shared H100 fit set's host-bound steps (benchmarks/fit_host_gpu.py, docs/accuracy.md).
 # Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
 # and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
 # On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
@@ -42,6 +44,10 @@ class PassWork:
     overhead: float  # framework overhead, optimizer's calls included
     overhead_no_optimizer: float
     flops: float
+    # on an accelerator, the device's idle time waiting for the host's dispatch where the slower side
+    # changes along the pass (core/estimate/host.py device_wait), with and without the optimizer step
+    wait: float = 0.0
+    wait_no_optimizer: float = 0.0
 
 
 def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool, large: LargeModelSpec = DEFAULT_LARGE) -> int:
@@ -76,6 +82,7 @@ def pass_work(
     flops = train_flops_per_sample(model, checkpointing or large.checkpoint_every > 1, large) * b
     pb, gb, _, ob = PRECISION_BYTES[precision]
     p = model.parameters
+    order = None
     if not ops:  # a published summary: totals only, compute and memory traffic overlap
         compute = flops / peak_rate
         states = 2 * OPTIMIZER_STATES[optimizer] * ob
@@ -90,16 +97,18 @@ def pass_work(
         work, work_no_opt = max(compute, memory), max(compute, memory - opt)
         n_ops = 0  # no layer list: the per-op overhead is unknown and not counted (the sizing says so)
     else:
-        compute, memory_no_opt, opt = op_times(
-            setup,
-            b,
-            sizes,
-            memory_format=kernel_options[0],
-            compile_model=kernel_options[1],
-            cudnn_tf32=kernel_options[2],
-            fp8=large.fp8,
-            attention=large.attention,
-        )
+        options = {
+            "memory_format": kernel_options[0],
+            "compile_model": kernel_options[1],
+            "cudnn_tf32": kernel_options[2],
+            "fp8": large.fp8,
+            "attention": large.attention,
+        }
+        if uses_gpu_kernels(setup):  # the kernels op by op: where the host's dispatch leaves the GPU waiting
+            order = gpu_pass(setup, b, **options)
+            compute, memory_no_opt, opt = order.compute, order.memory, order.optimizer
+        else:
+            compute, memory_no_opt, opt = op_times(setup, b, sizes, **options)
         extra_compute, extra_memory, opt = parallel_time.large_terms(
             setup, b, large, opt, len(sizes), kernel_options[1]
         )
@@ -109,6 +118,7 @@ def pass_work(
         memory = memory_no_opt + opt
         work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
     s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
+    wait = wait_no_opt = 0.0  # the device idle while the host dispatches (an accelerator's kernels op by op)
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
     if kind != "cpu":
         # an accelerator's host: the reference host's costs over this host CPU's speed; the
@@ -127,6 +137,10 @@ def pass_work(
         # a summary model's operators are not known either: none are invented
         pass_s = per_op * host_model.training_operators(model, precision, large.attention) if ops else 0.0
         overhead = per_step + pass_s + opt_calls
+        if order is not None and model.graph is not None and overhead_known:
+            wait, wait_no_opt = _device_waits(
+                order, model, precision, large.attention, work_no_opt, opt, per_step, per_op, opt_calls
+            )
     else:
         # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
         calls = host_model.forward_calls(model) if ops else n_ops
@@ -149,4 +163,43 @@ def pass_work(
         overhead * s,
         (per_step + pass_s) * s,
         float(flops),
+        wait * s,
+        wait_no_opt * s,
     )
+
+
+def _device_waits(
+    order: GpuPass,
+    model: ModelAnalysis,
+    precision: str,
+    attention: str,
+    work_no_opt: float,
+    opt: float,
+    per_step: float,
+    per_op: float,
+    opt_calls: float,
+) -> tuple[float, float]:
+    """(with the optimizer step, without) the device's idle seconds in a pass on an accelerator while
+    the host dispatches it (host.device_wait): the host issues the step's fixed work, then each op's
+    forward operators, the loss's, each op's backward operators in reverse, then the optimizer's
+    calls (GradScaler's operators with them); each piece's kernels as the GPU kernel model prices
+    them, autocast's casts spread over the passes by their kernels' seconds and the large-model
+    terms (core/estimate/parallel_time.py) likewise, so the pieces add up to the pass's work."""
+    assert model.graph is not None
+    split = host_model.operator_split(model.graph, precision in ("bf16_mixed", "fp16_mixed"), attention)
+    k = order.kernels
+    passes = float(k.forward.sum() + k.backward.sum())
+    scale = (work_no_opt - order.loss) / passes if passes > 0 else 0.0
+    scaler = host_model.GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0
+    host = np.concatenate(
+        (
+            [per_step],
+            per_op * split.forward,
+            [per_op * (split.loss_forward + split.loss_backward)],
+            per_op * split.backward[::-1],
+        )
+    )
+    device = np.concatenate(([0.0], k.forward * scale, [order.loss], (k.backward * scale)[::-1]))
+    without = host_model.device_wait(host, device)
+    tail = opt_calls + per_op * scaler
+    return host_model.device_wait(np.append(host, tail), np.append(device, opt)), without

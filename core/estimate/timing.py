@@ -117,6 +117,10 @@ class StepTime:
     offload_s: float = 0.0
     bubble_s: float = 0.0
     exposed_comm_s: float = 0.0
+    # on an accelerator, what the step takes beyond the slower of the host's dispatch and the device's
+    # work where the slower side changes along the pass (the device waits for the dispatch in one
+    # stretch and cannot make it up in another: core/estimate/host.py device_wait)
+    turns_s: float = 0.0
 
     @property
     def host_bound(self) -> bool:
@@ -222,11 +226,13 @@ def step_time(
         r = float(cal.get("run_scale", 1.0))  # a local run measured the whole step, its host included
         return HostTime(dispatch, loader * r, copy * r, sync * r, log * r, workers * r, speed, cpu_text, loop)
 
-    def paced(p: PassWork, h: HostTime | None, optimizer_step: bool) -> float:
+    def paced(p: PassWork, h: HostTime | None, optimizer_step: bool, waits: bool = True) -> float:
         work = p.work if optimizer_step else p.work_no_optimizer
         if h is None:  # no host figure for the device: its work alone (a lower bound, the sizing says so)
             return work
-        return host_model.combine(h, work, kind)
+        # the device's work and its waits for the host's dispatch along the pass (pass_work.PassWork.wait)
+        wait = (p.wait if optimizer_step else p.wait_no_optimizer) if waits else 0.0
+        return host_model.combine(h, work, kind, wait)
 
     last = run(b - (k - 1) * m)
     # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the
@@ -234,6 +240,8 @@ def step_time(
     # (core/estimate/host.py combine)
     last_host = host_of(last, b - (k - 1) * m, True)
     busy = paced(last, last_host, True)
+    # what the host and the device taking turns to be the slower adds to the slower of the two
+    turns = busy - paced(last, last_host, True, waits=False)
     acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
 
     # the data-parallel traffic hides behind the passes as they run: their matrix products, or on an
@@ -271,6 +279,7 @@ def step_time(
     acc_host = host_of(acc, m, False) if acc is not None else None
     if acc is not None:
         a_busy = paced(acc, acc_host, False)
+        turns += (k - 1) * (a_busy - paced(acc, acc_host, False, waits=False))
     # the loader cores that keep up with the device's own pace: samples/s of its faster pass, so that
     # no micro-step waits for data (the loader also decodes while an all-reduce finishes)
     cost = decode_cost(data) if data is not None else None
@@ -366,7 +375,7 @@ def step_time(
         loader_s,
         last_host,
     )
-    return replace(st, offload_s=comms.offload_s, bubble_s=bubble_s, exposed_comm_s=exposed)
+    return replace(st, offload_s=comms.offload_s, bubble_s=bubble_s, exposed_comm_s=exposed, turns_s=turns)
 
 
 def scaled_time(single_device_s: float, devices: int, scaling_model: str) -> float:

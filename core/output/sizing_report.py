@@ -297,6 +297,11 @@ def step_breakdown(c: CandidateResult) -> str:
         text += f"{' + ' if c.device.kind == 'cpu' else ', then '}data loading on the host {fmt_seconds(st.loader_s)}"
     if st.host_bound and c.device.kind != "cpu":
         text += f" (host-bound: device load {st.device_load:.0%})"
+    if st.turns_s >= 0.05 * st.step_s:
+        text += (
+            f"; {fmt_seconds(st.turns_s)} more where the host and the device are slower in turn (the device "
+            "waits for the host's dispatch, then the host for the device's last kernels)"
+        )
     if st.input_s:
         text += f"; input {fmt_seconds(st.input_s)} in parallel"
     if st.comm_s:

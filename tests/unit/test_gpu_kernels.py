@@ -149,7 +149,7 @@ def test_a_traced_models_matrix_ops_are_priced_as_the_op_by_op_model_prices_them
     # a traced model's ops carry FLOPs but no GEMM shape: the whole-pass sum prices them one by one
     # as matrix_op_s does (a convolution at cuDNN's efficiency, in TF32 when cudnn_tf32 says so)
     from core.estimate.gpu_kernels import matrix_op_s
-    from core.estimate.gpu_step import step_kernels
+    from core.estimate.gpu_step import pass_kernels
     from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
     from core.network.model import analyze_model
 
@@ -163,10 +163,10 @@ def test_a_traced_models_matrix_ops_are_priced_as_the_op_by_op_model_prices_them
     gpu = figures(dev)
     for cudnn_tf32 in (False, True):
         by_op = sum(matrix_op_s(op, 64, "fp32", gpu, False, "contiguous", cudnn_tf32) for op in ops if op.rate)
-        got, _ = step_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
-        assert got == pytest.approx(by_op, rel=1e-9)
-    ieee = step_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES)[0]
-    tf32 = step_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=True)[0]
+        got = pass_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
+        assert got.compute == pytest.approx(by_op, rel=1e-9)
+    ieee = pass_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES).compute
+    tf32 = pass_kernels(ops, 64, dev, "fp32", False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=True).compute
     assert tf32 < ieee / 4
 
 
@@ -203,10 +203,11 @@ def test_bad_kernel_options_are_refused_with_the_key() -> None:
     ("precision", "cudnn_tf32"), [("fp32", False), ("fp32", True), ("tf32", False), ("bf16_mixed", False)]
 )
 def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_tf32: bool) -> None:
-    # step_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
-    # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op
+    # pass_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
+    # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op, and each op's forward
+    # and backward seconds (the order the device runs them in) add up to it
     from core.estimate.gpu_kernels import attention_op_s, elementwise_s, matrix_op_s, rnn_op_s
-    from core.estimate.gpu_step import step_kernels
+    from core.estimate.gpu_step import pass_kernels
     from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
     from core.network.model import analyze_model
     from core.network.presets import accuracy_models
@@ -225,5 +226,10 @@ def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_t
             compute += matrix_op_s(op, b, precision, gpu, False, "contiguous", cudnn_tf32)
         for kind, elems in op.elementwise:
             memory += elementwise_s(kind, elems * b, nbytes, gpu, False, ELEMENT_ACCESSES[kind])
-    got = step_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
-    assert got == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))
+    got = pass_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
+    assert (got.compute, got.memory) == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))
+    assert len(got.forward) == len(got.backward) == len(ops)
+    assert float(got.forward.sum() + got.backward.sum()) == pytest.approx(compute + memory, rel=1e-9)
+    assert (got.forward > 0).all() and (got.backward > 0).all()
+    if preset in ("resnet-50", "tiny-gpt"):  # two gradient GEMMs per matrix product, twice forward's bytes
+        assert got.backward.sum() > 1.5 * got.forward.sum()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.advice.bom import BomLine, recommend_bom
-from core.advice.host import loader_cores_per_gpu
+from core.advice.host import MIN_HOST_CORES, loader_cores_per_gpu
 from core.errors import WorkloadError
 from core.estimate.input_pipeline import (
     IMAGENET_TRAIN_TAR_BYTES,
@@ -89,18 +89,18 @@ def test_a_jpeg_sample_costs_published_decode_and_augmentation_time() -> None:
     assert decode_cost(workload({"model": {"preset": "resnet-50"}}, AS_NPY_IN_RAM).data).per_sample_s == 0
 
 
-# the GPU kernel model's paces: A100 about 1,540, H100 SXM about 2,680 images/s (the Lambda benchmark
-# publishes 1,582 and 2,616 for ResNet-50 in fp16): 5.1 and 8.9 cores of decoding and augmenting
-@pytest.mark.parametrize(("device", "at_least"), [("A100 80GB", 6), ("H100 SXM", 9)])
+# the GPU kernel model's paces: A100 about 1,515, H100 SXM about 2,680 images/s (the Lambda benchmark
+# publishes 1,582 and 2,616 for ResNet-50 in fp16): 5.0 and 8.9 cores of decoding and augmenting
+@pytest.mark.parametrize(("device", "at_least"), [("A100 80GB", 5), ("H100 SXM", 9)])
 def test_resnet50_on_jpegs_needs_many_loader_cores_per_gpu_and_the_bill_says_so(device: str, at_least: int) -> None:
     result = sized(RESNET_JPEG, device)
     (c,) = result.candidates
     assert c.step.loader_cores >= at_least
-    assert c.step.loader_cores_needed >= 5  # more than the 4 a GPU gets by default
+    assert c.step.loader_cores_needed > 4  # more than the 4 a GPU gets by default
     line = bom_line(result, "CPU")
     # its loader cores + one training process + one core for the system, against the CPUs its
     # platform (an HGX board server for these SXM parts) is bought with
-    assert line.spec.endswith(f"physical cores (≥ {c.step.loader_cores + 2} needed)")
+    assert line.spec.endswith(f"physical cores (≥ {max(MIN_HOST_CORES, c.step.loader_cores + 2)} needed)")
     assert f"needs ≈ {c.step.loader_cores_needed:.1f} cores per GPU" in line.reason or (
         f"would need ≈ {c.step.loader_cores_needed:.0f} cores per GPU" in line.reason
     )
@@ -108,12 +108,13 @@ def test_resnet50_on_jpegs_needs_many_loader_cores_per_gpu_and_the_bill_says_so(
 
 
 def test_an_a100_gets_the_loader_cores_that_keep_up_with_it() -> None:
-    # about 1,540 images/s at batch 256 (the GPU kernel model's bf16 pace) × 3.30 ms of one core each:
-    # 5.1 cores, so the step counts 6 and does not wait for data
+    # about 1,515 images/s at batch 256 (the GPU kernel model's bf16 pace, the device's waits for the
+    # host's dispatch included) × 3.30 ms of one core each: 5.0 cores, so the step counts 5 and does not
+    # wait for data
     (c,) = sized(RESNET_JPEG, "A100 80GB").candidates
     pace = 256 / c.step.step_s
     assert c.step.loader_cores_needed == pytest.approx(pace * 3.30e-3, rel=0.01)
-    assert c.step.loader_cores == math.ceil(c.step.loader_cores_needed) >= 6
+    assert c.step.loader_cores == math.ceil(c.step.loader_cores_needed) >= 5
     assert c.step.bound != "input pipeline"
     assert any(f"the step counts {c.step.loader_cores}" in a for a in c.assumptions)
 
@@ -221,20 +222,22 @@ def test_an_old_workload_without_the_new_field_sizes_as_before_for_non_image_dat
         w = parse_workload({**doc, "data": {**doc["data"], "format": fmt}})
         c = size_candidate(w, dev("4090"), 1)
         # the step re-recorded when the host side was modelled (core/estimate/host.py): the default loop's
-        # DataLoader in the main process (1.63 ms) and the framework's dispatch (1.45 ms on the desktop's
-        # Ryzen 9 7950X core, priced per operator since resources/host_ops.json; 1.38 ms per framework
-        # call before) against 0.24 ms of GPU work; the input pipeline's figures are unchanged
-        assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.003104575298924731, input_s, 197.45098901161288)
+        # DataLoader in the main process (1.63 ms) and the framework's dispatch (1.02 ms on the desktop's
+        # Ryzen 9 7950X core at the reference host's prices fitted on the shared fit set; 1.45 ms at the
+        # earlier fit, 1.38 ms per framework call before) against 0.24 ms of GPU work, and 0.04 ms of
+        # Adam's kernels after the last dispatch; the input pipeline's figures are unchanged
+        assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.0027129926846774194, input_s, 172.54633474548388)
         assert c.step.bound == "host data loading"
     bert = size_candidate(parse_workload({"model": {"preset": "bert-base"}}), dev("A100 80GB"), 1)
     # its step re-recorded when the GPU kernel model replaced the datasheet peak × default efficiency
     # (0.158 s before), when the host side was modelled and when cross-entropy's bytes were counted from
     # its kernels (0.1266 s before), and when each matrix product took its fixed time (GEMM_FIXED_S:
-    # 0.12699 s before); the input figure is unchanged
+    # 0.12699 s before), and when the device waited for the host's first dispatches (0.6 ms: 0.12771 s
+    # before); the input figure is unchanged
     assert (bert.step.step_s, bert.step.input_s, bert.train_time_s) == (
-        0.127705224587551,  # with the host side: its loader and copy add 1.4 ms to the kernels' 0.126 s
+        0.12830350439688928,  # with the host side: its loader and copy add 1.4 ms to the kernels' 0.126 s
         8.738133333333333e-05,
-        498.9443124635617,
+        501.2817916786464,
     )
 
 

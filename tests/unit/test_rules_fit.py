@@ -18,6 +18,7 @@ from core.advice.expressions import names_in
 from core.advice.recommendation import Recommendation, recommend
 from core.advice.rule_context import APPLICABILITY_NAMES, candidate_context, rule_context
 from core.advice.rules import load_rules
+from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import DeviceSpec, find_device, load_catalogue
 from core.paths import resource_path
 from core.spec.workload import parse_workload
@@ -253,13 +254,20 @@ def test_batch_advice_quotes_the_step_time_model() -> None:
     # seed study's 9.9 ×, says what batch 512 gains on this GPU
     rec = SCENARIOS[6].recommend()
     (f,) = [f for f in rec.findings if f.rule == "hp-batch-dominates-time"]
-    # the host's work (framework calls 84 %, the DataLoader's main-process share the rest: core/estimate/host.py)
+    # the host's work (framework calls and the DataLoader's main-process share: core/estimate/host.py); the
+    # rest of the step the host waits for the GPU's kernels after its last dispatch (Adam's, 0.15 ms)
     assert (
-        "the host's work (framework calls, data loading) is 100% of each step on NVIDIA GeForce RTX 3060 12 GB"
+        "the host's work (framework calls, data loading) is 90% of each step on NVIDIA GeForce RTX 3060 12 GB"
         in f.message
     )
     gain = float(re.search(r"at batch 512 instead of [^(]+\(([\d.]+)× shorter\)", f.message).group(1))  # type: ignore[union-attr]
-    assert 4 < gain <= 8  # eight times fewer steps of (almost) pure overhead
+    # the step-time model's own figures: eight times fewer steps, each longer only by the DataLoader's
+    # per-sample work in the main process (Finocchiaro measured 9.9 × with his loop)
+    w64 = parse_workload(SCENARIOS[6].doc)
+    w512 = parse_workload({**SCENARIOS[6].doc, "training": {"batch_size": 512}})
+    t64, t512 = (size_candidate(w, device("RTX 3060"), 1).train_time_s for w in (w64, w512))
+    assert gain == pytest.approx(t64 / t512, abs=0.05)
+    assert 3 < gain <= 8
 
 
 def test_every_rule_says_where_it_applies() -> None:

@@ -1,0 +1,107 @@
+"""The GPU host's reference prices (core/estimate/host.py REFERENCE: per dispatched operator and per
+step) as the least-squares fit of the recorded steps the host bounds on the reference host: the
+shared fit set's seed MLP, small CNN (NCHW and channels_last) and BERT-base b64 bf16 on an H100
+SXM host (tests/fixtures/gpu/h100-sxm-fit-set.jsonl, the protocol of the shared measurements). The
+fit runs the whole step model — the kernel model, the host's dispatch op by op and where it leaves
+the device waiting (core/estimate/host.py device_wait) — and minimises the squared relative errors
+(Gauss-Newton on numerical derivatives; the step is piecewise linear in both prices). Then every
+other recorded step, none of which was fitted, is printed against the fitted prices.
+
+    python3 benchmarks/fit_host_gpu.py
+
+The figures go in docs/accuracy.md ("The host's price per operator").
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from accuracy_cuda_recorded import predict, recorded_cases  # noqa: E402
+
+import core.estimate.pass_work as pass_work  # noqa: E402
+
+# the fit set's lines the host bounds (its ResNet-50 lines are the device's: they say nothing of the host)
+FIT = {("seed-mlp", "fit set"), ("fit-set-small-cnn", "fit set"), ("fit-set-small-cnn", "fit set, channels_last")}
+FIT_BERT = ("bert-base", 64)
+
+
+def is_fit(case: dict) -> bool:
+    return (case["model"], case["set"]) in FIT or (
+        (case["model"], case["batch"]) == FIT_BERT and case["set"] == "fit set"
+    )
+
+
+@contextmanager
+def prices(per_operator: float, per_step: float) -> Iterator[None]:
+    """The step model with these reference host prices (seconds), restored after."""
+    saved = pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S
+    pass_work.OVERHEAD_PER_OPERATOR_S = per_operator
+    pass_work.OVERHEAD_PER_STEP_S = {**saved[1], "gpu": per_step}
+    try:
+        yield
+    finally:
+        pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S = saved
+
+
+def relative_errors(cases: list[dict], per_operator: float, per_step: float) -> np.ndarray:
+    with prices(per_operator, per_step):
+        return np.array([predict(c)[1] / c["step_ms"] - 1 for c in cases])
+
+
+def fit(cases: list[dict], start: tuple[float, float] = (20e-6, 0.5e-3)) -> tuple[float, float]:
+    """(per operator, per step) seconds minimising the squared relative errors of ``cases``."""
+    x = np.array(start)
+    steps = np.array([1e-7, 1e-5])
+    for _ in range(20):
+        r = relative_errors(cases, *x)
+        jac = np.column_stack(
+            [(relative_errors(cases, *(x + np.eye(2)[i] * steps[i])) - r) / steps[i] for i in range(2)]
+        )
+        delta = np.linalg.lstsq(jac, -r, rcond=None)[0]
+        x = np.maximum(x + delta, 0.0)
+        if np.all(np.abs(delta) < steps * 1e-3):
+            break
+    return float(x[0]), float(x[1])
+
+
+def main() -> None:
+    cases = recorded_cases()
+    fitted = [c for c in cases if is_fit(c)]
+    per_operator, per_step = fit(fitted)
+    print(
+        f"fit on {len(fitted)} host-bound steps of the fit set: {per_operator * 1e6:.2f} µs per operator, "
+        f"{per_step * 1e3:.3f} ms per step (committed: {pass_work.OVERHEAD_PER_OPERATOR_S * 1e6:.2f} µs, "
+        f"{pass_work.OVERHEAD_PER_STEP_S['gpu'] * 1e3:.3f} ms)\n"
+    )
+    print("| case | set | measured | predicted | error | part |")
+    print("|---|---|---|---|---|---|")
+    held = []
+    with prices(per_operator, per_step):
+        for c in cases:
+            ms = predict(c)[1]
+            error = ms / c["step_ms"] - 1
+            part = "fit" if is_fit(c) else "held out"
+            if part == "held out":
+                held.append(abs(error))
+            print(
+                f"| {c['model']} b{c['batch']} {c['optimizer']} {c['precision']} | {c['set']} | "
+                f"{c['step_ms']:.2f} ms | {ms:.2f} ms | {error:+.0%} | {part} |"
+            )
+    print(
+        f"\nheld out: {sum(e <= 0.25 for e in held)} of {len(held)} within 25 %, mean |error| "
+        f"{statistics.mean(held):.1%}"
+    )
+
+
+if __name__ == "__main__":
+    main()
