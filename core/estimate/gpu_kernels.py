@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from core.estimate.published_rates import matmul_factors
 from core.hardware.catalogue import DeviceSpec
 
@@ -50,6 +52,15 @@ if TYPE_CHECKING:
     from core.estimate.op_work import OpWork
 
 TILE = 128  # cuBLAS/cuDNN CTA tile edge for tensor-core GEMMs (CUTLASS default 128 × 128)
+# cuBLAS covers an output side shorter than a tile with a smaller tile (CUTLASS's and cuBLAS's
+# kernels come with edges of 16 to 256), whose products per operand loaded are fewer: a tm × tn tile
+# loads tm + tn operands per step along k for tm · tn products, so it runs at (its reuse / a full
+# tile's)^TILE_REUSE_EXPONENT of a full tile's rate. The exponent is TrainRig's least-squares fit on a
+# seeded half of DeepBench's skinny matrix products (V100, T4; fp32 and fp16; benchmarks/
+# accuracy_deepbench.py --fit), held out on the other half (docs/accuracy.md, "Single kernels"). cuDNN's
+# convolutions and recurrent layers keep the full tile their efficiencies were fitted with.
+TILE_MIN = 16
+TILE_REUSE_EXPONENT = 0.6
 # Fraction of the datasheet dense peak a large GEMM reaches: TrainRig estimates — cuBLAS on big
 # square problems, e.g. about 0.7–0.8 of the H100 SXM's 989 TFLOPS (clock drops under the 700 W
 # limit); checked on the recorded H100 steps (docs/accuracy.md).
@@ -219,21 +230,45 @@ def power_factor(device: DeviceSpec) -> float:
     return (float(limit) / device.tdp_w) ** POWER_CLOCK_EXPONENT
 
 
-def gemm_s(m: float, n: float, k: float, peak: float, gpu: GpuFigures, elem_bytes: int, eff: float) -> float:
-    """Seconds of one GEMM (m × k) · (k × n): tiles of TILE × TILE in ⌈tiles / SMs⌉ waves, each tile
-    at the SM's share of ``peak`` × ``eff``; split-K over idle SMs when tiles are fewer than SMs and
-    the reduction is long; at least its operands' bytes at the bandwidth; plus GEMM_FIXED_S."""
+def gemm_s(
+    m: float,
+    n: float,
+    k: float,
+    peak: float,
+    gpu: GpuFigures,
+    elem_bytes: int,
+    eff: float,
+    skinny_tiles: bool = False,
+) -> float:
+    """Seconds of one GEMM (m × k) · (k × n): tiles of TILE × TILE (with ``skinny_tiles``, as cuBLAS
+    runs a linear layer: a side shorter than TILE in a tile of ``tile_edge``, at ``tile_rate`` of a
+    full tile's rate) in ⌈tiles / SMs⌉ waves, each tile at the SM's share of ``peak`` × ``eff``;
+    split-K over idle SMs when tiles are fewer than SMs and the reduction is long; at least its
+    operands' bytes at the bandwidth; plus GEMM_FIXED_S."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    tiles = math.ceil(m / TILE) * math.ceil(n / TILE)
+    tm, tn = (tile_edge(m), tile_edge(n)) if skinny_tiles else (TILE, TILE)
+    tiles = math.ceil(m / tm) * math.ceil(n / tn)
     splits = 1
     if tiles < gpu.sms and k >= 2 * 256:
         splits = max(1, min(gpu.sms // tiles, int(k // 256)))
     waves = math.ceil(tiles * splits / gpu.sms)
-    per_tile = 2.0 * TILE * TILE * (k / splits)
-    compute = waves * per_tile / (peak / gpu.sms * eff)
+    per_tile = 2.0 * tm * tn * (k / splits)
+    compute = waves * per_tile / (peak / gpu.sms * eff * tile_rate(tm, tn))
     traffic = (m * k + k * n + m * n) * elem_bytes / gpu.bandwidth
     return max(compute, traffic) + GEMM_FIXED_S
+
+
+def tile_edge(side: Any) -> Any:
+    """The edge of the tile cuBLAS covers an output side with: TILE, or for a shorter side the power
+    of two at or above it, at least TILE_MIN (numbers or numpy arrays)."""
+    return np.minimum(TILE, np.maximum(TILE_MIN, 2.0 ** np.ceil(np.log2(np.maximum(side, 1.0)))))
+
+
+def tile_rate(tm: Any, tn: Any) -> Any:
+    """The share of a full tile's rate a tm × tn tile runs at: (its products per operand loaded over
+    a TILE × TILE tile's)^TILE_REUSE_EXPONENT; 1 for a full tile."""
+    return ((tm * tn / (tm + tn)) / (TILE / 2)) ** TILE_REUSE_EXPONENT
 
 
 def waves(m: float, n: float, sms: int) -> int:
@@ -323,9 +358,9 @@ def matrix_op_s(
         return passes * op.flops * b / (peak * eff)
     rows, n, k = shape
     m = rows * b
-    fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff)
-    dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff)
-    wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff)
+    fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, not conv)
+    dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff, not conv)
+    wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff, not conv)
     seconds = fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
     transposed = nchw_transposes(precision, gpu, memory_format)
     if conv and (transposed == "all" or (transposed == "spatial" and not op.pointwise)):

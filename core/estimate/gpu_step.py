@@ -29,6 +29,8 @@ from core.estimate.gpu_kernels import (
     matrix_op_s,
     nchw_transposes,
     rnn_op_s,
+    tile_edge,
+    tile_rate,
     unfused_attention_s,
 )
 from core.hardware.catalogue import DeviceSpec
@@ -120,13 +122,17 @@ def _gemm_array(
     gpu: GpuFigures,
     nbytes: int,
     eff: np.ndarray,
+    skinny: np.ndarray | bool = False,
 ) -> np.ndarray:
-    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and fixed time)."""
-    tiles = np.ceil(m / TILE) * np.ceil(n / TILE)
+    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and fixed time;
+    ``skinny``: where cuBLAS covers a short side with a smaller tile, as for a linear layer)."""
+    tm = np.where(skinny, tile_edge(m), TILE)
+    tn = np.where(skinny, tile_edge(n), TILE)
+    tiles = np.ceil(m / tm) * np.ceil(n / tn)
     split_ok = (tiles < gpu.sms) & (k >= 2 * 256)
     splits = np.where(split_ok, np.maximum(1, np.minimum(gpu.sms // np.maximum(tiles, 1), np.floor(k / 256))), 1)
     waves = np.ceil(tiles * splits / gpu.sms)
-    compute = waves * 2.0 * TILE * TILE * (k / splits) / (peak / gpu.sms * eff)
+    compute = waves * 2.0 * tm * tn * (k / splits) / (peak / gpu.sms * eff * tile_rate(tm, tn))
     traffic = (m * k + k * n + m * n) * nbytes / gpu.bandwidth
     return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(compute, traffic) + GEMM_FIXED_S, 0.0)
 
@@ -203,6 +209,7 @@ def pass_kernels(
         gpu,
         mbytes,
         np.concatenate((eff, eff, eff)),
+        np.tile(~mo.is_conv, 3),
     )
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     comp_f[mo.shaped_at] += fwd

@@ -1,7 +1,9 @@
 """The GPU kernel model against DeepBench's published training kernels on a V100 and a T4
-(resources/published/deepbench_train.json, benchmarks/accuracy_deepbench.py): held out, nothing was
-fitted on them. Matrix products with both output sides of a tile or more are held to the errors
-reached; skinny ones (a side under 128) and recurrent layers in fp32 are expected failures with
+(resources/published/deepbench_train.json, benchmarks/accuracy_deepbench.py): held out but for one
+constant, the rate of the smaller tiles cuBLAS runs skinny products in, fitted on a seeded half of
+the skinny products and held out on the other. Matrix products with both output sides of a tile or
+more are held to the errors reached, skinny ones (a side under 128) on their held-out half;
+recurrent layers in fp32 and the fp32 skinny products' last misses are expected failures with
 their figures (docs/accuracy.md, "DeepBench")."""
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import statistics
 
 import pytest
 
-from benchmarks.accuracy_deepbench import DATA, gemm_errors, rnn_errors
+from benchmarks.accuracy_deepbench import DATA, fit_tile_reuse, gemm_errors, rnn_errors, skinny_errors, skinny_halves
+from core.estimate.gpu_kernels import TILE_REUSE_EXPONENT
 from core.hardware.catalogue import find_device, load_catalogue
 
 GEMMS = gemm_errors()
@@ -54,6 +57,18 @@ def test_large_matrix_products_on_gpus_the_model_was_not_built_on(
     assert statistics.mean(abs(e) for e in errs) <= mean
 
 
+def test_skinny_products_held_out_of_the_tile_fit() -> None:
+    # cuBLAS covers a side under 128 with a smaller tile, at (its reuse)^0.6 of a full tile's rate: the
+    # exponent is the fit on one seeded half (104 products), the other half reads 67 of 104 within 25 %,
+    # mean 22 % (all 208 with 128 × 128 tiles: 73 within 25 %, mean 87 %, fp32 +122 … +151 %)
+    assert fit_tile_reuse() == TILE_REUSE_EXPONENT
+    _, held = skinny_halves()
+    errs = [skinny_errors()[i] for i in held]
+    assert len(errs) == 104
+    assert sum(abs(e) <= 0.25 for e in errs) >= 0.60 * len(errs)
+    assert statistics.mean(abs(e) for e in errs) <= 0.25
+
+
 def _t4_fp32_skinny() -> list[float]:
     return _errors("T4", "fp32", skinny=True)
 
@@ -69,8 +84,8 @@ def _v100_fp32_skinny_and_recurrent() -> list[float]:
             _t4_fp32_skinny,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="T4 fp32: skinny products +151 % (128 × 128 tiles over a 16–64-row product; cuBLAS runs "
-                "narrower tiles) (docs/accuracy.md)",
+                reason="T4 fp32: skinny products 33 of 52 within 25 %, median +6 % (+151 % with 128 × 128 tiles over a "
+                "16–64-row product, 0 of 52, before the smaller tiles cuBLAS runs them in) (docs/accuracy.md)",
             ),
             id="t4-fp32-skinny",
         ),
@@ -78,9 +93,11 @@ def _v100_fp32_skinny_and_recurrent() -> list[float]:
             _v100_fp32_skinny_and_recurrent,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="V100 fp32: skinny products +122 % and cuDNN LSTM/GRU layers +112/+255 % (too slow): the "
-                "model's 128 × 128 tiles over the per-step (batch × hidden) product waste most of each tile; fp16 "
-                "layers read −25/+5 % (docs/accuracy.md)",
+                reason="V100 fp32: skinny products 31 of 52 within 25 %, median +9 % (+122 % before the "
+                "smaller tiles), and cuDNN LSTM/GRU layers +112/+255 % (too slow): cuDNN's per-step (batch × "
+                "hidden) products keep the 128 × 128 tiles, with which the recorded H100 LSTM reads −16 % and "
+                "fp16 layers −25/+5 % "
+                "(docs/accuracy.md)",
             ),
             id="v100-fp32-skinny-and-recurrent",
         ),
