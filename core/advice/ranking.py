@@ -1,6 +1,7 @@
 """The order of the candidate table (the wizard's results page, the reports): candidates that fit
 first, then the deadline and budget verdicts, then training time — except where the step is
-host-bound. A host-bound step (core/estimate/host.py) takes the same time on a faster GPU, so
+host-bound. A host-bound step (core/estimate/host.py) takes about the same time on a faster GPU
+(shorter only by the kernels the host waits for after its last dispatch), so
 ranking GPUs by a few per cent of speed would put the dearest card first for nothing: there,
 candidates whose training times are within EQUAL_TIME of each other count as equally fast and the
 cheaper comes first."""

@@ -448,8 +448,9 @@ def unfused_attention_s(
     peak, nbytes = matmul_peak(precision, gpu)
     eff = matmul_efficiency(precision, gpu)
     rows = b * heads * length
-    scores_gemm = gemm_s(rows, length, head_dim, peak, gpu, nbytes, eff)  # Q·Kᵀ, dO·Vᵀ: write L×L
-    reduce_gemm = gemm_s(rows, head_dim, length, peak, gpu, nbytes, eff)  # P·V, dS·K, dSᵀ·Q, Pᵀ·dO
+    # cuBLAS's batched products: a side under a tile (the head dimension) in a smaller tile
+    scores_gemm = gemm_s(rows, length, head_dim, peak, gpu, nbytes, eff, True)  # Q·Kᵀ, dO·Vᵀ: write L×L
+    reduce_gemm = gemm_s(rows, head_dim, length, peak, gpu, nbytes, eff, True)  # P·V, dS·K, dSᵀ·Q, Pᵀ·dO
     forward = scores_gemm + reduce_gemm
     backward = scores_gemm + 3 * reduce_gemm
     fwd_bytes, bwd_bytes, kernels = score_bytes(attention, nbytes == 2, op.causal, op.attn_dropout)

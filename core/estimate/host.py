@@ -76,7 +76,7 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 # optimizer.step()'s Python, zero_grad, one synchronisation, counted apart as sync_s): the
 # least-squares fit of the shared H100 fit set's four host-bound steps (seed MLP, small CNN NCHW and
 # channels_last, BERT-base b64 bf16) through the whole step model, the device's waits included
-# (benchmarks/fit_host_gpu.py: 17.04 µs per operator + 0.401 ms per step; docs/accuracy.md); the
+# (benchmarks/fit_host_gpu.py: 17.12 µs per operator + 0.477 ms per step; docs/accuracy.md); the
 # steps recorded on another H100 host on 2026-11-22 are held out (23.2 µs + 0.69 ms when those were
 # fitted too).
 # per_call: a framework call as a CPU's timing model counts them (3 per graph op), 15 µs, the CPU
@@ -87,8 +87,8 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 # single-thread speeds (×0.63).
 REFERENCE = {
     "per_call_s": 15e-6,
-    "per_operator_s": 17.0e-6,
-    "per_step_s": {"cpu": 200e-6, "gpu": 0.40e-3},
+    "per_operator_s": 17.1e-6,
+    "per_step_s": {"cpu": 200e-6, "gpu": 0.477e-3},
     "loader_batch_s": 63e-6,
     "loader_sample_s": 5.1e-6,
     "handoff_batch_s": 1.4e-3,
@@ -135,16 +135,21 @@ class HostTime:
 def combine(host: HostTime, device_s: float, kind: str, wait_s: float = 0.0) -> float:
     """The step from the host's and the device's seconds: added on a CPU; on an accelerator the
     slower of the two between synchronisations, plus what the device waits for after each one:
-    max(host, device + (serial + wait) / k) for a synchronisation every k steps (k = 1: serial +
-    max(dispatch + sync, device + wait); none: max(host, device)); never faster than the loader
-    workers' pace. ``wait_s``: the device's idle time in one step while the host dispatches it
-    (device_wait): between synchronisations the host runs ahead into the next step's dispatch and the
-    device into its queued kernels, so a step's turns cost once per synchronisation."""
+    max(host, device + serial / k) for a synchronisation every k steps (k = 1: serial +
+    max(dispatch + sync, device); none: max(host, device)), plus the turns / k; never faster than
+    the loader workers' pace. ``wait_s``: the device's idle time in one step while the host
+    dispatches it (device_wait); the turns are what that adds to the slower side with a
+    synchronisation every step (max(host, device + serial + wait) − max(host, device + serial)).
+    Between synchronisations the host runs ahead into the next step's dispatch and the device into
+    its queued kernels, so they cost once per synchronisation."""
     if kind == "cpu":
         return device_s + host.total_s
     k = host.loop.sync_every
-    serial = (host.serial_s + wait_s) / k if k else 0.0
-    return max(host.total_s, device_s + serial, host.worker_s)
+    if not k:
+        return max(host.total_s, device_s, host.worker_s)
+    slower = max(host.total_s, device_s + host.serial_s)
+    turns = max(0.0, device_s + host.serial_s + wait_s - slower)
+    return max(max(host.total_s, device_s + host.serial_s / k) + turns / k, host.worker_s)
 
 
 def training_operators(model: ModelAnalysis, precision: str, attention: str = "auto") -> int:
@@ -290,14 +295,6 @@ def _graph_calls(g: Graph) -> int:
         else:
             calls += FORWARD_CALLS.get(op.name, 1)
     return calls
-
-
-def optimizer_host_s(optimizer: str, tensors: int, per_call: float, kind: str, speed: float = 1.0) -> float:
-    """The optimizer step's framework cost on an accelerator (foreach: its calls and its Python per
-    tensor); on a CPU the timing model counts the for-loop implementation per tensor instead."""
-    if kind == "cpu":
-        raise ValueError("a CPU's optimizer calls are counted per tensor by core.estimate.timing")
-    return FOREACH_CALLS[optimizer] * per_call + OPTIMIZER_PYTHON_PER_TENSOR_S / speed * tensors
 
 
 def loader_host(

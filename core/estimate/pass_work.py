@@ -21,7 +21,7 @@ from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 # Framework cost (Python, dispatch, kernel launches), seconds. On a CPU per framework call (3 per
 # graph op) and per step (the optimizer's and the loss's fixed costs): TrainRig defaults before
 # calibration. On a GPU per operator PyTorch dispatches (core/estimate/host.py training_operators)
-# and per step, the synchronisation at its end apart: 17.0 µs and 0.40 ms on the reference host,
+# and per step, the synchronisation at its end apart: 17.1 µs and 0.48 ms on the reference host,
 # fitted on the shared H100 fit set's host-bound steps (benchmarks/fit_host_gpu.py, docs/accuracy.md).
 # Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
 # and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
@@ -129,17 +129,20 @@ def pass_work(
         tensors = len(sizes) if ops else 0
         # a summary model's parameter tensors are not known: no optimizer calls are invented for it
         known = overhead_known and bool(ops)
-        opt_calls = host_model.optimizer_host_s(optimizer, tensors, per_op, kind, speed) if known else 0.0
+        # the optimizer's Python before its first kernel, then its calls (each a dispatch)
+        opt_python = host_model.OPTIMIZER_PYTHON_PER_TENSOR_S / speed * tensors if known else 0.0
+        opt_n = host_model.FOREACH_CALLS[optimizer] if known else 0
         if known and large.optimizer_impl == "fused":  # one call per parameter group
-            opt_calls = 2 * per_op
+            opt_python, opt_n = 0.0, 2
         elif known and large.optimizer_impl == "per_tensor":  # a loop of ops per tensor in Python
-            opt_calls = per_op * parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
+            opt_python, opt_n = 0.0, parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
+        opt_calls = opt_python + opt_n * per_op
         # a summary model's operators are not known either: none are invented
         pass_s = per_op * host_model.training_operators(model, precision, large.attention) if ops else 0.0
         overhead = per_step + pass_s + opt_calls
         if order is not None and model.graph is not None and overhead_known:
             wait, wait_no_opt = _device_waits(
-                order, model, precision, large.attention, work_no_opt, opt, per_step, per_op, opt_calls
+                order, model, precision, large.attention, work_no_opt, opt, per_step, per_op, (opt_python, opt_n)
             )
     else:
         # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
@@ -177,29 +180,44 @@ def _device_waits(
     opt: float,
     per_step: float,
     per_op: float,
-    opt_calls: float,
+    optimizer: tuple[float, int],
 ) -> tuple[float, float]:
     """(with the optimizer step, without) the device's idle seconds in a pass on an accelerator while
-    the host dispatches it (host.device_wait): the host issues the step's fixed work, then each op's
-    forward operators, the loss's, each op's backward operators in reverse, then the optimizer's
-    calls (GradScaler's operators with them); each piece's kernels as the GPU kernel model prices
-    them, autocast's casts spread over the passes by their kernels' seconds and the large-model
-    terms (core/estimate/parallel_time.py) likewise, so the pieces add up to the pass's work."""
+    the host dispatches it (host.device_wait); ``optimizer``: its Python before its first kernel and
+    its calls. The host issues, in order: a third of its fixed work
+    per step (``zero_grad`` and the loop's head), each op's forward operators, the loss's, a third
+    (``backward()``'s entry), each op's backward operators in reverse, GradScaler's under fp16, the
+    last third (``optimizer.step()``'s Python) and the optimizer's Python over its tensors, then each
+    of its calls with an equal share of its kernels. The device runs each piece's kernels as the GPU
+    kernel model prices them, autocast's casts and the large-model terms
+    (core/estimate/parallel_time.py) spread over the passes by their kernels' seconds, so the pieces
+    add up to the pass's work. Under fp16 GradScaler reads its found-inf flag before the optimizer
+    step: a synchronisation, after which the host issues the optimizer's calls to an idle device."""
     assert model.graph is not None
     split = host_model.operator_split(model.graph, precision in ("bf16_mixed", "fp16_mixed"), attention)
     k = order.kernels
     passes = float(k.forward.sum() + k.backward.sum())
     scale = (work_no_opt - order.loss) / passes if passes > 0 else 0.0
     scaler = host_model.GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0
+    third = per_step / 3
     host = np.concatenate(
         (
-            [per_step],
+            [third],
             per_op * split.forward,
-            [per_op * (split.loss_forward + split.loss_backward)],
+            [per_op * (split.loss_forward + split.loss_backward) + third],
             per_op * split.backward[::-1],
+            [per_op * scaler + third],
         )
     )
-    device = np.concatenate(([0.0], k.forward * scale, [order.loss], (k.backward * scale)[::-1]))
+    device = np.concatenate(([0.0], k.forward * scale, [order.loss], (k.backward * scale)[::-1], [0.0]))
     without = host_model.device_wait(host, device)
-    tail = opt_calls + per_op * scaler
-    return host_model.device_wait(np.append(host, tail), np.append(device, opt)), without
+    python_s, n_calls = optimizer
+    calls = max(1, min(n_calls, 64))  # the calls as at most 64 equal pieces
+    opt_host = np.concatenate(([python_s], np.full(calls, n_calls * per_op / calls)))
+    opt_device = np.concatenate(([0.0], np.full(calls, opt / calls)))
+    if precision != "fp16_mixed":
+        return host_model.device_wait(np.append(host, opt_host), np.append(device, opt_device)), without
+    # GradScaler's synchronisation: host and device meet, then the optimizer step starts afresh
+    meet = max(float(host.sum()), float(device.sum()) + without)
+    finish = meet + opt + host_model.device_wait(opt_host, opt_device)
+    return finish - float(device.sum()) - opt, without

@@ -302,7 +302,8 @@ def host_assumptions(st: StepTime) -> list[str]:
     if st.host_bound and st.device_s > 0:
         text += (
             f"; host-bound: the host needs {fmt_seconds(st.host_s)} per step and the device {fmt_seconds(st.device_s)} "
-            f"(device load {st.device_load:.0%}), so a faster device would not shorten the step"
+            f"(device load {st.device_load:.0%}), so a faster device would shorten the step only by the kernels "
+            "the host waits for after its last dispatch"
         )
     return [text]
 

@@ -240,8 +240,7 @@ def step_time(
     # (core/estimate/host.py combine)
     last_host = host_of(last, b - (k - 1) * m, True)
     busy = paced(last, last_host, True)
-    # what the host and the device taking turns to be the slower adds to the slower of the two
-    turns = busy - paced(last, last_host, True, waits=False)
+    busy_nowait = paced(last, last_host, True, waits=False)  # the step were the slower side the same throughout
     acc = run(m) if k > 1 else None  # the micro-steps before the last: no optimizer step, no all-reduce
 
     # the data-parallel traffic hides behind the passes as they run: their matrix products, or on an
@@ -275,11 +274,11 @@ def step_time(
     # DDP overlaps the all-reduce with backward, FSDP its gathers with forward and backward; tensor,
     # pipeline and context traffic and offload stay on the critical path (parallel_time.py)
     hidden_comm = comms.exposed_s
-    a_busy = 0.0
+    a_busy = a_nowait = 0.0
     acc_host = host_of(acc, m, False) if acc is not None else None
     if acc is not None:
         a_busy = paced(acc, acc_host, False)
-        turns += (k - 1) * (a_busy - paced(acc, acc_host, False, waits=False))
+        a_nowait = paced(acc, acc_host, False, waits=False)
     # the loader cores that keep up with the device's own pace: samples/s of its faster pass, so that
     # no micro-step waits for data (the loader also decodes while an all-reduce finishes)
     cost = decode_cost(data) if data is not None else None
@@ -297,6 +296,9 @@ def step_time(
 
     last = replace(last, input_s=max(read(b - (k - 1) * m), decode(b - (k - 1) * m)))
     step = max(busy, last.input_s)
+    # what the host and the device taking turns to be the slower adds to the step (none where the
+    # step waits for its input anyway)
+    turns = step - max(busy_nowait, last.input_s)
     compute, memory, input_s, overhead, flops = last.compute, last.memory, last.input_s, last.overhead, last.flops
     read_s, decode_s = read(b - (k - 1) * m), decode(b - (k - 1) * m)
     host_s = last_host.total_s if last_host else 0.0
@@ -307,6 +309,7 @@ def step_time(
         acc = replace(acc, input_s=max(read(m), decode(m)))
         micro_s = max(a_busy, acc.input_s)
         step += (k - 1) * micro_s
+        turns += (k - 1) * (micro_s - max(a_nowait, acc.input_s))
         compute += (k - 1) * acc.compute
         memory += (k - 1) * (acc.memory - acc.optimizer)
         input_s += (k - 1) * acc.input_s

@@ -47,9 +47,11 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
             "efficiency": c.step.efficiency,
             "peak_flops": c.step.peak_flops,
             # the host side (core/estimate/host.py): host seconds per step, the device's own work,
-            # the DataLoader and copy in the main process, the device's busy fraction
+            # the DataLoader and copy in the main process, the device's busy fraction; turns_s: what the
+            # host and the device being slower in turn add to the slower of the two (core/estimate/host.py)
             "host_s": c.step.host_s,
             "device_s": c.step.device_s,
+            "turns_s": c.step.turns_s,
             "loader_s": c.step.loader_s,
             "device_load": c.step.device_load,
             "host_bound": c.step.host_bound,
