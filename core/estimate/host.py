@@ -132,24 +132,23 @@ class HostTime:
         return self.dispatch_s + self.loader_s + self.copy_s + self.sync_s + self.log_s
 
 
-def combine(host: HostTime, device_s: float, kind: str, wait_s: float = 0.0) -> float:
+def combine(host: HostTime, device_s: float, kind: str, wait_s: float = 0.0, synchronised: bool = False) -> float:
     """The step from the host's and the device's seconds: added on a CPU; on an accelerator the
-    slower of the two between synchronisations, plus what the device waits for after each one:
-    max(host, device + serial / k) for a synchronisation every k steps (k = 1: serial +
-    max(dispatch + sync, device); none: max(host, device)), plus the turns / k; never faster than
-    the loader workers' pace. ``wait_s``: the device's idle time in one step while the host
-    dispatches it (device_wait); the turns are what that adds to the slower side with a
-    synchronisation every step (max(host, device + serial + wait) − max(host, device + serial)).
-    Between synchronisations the host runs ahead into the next step's dispatch and the device into
-    its queued kernels, so they cost once per synchronisation."""
+    slower of the two, plus what a synchronisation every k steps makes the device wait for, once per
+    k steps: the host's serial work after it (loading and copying the next batch, logging) and its
+    dispatch where the host is the slower in turn (``wait_s``: the device's idle time in one step
+    while the host dispatches it, device_wait) — max(host, device) + max(0, device + serial + wait −
+    max(host, device)) / k (k = 1: max(host, device + serial + wait); none: max(host, device)). As
+    played op by op: between synchronisations the host runs ahead into the next step's dispatch and
+    the device into its queued kernels. ``synchronised``: the step synchronises itself every step
+    (GradScaler), whatever the loop does. Never faster than the loader workers' pace."""
     if kind == "cpu":
         return device_s + host.total_s
-    k = host.loop.sync_every
+    k = 1 if synchronised else host.loop.sync_every
+    slower = max(host.total_s, device_s)
     if not k:
-        return max(host.total_s, device_s, host.worker_s)
-    slower = max(host.total_s, device_s + host.serial_s)
-    turns = max(0.0, device_s + host.serial_s + wait_s - slower)
-    return max(max(host.total_s, device_s + host.serial_s / k) + turns / k, host.worker_s)
+        return max(slower, host.worker_s)
+    return max(slower + max(0.0, device_s + host.serial_s + wait_s - slower) / k, host.worker_s)
 
 
 def training_operators(model: ModelAnalysis, precision: str, attention: str = "auto") -> int:

@@ -48,6 +48,9 @@ class PassWork:
     # changes along the pass (core/estimate/host.py device_wait), with and without the optimizer step
     wait: float = 0.0
     wait_no_optimizer: float = 0.0
+    # GradScaler synchronises the optimizer step (fp16, an optimizer that is not fused): whatever the
+    # loop's synchronisations, the host and the device meet every step
+    synchronised: bool = False
 
 
 def train_flops_per_sample(model: ModelAnalysis, checkpointing: bool, large: LargeModelSpec = DEFAULT_LARGE) -> int:
@@ -119,6 +122,8 @@ def pass_work(
         work, work_no_opt = compute + memory, compute + memory_no_opt  # the ops run one after another
     s = float(cal.get("run_scale", 1.0))  # what this machine's local runs measured against the prediction
     wait = wait_no_opt = 0.0  # the device idle while the host dispatches (an accelerator's kernels op by op)
+    # GradScaler reads its found-inf flag every optimizer step (a fused optimizer takes it on the device)
+    synchronised = kind != "cpu" and precision == "fp16_mixed" and large.optimizer_impl != "fused"
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
     if kind != "cpu":
         # an accelerator's host: the reference host's costs over this host CPU's speed; the
@@ -142,7 +147,16 @@ def pass_work(
         overhead = per_step + pass_s + opt_calls
         if order is not None and model.graph is not None and overhead_known:
             wait, wait_no_opt = _device_waits(
-                order, model, precision, large.attention, work_no_opt, opt, per_step, per_op, (opt_python, opt_n)
+                order,
+                model,
+                precision,
+                large.attention,
+                work_no_opt,
+                opt,
+                per_step,
+                per_op,
+                (opt_python, opt_n),
+                synchronised,
             )
     else:
         # framework calls as PyTorch issues them (core/estimate/host.py: calls per kind of graph op)
@@ -168,6 +182,7 @@ def pass_work(
         float(flops),
         wait * s,
         wait_no_opt * s,
+        synchronised,
     )
 
 
@@ -181,6 +196,7 @@ def _device_waits(
     per_step: float,
     per_op: float,
     optimizer: tuple[float, int],
+    synchronised: bool,
 ) -> tuple[float, float]:
     """(with the optimizer step, without) the device's idle seconds in a pass on an accelerator while
     the host dispatches it (host.device_wait); ``optimizer``: its Python before its first kernel and
@@ -191,8 +207,9 @@ def _device_waits(
     of its calls with an equal share of its kernels. The device runs each piece's kernels as the GPU
     kernel model prices them, autocast's casts and the large-model terms
     (core/estimate/parallel_time.py) spread over the passes by their kernels' seconds, so the pieces
-    add up to the pass's work. Under fp16 GradScaler reads its found-inf flag before the optimizer
-    step: a synchronisation, after which the host issues the optimizer's calls to an idle device."""
+    add up to the pass's work. ``synchronised``: GradScaler reads its found-inf flag before the
+    optimizer step (fp16 with an optimizer that is not fused), a synchronisation, after which the host
+    runs the optimizer step's Python and issues its calls to an idle device."""
     assert model.graph is not None
     split = host_model.operator_split(model.graph, precision in ("bf16_mixed", "fp16_mixed"), attention)
     k = order.kernels
@@ -206,18 +223,19 @@ def _device_waits(
             per_op * split.forward,
             [per_op * (split.loss_forward + split.loss_backward) + third],
             per_op * split.backward[::-1],
-            [per_op * scaler + third],
+            [per_op * scaler],
         )
     )
     device = np.concatenate(([0.0], k.forward * scale, [order.loss], (k.backward * scale)[::-1], [0.0]))
-    without = host_model.device_wait(host, device)
+    # a micro-step before the last: no optimizer step (its overhead keeps the whole fixed work)
+    without = host_model.device_wait(np.append(host, third), np.append(device, 0.0))
     python_s, n_calls = optimizer
     calls = max(1, min(n_calls, 64))  # the calls as at most 64 equal pieces
-    opt_host = np.concatenate(([python_s], np.full(calls, n_calls * per_op / calls)))
+    opt_host = np.concatenate(([third + python_s], np.full(calls, n_calls * per_op / calls)))
     opt_device = np.concatenate(([0.0], np.full(calls, opt / calls)))
-    if precision != "fp16_mixed":
+    if not synchronised:
         return host_model.device_wait(np.append(host, opt_host), np.append(device, opt_device)), without
     # GradScaler's synchronisation: host and device meet, then the optimizer step starts afresh
-    meet = max(float(host.sum()), float(device.sum()) + without)
+    meet = max(float(host.sum()), float(device.sum()) + host_model.device_wait(host, device))
     finish = meet + opt + host_model.device_wait(opt_host, opt_device)
     return finish - float(device.sum()) - opt, without

@@ -221,6 +221,8 @@ def step_time(
             return None
         loader, copy, workers = host_model.loader_host(loop, n, sample_bytes, costs, device.host_link_bw, kind)
         sync = costs["sync_s"] / loop.sync_every if loop.sync_every else 0.0
+        if p.synchronised and optimizer_step:  # GradScaler's read of its found-inf flag
+            sync += costs["sync_s"]
         log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
         dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in pass_work
         r = float(cal.get("run_scale", 1.0))  # a local run measured the whole step, its host included
@@ -232,7 +234,7 @@ def step_time(
             return work
         # the device's work and its waits for the host's dispatch along the pass (pass_work.PassWork.wait)
         wait = (p.wait if optimizer_step else p.wait_no_optimizer) if waits else 0.0
-        return host_model.combine(h, work, kind, wait)
+        return host_model.combine(h, work, kind, wait, p.synchronised and optimizer_step)
 
     last = run(b - (k - 1) * m)
     # a CPU runs the framework's code between its kernels; an accelerator queues kernels while the

@@ -325,3 +325,33 @@ def test_bert_ends_with_the_hosts_dispatch_and_then_adams_kernels() -> None:
     assert st.host_bound and st.bound == "framework overhead"
     assert st.step_s == pytest.approx(st.host_s + st.turns_s)
     assert 0.002 < st.turns_s < 0.005
+
+
+def test_a_synchronisation_every_k_steps_pays_the_turns_once_per_k() -> None:
+    def step(k: int, wait: float, synchronised: bool = False) -> float:
+        # the host: 7 s of dispatch after 3 s of loading the next batch; the device: 8 s of work
+        h = host_model.HostTime(7.0, 3.0, 0.0, 0.0, 0.0, 0.0, 1.0, "", LoopSpec(sync_every=k))
+        return host_model.combine(h, 8.0, "gpu", wait, synchronised)
+
+    # every step: the device waits for the loading and the dispatch's slow stretches, 3 + 2 s
+    assert step(1, 2.0) == pytest.approx(13.0)
+    # every second step: half of what that adds to the slower side (the host's 10 s)
+    assert step(2, 2.0) == pytest.approx(11.5)
+    assert step(0, 2.0) == pytest.approx(10.0)  # never: the slower side alone
+    # GradScaler's read of its found-inf flag synchronises every step, whatever the loop does
+    assert step(0, 2.0, synchronised=True) == step(4, 2.0, synchronised=True) == pytest.approx(13.0)
+    assert all(step(k, 3.0) >= step(k, 2.0) for k in (0, 1, 2, 8))
+
+
+def test_fp16_steps_meet_at_gradscalers_synchronisation_every_step() -> None:
+    def bert(precision: str, sync_every: int) -> Any:
+        loop = {"style": "device_tensors", "sync_every": sync_every}
+        training = {"batch_size": 64, "precision": precision, "optimizer": "adamw", "loop": loop}
+        return size_candidate(
+            parse_workload({"model": {"preset": "bert-base"}, "training": training}), device("H100 SXM"), 1
+        ).step
+
+    fp16 = [bert("fp16_mixed", k).step_s for k in (1, 4, 0)]
+    assert fp16[0] == pytest.approx(fp16[1], rel=0.002) == pytest.approx(fp16[2], rel=0.002)
+    bf16 = [bert("bf16_mixed", k) for k in (1, 4, 0)]
+    assert bf16[0].step_s > bf16[1].step_s > bf16[2].step_s and bf16[2].turns_s == 0.0
