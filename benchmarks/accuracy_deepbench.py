@@ -1,9 +1,9 @@
 """The GPU kernel model against single training kernels timed by Baidu's DeepBench on a V100 and a
 T4 (resources/published/deepbench_train.json: matrix products in fp32 and fp16 with fp32
 accumulation, cuDNN LSTM and GRU layers; CUDA 10.1, cuDNN 7.6, 2019): each matrix product priced by
-core.estimate.gpu_kernels.gemm_s and each recurrent layer by rnn_op_s for the catalogue GPU, against
+core.estimate.gemm.gemm_s and each recurrent layer by rnn_op_s for the catalogue GPU, against
 the published time. One constant was fitted on them: the rate of the smaller tiles cuBLAS runs a
-skinny product in (gpu_kernels.TILE_REUSE_EXPONENT), on a seeded half of the skinny products, the
+skinny product in (gemm.TILE_REUSE_EXPONENT), on a seeded half of the skinny products, the
 other half held out (``--fit`` prints it); everything else checks the kernel model on two
 architectures (Volta, Turing) it was not built on. No GPU and no PyTorch needed.
 
@@ -25,8 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import core.estimate.gpu_kernels as gpu_kernels  # noqa: E402
-from core.estimate.gpu_kernels import TILE, figures, gemm_s, matmul_efficiency, matmul_peak, rnn_op_s  # noqa: E402
+import core.estimate.gemm as gemm  # noqa: E402
+from core.estimate.gemm import TILE, gemm_s  # noqa: E402
+from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, rnn_op_s  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 
 DATA = ROOT / "resources/published/deepbench_train.json"
@@ -86,17 +87,17 @@ def fit_tile_reuse(seed: int = FIT_SEED) -> float:
     """TILE_REUSE_EXPONENT (0 … 2 in steps of 0.05) minimising the squared log errors of the fit
     half of the skinny products."""
     fit, _ = skinny_halves(seed)
-    saved = gpu_kernels.TILE_REUSE_EXPONENT
+    saved = gemm.TILE_REUSE_EXPONENT
     best: tuple[float, float] | None = None
     try:
         for step in range(41):
-            gpu_kernels.TILE_REUSE_EXPONENT = step * 0.05
+            gemm.TILE_REUSE_EXPONENT = step * 0.05
             errs = skinny_errors()
             loss = sum(math.log1p(errs[i]) ** 2 for i in fit)
             if best is None or loss < best[0]:
                 best = (loss, step * 0.05)
     finally:
-        gpu_kernels.TILE_REUSE_EXPONENT = saved
+        gemm.TILE_REUSE_EXPONENT = saved
     assert best is not None
     return round(best[1], 2)
 
@@ -115,7 +116,7 @@ def main() -> None:
         errs = skinny_errors()
         print(
             f"TILE_REUSE_EXPONENT fitted on {len(fit)} skinny products (seed {FIT_SEED}): {fit_tile_reuse()} "
-            f"(committed {gpu_kernels.TILE_REUSE_EXPONENT})"
+            f"(committed {gemm.TILE_REUSE_EXPONENT})"
         )
         print(f"fit half: {summary([errs[i] for i in fit])}")
         print(f"held-out half: {summary([errs[i] for i in held])}\n")

@@ -1,6 +1,6 @@
 """The GPU kernel model's matrix products against OpenXLA's published GEMM table for an H100 and a
 B200 (resources/published/xla_gemm_perf_table.json: batched products of 256–4,096 a side in bf16 and
-TF32): each product priced by core.estimate.gpu_kernels.gemm_s for the catalogue GPU, against the
+TF32): each product priced by core.estimate.gemm.gemm_s for the catalogue GPU, against the
 published rate. GEMM_FIXED_S is the least-squares fit on the H100 bf16 rows marked "fit" (a seeded
 half); every other row is held out. No GPU and no PyTorch needed.
 
@@ -22,12 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.accuracy_deepbench import summary  # noqa: E402
+from core.estimate.gemm import GEMM_FIXED_S, gemm_s  # noqa: E402
 from core.estimate.gpu_kernels import (  # noqa: E402
-    GEMM_FIXED_S,
     KERNEL_FLOOR_S,
     GpuFigures,
     figures,
-    gemm_s,
     matmul_efficiency,
     matmul_peak,
     matmul_rate,

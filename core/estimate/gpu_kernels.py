@@ -2,13 +2,14 @@
 what the kernels do and the GPU's datasheet figures (docs/sizing.md §4c). The host's side — the
 framework issuing those kernels — is priced in core/estimate/timing.py.
 
-* Matrix products (linear layers, convolutions as implicit GEMMs, recurrent layers): each GEMM is
-  cut into 128 × 128 output tiles, the tiles run in waves over the SMs (⌈tiles / SMs⌉ waves; a
+* Matrix products (linear layers, convolutions as implicit GEMMs, recurrent layers; one product in
+  core/estimate/gemm.py): each GEMM is cut into 128 × 128 output tiles (a linear layer's side under
+  128 into a smaller one), the tiles run in waves over the SMs (⌈tiles / SMs⌉ waves; a
   GEMM of SMs + 1 tiles takes two waves), each tile at the SM's share of the datasheet peak for
   the precision × the efficiency a large GEMM reaches (set on the H100 SXM; for another GPU scaled
   by the share of its peak its published PyTorch matmuls reach, ``published_efficiency``); small
   reductions run split-K. A GEMM never beats moving its operands at the bandwidth reached, and
-  each takes ``GEMM_FIXED_S`` more (pipeline fill, epilogue, tail); no other kernel takes less than
+  each takes ``gemm.GEMM_FIXED_S`` more (pipeline fill, epilogue, tail); no other kernel takes less than
   ``KERNEL_FLOOR_S``. Forward, input gradient and weight gradient are three GEMMs.
 * Precision: ``fp32`` is IEEE fp32 on CUDA cores (TF32 off for matmuls and cuDNN, as TrainRig's
   recorded steps ran; PyTorch's default turns TF32 on for convolutions only); ``tf32`` everything on
@@ -43,24 +44,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from core.estimate.gemm import gemm_s
 from core.estimate.published_rates import matmul_factors
 from core.hardware.catalogue import DeviceSpec
 
 if TYPE_CHECKING:
     from core.estimate.op_work import OpWork
 
-TILE = 128  # cuBLAS/cuDNN CTA tile edge for tensor-core GEMMs (CUTLASS default 128 × 128)
-# cuBLAS covers an output side shorter than a tile with a smaller tile (CUTLASS's and cuBLAS's
-# kernels come with edges of 16 to 256), whose products per operand loaded are fewer: a tm × tn tile
-# loads tm + tn operands per step along k for tm · tn products, so it runs at (its reuse / a full
-# tile's)^TILE_REUSE_EXPONENT of a full tile's rate. The exponent is TrainRig's least-squares fit on a
-# seeded half of DeepBench's skinny matrix products (V100, T4; fp32 and fp16; benchmarks/
-# accuracy_deepbench.py --fit), held out on the other half (docs/accuracy.md, "Single kernels"). cuDNN's
-# convolutions and recurrent layers keep the full tile their efficiencies were fitted with.
-TILE_MIN = 16
-TILE_REUSE_EXPONENT = 0.6
 # Fraction of the datasheet dense peak a large GEMM reaches: TrainRig estimates — cuBLAS on big
 # square problems, e.g. about 0.7–0.8 of the H100 SXM's 989 TFLOPS (clock drops under the 700 W
 # limit); checked on the recorded H100 steps (docs/accuracy.md).
@@ -76,14 +66,6 @@ BANDWIDTH_EFFICIENCY = 0.80
 # The shortest a kernel takes on the device, launch gap included (TrainRig estimate: a few µs for an
 # empty kernel on recent NVIDIA GPUs).
 KERNEL_FLOOR_S = 3e-6
-# A matrix product's fixed time on top of its tiles' arithmetic or its operands' traffic, inside the
-# kernel's own duration (CUPTI's, launch latency excluded): the prologue that fills its load pipeline,
-# the epilogue that writes its last tiles and the tail of its last wave.
-# TrainRig's least-squares fit on a seeded half (187 shapes) of OpenXLA's published GEMM table for
-# an H100 (bf16, 256–4,096 a side, batches 1–4: resources/published/xla_gemm_perf_table.json), with
-# the efficiencies above unchanged; held out on the other half, on TF32, on the B200 and on the
-# network-level checks (docs/accuracy.md, "Matrix products of every size").
-GEMM_FIXED_S = 5e-6
 # NCHW convolutions in half precision / TF32: tensor elements transposed per element of each
 # convolution's input and output over forward and backward (NCHW → NHWC and back: fwd input and
 # output, dgrad output-gradient and input-gradient, wgrad input and output-gradient, each read and
@@ -228,52 +210,6 @@ def power_factor(device: DeviceSpec) -> float:
     if not limit or not device.tdp_w or float(limit) >= device.tdp_w:
         return 1.0
     return (float(limit) / device.tdp_w) ** POWER_CLOCK_EXPONENT
-
-
-def gemm_s(
-    m: float,
-    n: float,
-    k: float,
-    peak: float,
-    gpu: GpuFigures,
-    elem_bytes: int,
-    eff: float,
-    skinny_tiles: bool = False,
-) -> float:
-    """Seconds of one GEMM (m × k) · (k × n): tiles of TILE × TILE (with ``skinny_tiles``, as cuBLAS
-    runs a linear layer: a side shorter than TILE in a tile of ``tile_edge``, at ``tile_rate`` of a
-    full tile's rate) in ⌈tiles / SMs⌉ waves, each tile at the SM's share of ``peak`` × ``eff``;
-    split-K over idle SMs when tiles are fewer than SMs and the reduction is long; at least its
-    operands' bytes at the bandwidth; plus GEMM_FIXED_S."""
-    if m <= 0 or n <= 0 or k <= 0:
-        return 0.0
-    tm, tn = (tile_edge(m), tile_edge(n)) if skinny_tiles else (TILE, TILE)
-    tiles = math.ceil(m / tm) * math.ceil(n / tn)
-    splits = 1
-    if tiles < gpu.sms and k >= 2 * 256:
-        splits = max(1, min(gpu.sms // tiles, int(k // 256)))
-    waves = math.ceil(tiles * splits / gpu.sms)
-    per_tile = 2.0 * tm * tn * (k / splits)
-    compute = waves * per_tile / (peak / gpu.sms * eff * tile_rate(tm, tn))
-    traffic = (m * k + k * n + m * n) * elem_bytes / gpu.bandwidth
-    return max(compute, traffic) + GEMM_FIXED_S
-
-
-def tile_edge(side: Any) -> Any:
-    """The edge of the tile cuBLAS covers an output side with: TILE, or for a shorter side the power
-    of two at or above it, at least TILE_MIN (numbers or numpy arrays)."""
-    return np.minimum(TILE, np.maximum(TILE_MIN, 2.0 ** np.ceil(np.log2(np.maximum(side, 1.0)))))
-
-
-def tile_rate(tm: Any, tn: Any) -> Any:
-    """The share of a full tile's rate a tm × tn tile runs at: (its products per operand loaded over
-    a TILE × TILE tile's)^TILE_REUSE_EXPONENT; 1 for a full tile."""
-    return ((tm * tn / (tm + tn)) / (TILE / 2)) ** TILE_REUSE_EXPONENT
-
-
-def waves(m: float, n: float, sms: int) -> int:
-    """Waves of TILE × TILE tiles of an m × n output over ``sms`` SMs (no split-K)."""
-    return math.ceil(math.ceil(m / TILE) * math.ceil(n / TILE) / sms)
 
 
 @lru_cache(maxsize=4096)

@@ -1,6 +1,6 @@
 """The GPU kernel model over a whole pass (docs/sizing.md §4c): a graph's matrix products as arrays
-built once per op list, priced in one call (the same tiles, waves, split-K and traffic as
-core.estimate.gpu_kernels.gemm_s), its recurrent layers and attention one by one, and its elementwise
+built once per op list, priced in one call (core.estimate.gemm.gemm_array: the same tiles, waves,
+split-K and traffic as gemm_s), its recurrent layers and attention one by one, and its elementwise
 kernels by the bytes they move. The what-if loop re-times the same graph at other batches,
 precisions and GPUs, so the arrays are cached per op list."""
 
@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.estimate.gemm import gemm_array
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
-    GEMM_FIXED_S,
     KERNEL_FLOOR_S,
     KERNELS_PER_KIND,
     NCHW_TRANSPOSE_ACCESSES,
-    TILE,
-    GpuFigures,
     attention_op_s,
     conv_efficiency,
     cudnn_precision,
@@ -29,8 +27,6 @@ from core.estimate.gpu_kernels import (
     matrix_op_s,
     nchw_transposes,
     rnn_op_s,
-    tile_edge,
-    tile_rate,
     unfused_attention_s,
 )
 from core.hardware.catalogue import DeviceSpec
@@ -114,29 +110,6 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
     return built
 
 
-def _gemm_array(
-    m: np.ndarray,
-    n: np.ndarray,
-    k: np.ndarray,
-    peak: float | np.ndarray,
-    gpu: GpuFigures,
-    nbytes: int,
-    eff: np.ndarray,
-    skinny: np.ndarray | bool = False,
-) -> np.ndarray:
-    """gemm_s over arrays of shapes (the same tiles, waves, split-K, traffic and fixed time;
-    ``skinny``: where cuBLAS covers a short side with a smaller tile, as for a linear layer)."""
-    tm = np.where(skinny, tile_edge(m), TILE)
-    tn = np.where(skinny, tile_edge(n), TILE)
-    tiles = np.ceil(m / tm) * np.ceil(n / tn)
-    split_ok = (tiles < gpu.sms) & (k >= 2 * 256)
-    splits = np.where(split_ok, np.maximum(1, np.minimum(gpu.sms // np.maximum(tiles, 1), np.floor(k / 256))), 1)
-    waves = np.ceil(tiles * splits / gpu.sms)
-    compute = waves * 2.0 * tm * tn * (k / splits) / (peak / gpu.sms * eff * tile_rate(tm, tn))
-    traffic = (m * k + k * n + m * n) * nbytes / gpu.bandwidth
-    return np.where((m > 0) & (n > 0) & (k > 0), np.maximum(compute, traffic) + GEMM_FIXED_S, 0.0)
-
-
 # The forward's share of a kernel's forward-and-backward seconds where the model prices them
 # together (elementwise kernels, NCHW transposes, recurrent layers, attention): backward reads and
 # writes about twice what forward does (an input gradient from the output gradient and what forward
@@ -201,7 +174,7 @@ def pass_kernels(
     m = mo.rows * b
     count = len(m)
     # forward, input gradient and weight gradient GEMMs of every op in one array call
-    three = _gemm_array(
+    three = gemm_array(
         np.concatenate((m, m, mo.n)),
         np.concatenate((mo.n, mo.k, mo.k)),
         np.concatenate((mo.k, mo.n, m)),

@@ -194,15 +194,9 @@ def graph_operators(g: Graph, autocast: bool, table: Mapping[str, Any] | None = 
     loss, as CUDA runs them (resources/host_ops.json; a kind not counted there: one forward and two
     backward operators), with autocast's casts when ``autocast``; attention "math" as the math
     kernel's decomposition, "eager" as the attention written out in Python."""
-    if table is None:
-        return _committed_graph_operators(g, autocast, attention)
-    return _count_operators(g, autocast, table, attention)
-
-
-@lru_cache(maxsize=256)
-def _committed_graph_operators(g: Graph, autocast: bool, attention: str) -> int:
-    """graph_operators with the committed table, once per graph (the what-if loop re-times it)."""
-    return _count_operators(g, autocast, host_ops_table(), attention)
+    if table is None:  # the committed table, once per graph (the what-if loop re-times it)
+        return operator_split(g, autocast, attention).total
+    return _split_operators(g, autocast, table, attention).total
 
 
 @dataclass(frozen=True)
@@ -225,10 +219,6 @@ def operator_split(g: Graph, autocast: bool, attention: str = "auto") -> Operato
     """graph_operators op by op, forward and backward apart (the committed table): where in the step
     the host's dispatch falls, for device_wait."""
     return _split_operators(g, autocast, host_ops_table(), attention)
-
-
-def _count_operators(g: Graph, autocast: bool, doc: Mapping[str, Any], attention: str) -> int:
-    return _split_operators(g, autocast, doc, attention).total
 
 
 def _split_operators(g: Graph, autocast: bool, doc: Mapping[str, Any], attention: str) -> OperatorSplit:

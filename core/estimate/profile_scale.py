@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.estimate.gpu_kernels import GEMM_FIXED_S, matmul_rate
+from core.estimate.gemm import GEMM_FIXED_S
+from core.estimate.gpu_kernels import matmul_rate
 from core.estimate.profile_read import (
     KERNEL_CLASSES,
     KernelRecord,

@@ -12,8 +12,10 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate.calibration import efficiency_from_calibration
-from core.estimate.gpu_kernels import GEMM_EFFICIENCY, GEMM_FIXED_S, KERNEL_FLOOR_S, TF32_GEMM_EFFICIENCY
-from core.estimate.op_work import ELEMENT_ACCESSES, interpolate_rate
+from core.estimate.gemm import GEMM_FIXED_S
+from core.estimate.gpu_kernels import GEMM_EFFICIENCY, KERNEL_FLOOR_S, TF32_GEMM_EFFICIENCY
+from core.estimate.measured_curves import interpolate_rate
+from core.estimate.op_work import ELEMENT_ACCESSES
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import device_from_entry, find_device, load_catalogue
 from core.network.model import ELEMENTWISE_KINDS

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from core.estimate.calibration import efficiency_from_calibration
-from core.estimate.op_work import interpolate_rate
+from core.estimate.measured_curves import interpolate_rate
 from core.estimate.sizing import size_candidate
 from core.network.model import ELEMENTWISE_KINDS
 from core.spec.workload import parse_workload
@@ -182,7 +182,7 @@ def test_convolutions_take_the_rate_measured_for_their_channels_and_kernel() -> 
 
 
 def test_a_grid_rate_is_held_at_the_edges_and_takes_the_nearest_kernel() -> None:
-    from core.estimate.op_work import grid_rate
+    from core.estimate.measured_curves import grid_rate
 
     grid = _conv_cal()["cpu_profile"]["conv_grid"]
     assert grid_rate(grid, 16, 128, 5) == pytest.approx(8.0e10)

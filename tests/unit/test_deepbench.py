@@ -14,7 +14,7 @@ import statistics
 import pytest
 
 from benchmarks.accuracy_deepbench import DATA, fit_tile_reuse, gemm_errors, rnn_errors, skinny_errors, skinny_halves
-from core.estimate.gpu_kernels import TILE_REUSE_EXPONENT
+from core.estimate.gemm import TILE_REUSE_EXPONENT
 from core.hardware.catalogue import find_device, load_catalogue
 
 GEMMS = gemm_errors()

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from core.errors import WorkloadError
-from core.estimate.gpu_kernels import GEMM_FIXED_S, TILE, figures, gemm_s, waves
+from core.estimate.gemm import GEMM_FIXED_S, TILE, gemm_s, waves
+from core.estimate.gpu_kernels import figures
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import parse_workload

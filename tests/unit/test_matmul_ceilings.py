@@ -14,6 +14,7 @@ import pytest
 
 from core.estimate import gpu_kernels as gk
 from core.estimate import published_rates as pr
+from core.estimate.gemm import GEMM_FIXED_S
 from core.estimate.profile_read import KernelRecord
 from core.estimate.profile_scale import scale_kernel, sm_count
 from core.estimate.sizing import size_candidate
@@ -168,7 +169,7 @@ def test_measure_and_scale_uses_the_published_rates_of_both_cards() -> None:
     # the kernel model's rates: the 3090 at 0.97 of its datasheet peak, the A6000 at the H100's 0.72
     assert gk.matmul_rate(src, "bf16_mixed") == pytest.approx(src.half_flops * 0.972, rel=0.01)
     assert gk.matmul_rate(dst, "bf16_mixed") == pytest.approx(dst.half_flops * gk.GEMM_EFFICIENCY["tensor"])
-    fixed = gk.GEMM_FIXED_S  # a matrix product's fixed time does not scale
+    fixed = GEMM_FIXED_S  # a matrix product's fixed time does not scale
     expected = fixed + (1e-3 - fixed) * gk.matmul_rate(src, "bf16_mixed") / gk.matmul_rate(dst, "bf16_mixed")
     assert got == pytest.approx(expected)
     # an fp16 workload's half-precision kernels at the cards' FP16 rates (RTX PRO 6000 Blackwell: FP16

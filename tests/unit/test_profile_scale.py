@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.estimate.gpu_kernels import GEMM_FIXED_S
+from core.estimate.gemm import GEMM_FIXED_S
 from core.estimate.profile_read import (
     KernelRecord,
     ProfileError,

@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from benchmarks.accuracy_xla_gemm import DATA, DEVICES, fit_fixed_s, measured_s, predicted_s, rows, scaling_errors
-from core.estimate.gpu_kernels import GEMM_FIXED_S
+from core.estimate.gemm import GEMM_FIXED_S
 from core.hardware.catalogue import find_device, load_catalogue
 
 
