@@ -68,7 +68,14 @@ def main() -> None:
             {
                 "model": models[name],
                 "data": {"samples": batch * 10},
-                "training": {"batch_size": batch, "epochs": 1, "optimizer": opt, "precision": prec},
+                "training": {
+                    "batch_size": batch,
+                    "epochs": 1,
+                    "optimizer": opt,
+                    "precision": prec,
+                    # as measured: random tensors already on the GPU, no data loader
+                    "loop": "device_tensors",
+                },
             }
         )
         cand = size_candidate(w, device, 1, calibrated=rates)

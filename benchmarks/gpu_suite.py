@@ -394,8 +394,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--out", type=Path, help="append JSON lines here (default: print them)")
     ap.add_argument("--list", action="store_true", help="list the cases and stop")
+    ap.add_argument(
+        "--shuffle", type=int, metavar="SEED", help="run the cases in a seeded random order (with --budget-s: a sample)"
+    )
+    ap.add_argument(
+        "--budget-s", type=float, metavar="S", help="start no case after S seconds: what is measured by then is kept"
+    )
     args = ap.parse_args(argv)
     todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(todo)
     if args.list:
         for c in todo:
             flags = (
@@ -415,7 +423,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     sink = args.out.open("a", encoding="utf-8") if args.out else None
     failed = 0
+    started = time.monotonic()
     for i, case in enumerate(todo, 1):
+        if args.budget_s is not None and time.monotonic() - started > args.budget_s:
+            print(
+                f"gpu_suite: the {args.budget_s:.0f} s budget is spent: {i - 1} of {len(todo)} cases run",
+                file=sys.stderr,
+            )
+            break
         try:
             line = measure(case, args.device, warmup, steps, args.optimizer)
         except Exception as exc:  # an out-of-memory case or a layer the device cannot run: say so, go on

@@ -382,7 +382,8 @@ def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
     IEEE and cuDNN's convolutions and RNNs on TF32 only when ``cudnn_tf32`` (the workload's
     training.cudnn_tf32). The workers keep their own copy (resources/workers/train.py set_tf32): a
     frozen build's workers run without the app's packages."""
-    set_tf32(torch, precision, cudnn_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
 
 
 def measure_cuda_step(

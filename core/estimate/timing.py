@@ -290,11 +290,14 @@ def step_time(
     if max_loader_cores is not None:
         cores = max(1, min(cores, max_loader_cores))
 
+    # a loop that trains on tensors already on the device reads and decodes nothing
+    fed = loop.style != "device_tensors"
+
     def read(n: int) -> float:
-        return n * disk_bytes_per_sample / read_bps
+        return n * disk_bytes_per_sample / read_bps if fed else 0.0
 
     def decode(n: int) -> float:
-        return n * cost.per_sample_s / cores if cost is not None else 0.0
+        return n * cost.per_sample_s / cores if cost is not None and fed else 0.0
 
     last = replace(last, input_s=max(read(b - (k - 1) * m), decode(b - (k - 1) * m)))
     step = max(busy, last.input_s)

@@ -264,3 +264,18 @@ def test_a_stored_resolution_needs_an_image_input() -> None:
         parse_workload({"model": {"preset": "seed-mlp"}, "data": {"stored_resolution": [28, 28]}})
     assert err.value.path == "data.stored_resolution"
     assert "needs an image input [C, H, W]" in str(err.value)
+
+
+def test_a_loop_on_tensors_already_on_the_gpu_reads_and_decodes_nothing() -> None:
+    """ResNet-18 NHWC bf16, batch 256, on an H200: 18.9 ms measured (random tensors on the GPU); the
+    device-tensor loop was once charged a 51 ms disk read of 256 images and called input-bound."""
+    doc = {
+        "model": {"preset": "resnet-50"},
+        "data": {"samples": 2560, "storage": "hdd"},
+        "training": {"batch_size": 256, "precision": "bf16_mixed", "memory_format": "channels_last"},
+    }
+    fed = size_candidate(workload(doc), dev("H200 SXM"), 1).step
+    tensors = size_candidate(workload(doc, {"training": {"loop": "device_tensors"}}), dev("H200 SXM"), 1).step
+    assert fed.input_s > 0.04 and fed.bound == "input pipeline"  # 256 images from a hard disk
+    assert tensors.input_s == 0.0 and tensors.bound != "input pipeline"
+    assert tensors.step_s < fed.step_s

@@ -230,3 +230,25 @@ def test_norms_save_what_pytorch_saves_for_backward(kind: str, cls: str) -> None
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         module(x)
     assert engine == sum(saved.values()) == {"layernorm": 8_704, "rmsnorm": 16_640}[kind]
+
+
+@pytest.mark.parametrize(
+    ("precision", "cudnn_tf32", "matmul", "cudnn"),
+    [
+        ("fp32", False, False, False),
+        ("fp32", True, False, True),
+        ("tf32", False, True, True),
+        ("bf16_mixed", True, False, False),
+    ],
+)
+def test_the_benchmarks_tf32_setter_sets_what_the_workload_says(precision, cudnn_tf32, matmul, cudnn) -> None:
+    """The setter gpu_suite and accuracy_cuda call before every CUDA step (it once called itself: every
+    case of the lent H200's first suite run failed with a RecursionError)."""
+    from torchbridge.models import set_tf32
+
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        set_tf32(torch, precision, cudnn_tf32)
+        assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (matmul, cudnn)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
