@@ -63,7 +63,8 @@ def _model(name: str) -> dict:
     return accuracy_models()[name]
 
 
-def _candidate(case: dict) -> CandidateResult:
+def _candidate(case: dict, device: str = "H100 SXM") -> CandidateResult:
+    """The engine's sizing of a recorded case on the catalogue ``device`` (its set names its layout)."""
     w = parse_workload(
         {
             "model": _model(case["model"]),
@@ -75,11 +76,11 @@ def _candidate(case: dict) -> CandidateResult:
                 "precision": case["precision"],
                 # the recorded loop: random tensors already on the GPU, synchronised every step
                 "loop": "device_tensors",
-                "memory_format": "channels_last" if "channels_last" in case["set"] else "contiguous",
+                "memory_format": "channels_last" if "channels_last" in case.get("set", "") else "contiguous",
             },
         }
     )
-    return size_candidate(w, find_device("H100 SXM", tuple(load_catalogue())), 1)
+    return size_candidate(w, find_device(device, tuple(load_catalogue())), 1)
 
 
 def predict_device(case: dict) -> float:

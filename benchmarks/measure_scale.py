@@ -10,6 +10,13 @@ Record the profiles on each GPU with the same workload file (same batch, precisi
 Chrome traces from torch.profiler's export_chrome_trace work too (add --precision when their kernel
 names do not say it). Each profile's GPU must match a catalogue entry (its datasheet figures).
 The issue's bar: within 15 % between GPUs of one generation. The figures go in docs/accuracy.md.
+
+    python benchmarks/measure_scale.py --h200-to-h100
+
+scales the profiles a lent H200 recorded (tests/fixtures/profiles/h200-*.profile.json) to the H100 SXM
+and compares their kernels with the steps the shared fit set recorded on an H100 (the same
+workloads). Only device-bound steps compare: those profiles' host times were taken under the
+profiler (their files say so).
 """
 
 from __future__ import annotations
@@ -66,7 +73,42 @@ def compare(a_path: Path, b_path: Path, precision: str | None) -> list[str]:
     return rows
 
 
+ROOT = Path(__file__).resolve().parent.parent
+# the H200 profiles and the fit set's H100 steps of the same workloads (ms)
+H200_TO_H100 = {
+    "seed-mlp": 1.69,
+    "small-cnn": 1.92,
+    "small-cnn-cl": 1.65,
+    "resnet50-fp16": 93.94,
+    "resnet50-fp16-cl": 54.30,
+    "bert-base-b64": 41.29,
+}
+
+
+def h200_to_h100() -> list[str]:
+    cat = load_catalogue()
+    h100 = next(d for d in cat if d.name == "NVIDIA H100 SXM")
+    rows = []
+    for name, measured_ms in H200_TO_H100.items():
+        profile = read_profile_file(ROOT / f"tests/fixtures/profiles/h200-{name}.profile.json", None)
+        kernels_ms = sum(k.total_s for k in profile.kernels) * 1e3  # per step
+        pred = scale_profile(profile, measured_source(profile, cat), [h100]).predictions[0]
+        device_ms = pred.device_s * 1e3
+        bound = "device-bound: compares" if device_ms > 0.8 * measured_ms else "host-bound there: does not compare"
+        rows.append(
+            f"| {name} | {kernels_ms:.2f} ms | {device_ms:.2f} ms | {measured_ms:.2f} ms "
+            f"| {device_ms / measured_ms - 1:+.1%} | {bound} |"
+        )
+    return rows
+
+
 def main() -> int:
+    if "--h200-to-h100" in sys.argv:
+        print("| workload | H200 kernels | scaled to the H100 SXM | H100 step recorded | error | |")
+        print("|---|---|---|---|---|---|")
+        for row in h200_to_h100():
+            print(row)
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("profiles", nargs="+", type=Path, help="pairs of profiles: GPU A, GPU B, [GPU A', GPU B', …]")
     ap.add_argument("--precision", help="the workload's precision, for traces whose kernel names do not say it")

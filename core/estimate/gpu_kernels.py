@@ -60,6 +60,15 @@ GEMM_EFFICIENCY = {"tensor": 0.72, "cuda": 0.80}
 # TrainRig estimates fitted on the recorded ResNet-50 steps (channels_last fp16 54.3 ms, fp32 at
 # batch 32 44.5 ms, docs/accuracy.md).
 CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
+# Hopper's and Blackwell's fast matrix-product kernels (wgmma fed by the tensor memory accelerator:
+# cuBLAS's nvjet family) need each operand's rows to start on 16 bytes. A dimension of a half-precision
+# product that is not a multiple of 8 elements (of 4 in TF32) sends cuBLAS to Turing-era CUTLASS
+# kernels (cutlass_75_tensorop_*_align1/2/4) that load 2, 4 or 8 bytes at a time: GPT-2's tied head
+# over its 50,257-word vocabulary ran three such kernels at 95–148 TFLOP/s on an H200, 15 of the
+# step's 44 ms (tests/fixtures/profiles/h200-gpt2-bf16-b8.profile.json). The share of the tensor
+# peak they reach, by that alignment in bytes: fitted on a seeded half of DeepBench's misaligned shapes
+# timed on that H200, reported on the other half and on the GPT-2 steps (benchmarks/h200_kernels.py).
+MISALIGNED_EFFICIENCY = {2: 0.11, 4: 0.26, 8: 0.24}
 # Fraction of the datasheet bandwidth streaming kernels reach (STREAM-like copies reach 80–90 % of
 # HBM/GDDR peak; TrainRig estimate).
 BANDWIDTH_EFFICIENCY = 0.80
@@ -231,6 +240,21 @@ def matmul_peak(precision: str, gpu: GpuFigures) -> tuple[float, int]:
     return gpu.fp32, 4
 
 
+def alignment_bytes(dims: tuple[int, ...], nbytes: int) -> int:
+    """The bytes every row of a product with these dimensions is aligned to (at most 16): the largest
+    power of two dividing each dimension, times the element's bytes."""
+    return min(min(16, nbytes * (d & -d)) for d in dims if d > 0)
+
+
+def aligned_efficiency(eff: float, dims: tuple[int, ...], precision: str, gpu: GpuFigures) -> float:
+    """``eff`` for a product of these dimensions: at most MISALIGNED_EFFICIENCY on a Hopper or
+    Blackwell tensor core when a dimension misses the 16-byte alignment its fast kernels need."""
+    if not gpu.hopper or not gpu.tensor_cores(precision):
+        return eff
+    align = alignment_bytes(dims, matmul_peak(precision, gpu)[1])
+    return eff if align >= 16 else min(eff, MISALIGNED_EFFICIENCY[align])
+
+
 def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
     """The share of ``matmul_peak`` a large GEMM reaches in ``precision``: the GPU's tensor-core or
     CUDA-core efficiency; TF32 what `calibrate` measured for it, else TF32_GEMM_EFFICIENCY of the
@@ -294,6 +318,8 @@ def matrix_op_s(
         return passes * op.flops * b / (peak * eff)
     rows, n, k = shape
     m = rows * b
+    if not conv:  # cuDNN pads a convolution's channels itself
+        eff = aligned_efficiency(eff, (m, n, k), precision, gpu)
     fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, not conv)
     dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff, not conv)
     wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff, not conv)

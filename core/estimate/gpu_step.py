@@ -17,6 +17,7 @@ from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
     KERNELS_PER_KIND,
+    MISALIGNED_EFFICIENCY,
     NCHW_TRANSPOSE_ACCESSES,
     attention_op_s,
     conv_efficiency,
@@ -173,6 +174,12 @@ def pass_kernels(
         eff = np.where(mo.is_conv, eff, eff * FP8_GEMM_EFFICIENCY * gpu.fp8 / gpu.half)
     m = mo.rows * b
     count = len(m)
+    if gpu.hopper and gpu.tensor_cores(precision) and count:
+        # linear layers whose dimensions miss the 16 bytes Hopper's fast kernels need (aligned_efficiency)
+        dims = np.stack((m, mo.n, mo.k)).astype(np.int64)
+        align = np.minimum(16, mbytes * (dims & -dims)).min(axis=0)
+        slow = np.array([MISALIGNED_EFFICIENCY.get(int(a), 1.0) for a in align])
+        eff = np.where(mo.is_conv | (align >= 16), eff, np.minimum(eff, slow))
     # forward, input gradient and weight gradient GEMMs of every op in one array call
     three = gemm_array(
         np.concatenate((m, m, mo.n)),

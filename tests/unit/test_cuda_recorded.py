@@ -73,11 +73,11 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="14 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 15.8 % (bar: 15 %): the 6 steps of the "
-    "host the shared measurements come from, which the host's prices were fitted on, all within 11 %; the 14 of "
-    "2026-11-22 ran on another host, whose small CNNs and tiny GPT read 26–46 % too fast (the same seed MLP step "
-    "measured 2.36 ms there and 1.69 ms on the reference host), GPT-2 small bf16 −28 % (held out, above) and "
-    "ResNet-50 bf16 b64 −28 % (device) (docs/accuracy.md)",
+    reason="15 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 14.9 % (bar: 15 %, met): the 6 steps "
+    "of the host the shared measurements come from, which the host's prices were fitted on, all within 11 %; the 14 "
+    "of 2026-11-22 ran on another host, whose small CNNs and tiny GPT read 26–46 % too fast (the same seed MLP step "
+    "measured 2.36 ms there and 1.69 ms on the reference host) and ResNet-50 bf16 b64 −28 % (device) "
+    "(docs/accuracy.md)",
 )
 def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
     errors = [abs(step_error(c)) for c in CASES]
@@ -192,12 +192,14 @@ def test_bert_b32_on_another_host_held_out_of_the_fit() -> None:
     assert _candidate(case).step.bound == "framework overhead"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GPT-2 small b8 bf16 (2026-11-22): 42.0 ms predicted (2,123 operators dispatched, 37.6 ms, against 29.2 ms "
-    "of kernels, 4.4 ms more where the two are slower in turn) against 58.2 ms measured; BERT-base dispatches as many "
-    "operators and measured 38.8 ms on the same host: what GPT-2's step spends beyond that is not in the model",
-)
-def test_gpt2_bf16_is_the_slower_of_its_host_and_its_kernels() -> None:
+def test_gpt2_bf16_pays_for_its_misaligned_vocabulary() -> None:
+    # GPT-2's tied head over 50,257 words misses the 16 bytes Hopper's fast matrix kernels need: the H200
+    # profile of this step ran its three head products on cutlass_75 align1 kernels at 95–148 TFLOP/s, 15 of
+    # its 44 ms of kernels (tests/fixtures/profiles/h200-gpt2-bf16-b8.profile.json). Priced so, the recorded
+    # H100 step reads −10 % (−28 % before, with the host's dispatch binding it); BERT-base, whose
+    # products are all aligned, keeps its figure
     case = next(c for c in CASES if key(c) == ("gpt2-small", 8, "adamw", "bf16_mixed"))
-    assert abs(step_error(case)) <= 0.25
+    assert abs(step_error(case)) <= 0.15, f"{step_error(case):+.1%}"
+    assert _candidate(case).step.bound == "compute"
+    bert = next(c for c in CASES if key(c) == ("bert-base", 32, "adamw", "bf16_mixed"))
+    assert abs(step_error(bert)) <= HOST_FIT_BAR

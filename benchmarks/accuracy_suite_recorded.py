@@ -1,0 +1,85 @@
+"""The engine's step times against a GPU suite's recorded steps (benchmarks/gpu_suite.py's JSON
+lines), by family and precision, with the worst cases. No GPU needed. Default: the 201 steps a lent
+H200 measured on 2026-11-26 (a shuffled, seeded sample of the suite and of 40 random architectures,
+seed 2026), none of which the model was fitted on.
+
+    python3 benchmarks/accuracy_suite_recorded.py [SUITE.jsonl] [--worst 15]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.estimate.sizing import size_candidate  # noqa: E402
+from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
+from core.spec.workload import parse_workload  # noqa: E402
+
+DEFAULT = ROOT / "tests/fixtures/gpu/h200-suite-2026-11-26.jsonl"
+# the name CUDA reports → the catalogue entry (an "NVIDIA H200" with 700 W is the SXM part)
+DEVICES = {"NVIDIA H200": "H200 SXM", "NVIDIA H100 80GB HBM3": "H100 SXM"}
+
+
+def cases(path: Path = DEFAULT) -> list[dict]:
+    """Each recorded step with the prediction for its GPU (tensors already on the device, as measured)."""
+    cat = tuple(load_catalogue())
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = json.loads(line)
+        doc = json.loads(json.dumps(m["workload"]))
+        doc["training"]["loop"] = "device_tensors"
+        step = size_candidate(parse_workload(doc), find_device(DEVICES[m["device"]], cat), 1).step
+        out.append(
+            {
+                "name": m["name"],
+                "family": m["family"],
+                "precision": doc["training"]["precision"],
+                "batch": doc["training"]["batch_size"],
+                "measured_s": m["step_time_s"],
+                "predicted_s": step.step_s,
+                "bound": step.bound,
+                "error": step.step_s / m["step_time_s"] - 1,
+            }
+        )
+    return out
+
+
+def summary(errors: list[float]) -> str:
+    a = [abs(e) for e in errors]
+    n = len(a)
+    within = sum(x <= 0.25 for x in a)
+    return f"{n} | {within} ({within / n:.0%}) | {statistics.mean(a):.0%} | {statistics.median(errors):+.0%}"
+
+
+def main() -> int:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    worst = int(sys.argv[sys.argv.index("--worst") + 1]) if "--worst" in sys.argv else 15
+    path = Path(args[0]) if args and not args[0].isdigit() else DEFAULT
+    rows = cases(path)
+    groups: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        groups[f"family: {r['family']}"].append(r["error"])
+        groups[f"precision: {r['precision']}"].append(r["error"])
+    print("| group | cases | within 25 % | mean abs error | median error |")
+    print("|---|---|---|---|---|")
+    print(f"| **all** | {summary([r['error'] for r in rows])} |")
+    for name in sorted(groups):
+        print(f"| {name} | {summary(groups[name])} |")
+    print("\n| worst cases | precision | batch | measured | predicted | error | bound |")
+    print("|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: -abs(r["error"]))[:worst]:
+        print(
+            f"| {r['name']} | {r['precision']} | {r['batch']} | {r['measured_s'] * 1e3:.2f} ms "
+            f"| {r['predicted_s'] * 1e3:.2f} ms | {r['error']:+.0%} | {r['bound']} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The GPU model against what a lent H200 measured on 2026-11-26 (tests/fixtures/gpu/h200-*,
+tests/fixtures/profiles/h200-*): none of it was fitted on but MISALIGNED_EFFICIENCY, fitted on a
+seeded half of the misaligned matrix products and held on the other (docs/accuracy.md, "CUDA: a lent
+NVIDIA H200"). The step-time bar of SPEC 9 is not met on the suite: an expected failure with its
+figures and causes."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from benchmarks.accuracy_cuda_recorded import _candidate
+from benchmarks.accuracy_suite_recorded import cases as suite_cases
+from benchmarks.h200_kernels import fit_misaligned, halves, layers, misaligned_rows, products
+from core.estimate.gpu_kernels import MISALIGNED_EFFICIENCY
+from core.estimate.profile_read import read_profile_file
+from core.estimate.profile_scale import scale_profile
+from core.hardware.catalogue import find_device, load_catalogue
+from telemetry.measure import measured_source
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = tuple(load_catalogue())
+SUITE = suite_cases()
+ACCURACY = json.loads((ROOT / "tests/fixtures/gpu/h200-2026-11-26.json").read_text(encoding="utf-8"))["cases"]
+
+
+def within(errors: list[float], bar: float = 0.25) -> int:
+    return sum(abs(e) <= bar for e in errors)
+
+
+def test_the_misaligned_products_share_is_the_fit_of_its_half() -> None:
+    assert fit_misaligned() == MISALIGNED_EFFICIENCY
+
+
+def test_misaligned_products_held_out_within_25_percent() -> None:
+    # 21 held-out DeepBench shapes with an odd side or one of 2 or 4 modulo 8 (bf16, fp16, TF32): 18 within
+    # 25 %, mean 14 %; each of them 2–6 × too fast before (aligned kernels' 0.72 of the peak)
+    _, held = halves(misaligned_rows())
+    errors = [r["error"] for r in held]
+    assert len(held) == 21 and within(errors) >= 18 and statistics.mean(map(abs, errors)) <= 0.15
+
+
+@pytest.mark.parametrize("precision", ["bf16_mixed", "fp16_mixed", "fp32"])
+def test_aligned_products_on_a_card_never_fitted(precision: str) -> None:
+    # DeepBench's aligned products of 50 µs or more: bf16 and fp16 all 24 within 25 % (mean 5–8 %), fp32
+    # 41 of 56 (its skinny products: 8 of 22)
+    rows = [
+        r
+        for r in products()
+        if r["source"] == "DeepBench" and r["precision"] == precision and r["shape"] != "misaligned"
+    ]
+    large = [r["error"] for r in rows if r["shape"] == "large"]
+    assert within(large) >= 0.95 * len(large) and statistics.mean(map(abs, large)) <= 0.10
+    if precision != "fp32":
+        assert within([r["error"] for r in rows]) == len(rows)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cuDNN's LSTMs in fp16 and TF32 on the H200: 5 and 6 of 22 within 25 %, medians −41 and −38 % (fp32 14 "
+    "of 22, +2 %): each call of a layer's forward and backward costs about 1 ms whatever its length (25 steps of "
+    "hidden 512 take as long as 150 of hidden 256), which the per-step products do not hold (docs/accuracy.md)",
+)
+def test_recurrent_layers_in_half_precision_and_tf32() -> None:
+    errors = [r["error"] for r in layers() if r["kind"] == "lstm" and r["precision"] != "fp32"]
+    assert within(errors) >= 0.75 * len(errors)
+
+
+def test_the_fourteen_steps_of_the_h100_day_on_the_h200() -> None:
+    # accuracy_cuda's 14 cases: memory within 10 % but the two the H100 also misses (−12.3, −13.3 %); step
+    # time 12 of 14 within 25 %, mean 13.6 % (ResNet-50 bf16 b64 −42 %: NCHW without cudnn.benchmark;
+    # BERT-base b32 +37 %: this host dispatches its operators faster than the fit set's)
+    mem, step = [], []
+    for c in ACCURACY:
+        r = _candidate(c, "H200 SXM")
+        mem.append(r.memory.tensor_peak / 2**20 / c["max_allocated_mib"] - 1)
+        step.append(r.step.step_s * 1e3 / c["step_ms"] - 1)
+    assert within(mem, 0.10) == 12 and max(map(abs, mem)) < 0.14
+    assert within(step) >= 12 and statistics.mean(map(abs, step)) <= 0.15
+
+
+def test_gpt2_on_the_h200_with_its_misaligned_head() -> None:
+    # the suite's GPT-2 small steps (50,257 words): bf16/fp16 at batch 32 were −47/−48 %; the vocabulary
+    # padded to 50,304 (aligned) measured 104 ms against 156 in bf16
+    gpt2 = [r for r in SUITE if r["name"] == "gpt2-small"]
+    assert len(gpt2) == 5 and all(abs(r["error"]) <= 0.15 for r in gpt2)
+    padded = next(r for r in SUITE if r["name"] == "gpt2-small-vocab50304" and r["precision"] == "bf16_mixed")
+    plain = next(r for r in SUITE if r["name"] == "gpt2-small" and r["precision"] == "bf16_mixed" and r["batch"] == 32)
+    assert padded["predicted_s"] < 0.7 * plain["predicted_s"] and padded["measured_s"] < 0.7 * plain["measured_s"]
+
+
+def test_the_suite_held_out_as_reached() -> None:
+    # 201 steps (a seeded sample of the suite and 40 random architectures): 137 within 25 %, mean 23 %;
+    # 134 and 24 % before the device-tensor loop stopped paying a disk read and misaligned products their
+    # kernels. Transformers' decoders 51 of 60, random MLPs 16 of 21
+    errors = [r["error"] for r in SUITE]
+    assert len(SUITE) == 201 and within(errors) >= 135 and statistics.mean(map(abs, errors)) <= 0.24
+    decoders = [r["error"] for r in SUITE if r["family"] in ("decoder", "random decoder")]
+    assert within(decoders) >= 0.8 * len(decoders)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="137 of 201 H200 suite steps within 25 % (bar: 90 %), mean 23 % (bar: 15 %): IEEE fp32 3 × 3 "
+    "convolutions with cudnn.benchmark run Winograd (VGG-11 +186 %, ResNet-34 +89 %); this host dispatches "
+    "transformers faster and convolutions slower than the fit set's one price per operator (BERT b32 +59 %, "
+    "ResNet-18 b32 −37 %); cuDNN's recurrent layers in half precision −45 … −52 % (docs/accuracy.md)",
+)
+def test_the_suite_meets_spec_9() -> None:
+    errors = [abs(r["error"]) for r in SUITE]
+    assert within(errors) >= 0.9 * len(errors) and statistics.mean(errors) <= 0.15
+
+
+@pytest.mark.parametrize(("name", "h100_ms"), [("resnet50-fp16", 93.94), ("resnet50-fp16-cl", 54.30)])
+def test_measure_and_scale_from_the_h200_to_the_h100(name: str, h100_ms: float) -> None:
+    # real H200 kernels (82.2 and 41.2 ms a step) scaled to the H100 SXM against the fit set's H100 steps of
+    # the same workload: +14.4 and −3.3 % (both device-bound there; the host times in these profiles were
+    # taken under the profiler and are not compared)
+    profile = read_profile_file(ROOT / f"tests/fixtures/profiles/h200-{name}.profile.json", None)
+    assert profile.device_type == "cuda" and profile.device_name == "NVIDIA H200"
+    h100 = find_device("H100 SXM", CATALOGUE)
+    pred = scale_profile(profile, measured_source(profile, list(CATALOGUE)), [h100]).predictions[0]
+    assert abs(pred.device_s * 1e3 / h100_ms - 1) <= 0.15
