@@ -9,6 +9,7 @@ seed 2026), none of which the model was fitted on.
 from __future__ import annotations
 
 import json
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -26,14 +27,36 @@ DEFAULT = ROOT / "tests/fixtures/gpu/h200-suite-2026-11-26.jsonl"
 DEVICES = {"NVIDIA H200": "H200 SXM", "NVIDIA H100 80GB HBM3": "H100 SXM"}
 
 
-def cases(path: Path = DEFAULT) -> list[dict]:
-    """Each recorded step with the prediction for its GPU (tensors already on the device, as measured)."""
-    cat = tuple(load_catalogue())
+CONV_FAMILIES = ("cnn", "resnet", "random cnn")
+FIT_SEED = 2026  # the convolutional networks' split: benchmarks/fit_host_gpu.py --cudnn fits on one half
+
+
+def recorded(path: Path = DEFAULT) -> list[dict]:
+    """The recorded lines, each with its workload as measured (tensors already on the device)."""
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         m = json.loads(line)
         doc = json.loads(json.dumps(m["workload"]))
         doc["training"]["loop"] = "device_tensors"
+        out.append({**m, "workload": doc})
+    return out
+
+
+def conv_halves(lines: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
+    """The convolutional networks' steps: (fit half, held-out half), by a seeded shuffle."""
+    convs = [m for m in lines if m["family"] in CONV_FAMILIES]
+    order = list(range(len(convs)))
+    random.Random(seed).shuffle(order)
+    half = len(convs) // 2
+    return [convs[i] for i in sorted(order[:half])], [convs[i] for i in sorted(order[half:])]
+
+
+def cases(path: Path = DEFAULT, lines: list[dict] | None = None) -> list[dict]:
+    """Each recorded step with the prediction for its GPU (tensors already on the device, as measured)."""
+    cat = tuple(load_catalogue())
+    out = []
+    for m in lines if lines is not None else recorded(path):
+        doc = m["workload"]
         step = size_candidate(parse_workload(doc), find_device(DEVICES[m["device"]], cat), 1).step
         out.append(
             {

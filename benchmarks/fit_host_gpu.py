@@ -1,19 +1,27 @@
 """The GPU host's reference prices (core/estimate/host.py REFERENCE: per dispatched operator and per
-step) as the least-squares fit of the recorded steps the host bounds on the reference host: the
-shared fit set's seed MLP, small CNN (NCHW and channels_last) and BERT-base b64 bf16 on an H100
-SXM host (tests/fixtures/gpu/h100-sxm-fit-set.jsonl, the protocol of the shared measurements). The
-fit runs the whole step model — the kernel model, the host's dispatch op by op and where it leaves
-the device waiting (core/estimate/host.py device_wait) — and minimises the squared relative errors
+step) as the least-squares fit of the recorded steps without convolutions that the host bounds on
+the reference host: the shared fit set's seed MLP and BERT-base b64 bf16 on an H100 SXM host
+(tests/fixtures/gpu/h100-sxm-fit-set.jsonl, the protocol of the shared measurements). The fit runs
+the whole step model — the kernel model, the host's dispatch op by op and where it leaves the device
+waiting (core/estimate/host.py device_wait) — and minimises the squared relative errors
 (Gauss-Newton on numerical derivatives; the step is piecewise linear in both prices). Then every
-other recorded step, none of which was fitted, is printed against the fitted prices.
+other recorded step, none of which was fitted, is printed against the fitted prices — the fit set's
+small CNN among them.
 
     python3 benchmarks/fit_host_gpu.py
+    python3 benchmarks/fit_host_gpu.py --cudnn   # also the price of a cuDNN convolution call
+
+The third price, a call of cuDNN's convolutions (``cudnn_call_s``), is fitted with ``--cudnn``: for
+each price from 0 to 80 µs the two others are refitted as above, and the one whose seeded half of a
+lent H200's convolutional networks (benchmarks/accuracy_suite_recorded.py) has the least squared log
+error is kept; the other half is held out.
 
 The figures go in docs/accuracy.md ("The host's price per operator").
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from collections.abc import Iterator
@@ -27,11 +35,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from accuracy_cuda_recorded import predict, recorded_cases  # noqa: E402
+from accuracy_suite_recorded import FIT_SEED, conv_halves, recorded  # noqa: E402
+from accuracy_suite_recorded import cases as suite_cases  # noqa: E402
 
 import core.estimate.pass_work as pass_work  # noqa: E402
 
-# the fit set's lines the host bounds (its ResNet-50 lines are the device's: they say nothing of the host)
-FIT = {("seed-mlp", "fit set"), ("fit-set-small-cnn", "fit set"), ("fit-set-small-cnn", "fit set, channels_last")}
+# the fit set's lines the host bounds without a convolution (its ResNet-50 lines are the device's: they say
+# nothing of the host; its small CNN's two convolutions would mix the cuDNN call's price into the other two)
+FIT = {("seed-mlp", "fit set")}
 FIT_BERT = ("bert-base", 64)
 
 
@@ -42,15 +53,17 @@ def is_fit(case: dict) -> bool:
 
 
 @contextmanager
-def prices(per_operator: float, per_step: float) -> Iterator[None]:
+def prices(per_operator: float, per_step: float, per_cudnn: float | None = None) -> Iterator[None]:
     """The step model with these reference host prices (seconds), restored after."""
-    saved = pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S
+    saved = pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S, pass_work.PER_CUDNN_CALL_S
     pass_work.OVERHEAD_PER_OPERATOR_S = per_operator
     pass_work.OVERHEAD_PER_STEP_S = {**saved[1], "gpu": per_step}
+    if per_cudnn is not None:
+        pass_work.PER_CUDNN_CALL_S = per_cudnn
     try:
         yield
     finally:
-        pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S = saved
+        pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S, pass_work.PER_CUDNN_CALL_S = saved
 
 
 def relative_errors(cases: list[dict], per_operator: float, per_step: float) -> np.ndarray:
@@ -74,7 +87,39 @@ def fit(cases: list[dict], start: tuple[float, float] = (20e-6, 0.5e-3)) -> tupl
     return float(x[0]), float(x[1])
 
 
+def fit_cudnn(seed: int = FIT_SEED) -> tuple[float, float, float]:
+    """(per operator, per step, per cuDNN call) seconds: for each price of a cuDNN call (0–80 µs by
+    2 µs) the other two refitted on the fit set's host-bound steps, and of those the one whose fit
+    half of the H200 suite's convolutional networks has the least squared log error."""
+    fitted = [c for c in recorded_cases() if is_fit(c)]
+    half, _ = conv_halves(recorded(), seed)
+    best: tuple[float, float, float, float] | None = None
+    for step in range(41):
+        cudnn = step * 2e-6
+        with prices(pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S["gpu"], cudnn):
+            per_operator, per_step = fit(fitted)
+        with prices(per_operator, per_step, cudnn):
+            loss = sum(math.log1p(r["error"]) ** 2 for r in suite_cases(lines=half))
+        if best is None or loss < best[0]:
+            best = (loss, per_operator, per_step, cudnn)
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
 def main() -> None:
+    if "--cudnn" in sys.argv:
+        per_operator, per_step, cudnn = fit_cudnn()
+        print(
+            f"fit: {per_operator * 1e6:.2f} µs per operator, {per_step * 1e3:.3f} ms per step, "
+            f"{cudnn * 1e6:.0f} µs per cuDNN call (committed: {pass_work.OVERHEAD_PER_OPERATOR_S * 1e6:.2f} µs, "
+            f"{pass_work.OVERHEAD_PER_STEP_S['gpu'] * 1e3:.3f} ms, {pass_work.PER_CUDNN_CALL_S * 1e6:.0f} µs)"
+        )
+        _, held = conv_halves(recorded())
+        errors = [r["error"] for r in suite_cases(lines=held)]
+        print(
+            f"H200 convolutional networks, held-out half: {sum(abs(e) <= 0.25 for e in errors)} of {len(errors)} "
+            f"within 25 %, mean |error| {statistics.mean(map(abs, errors)):.1%}\n"
+        )
     cases = recorded_cases()
     fitted = [c for c in cases if is_fit(c)]
     per_operator, per_step = fit(fitted)

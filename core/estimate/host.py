@@ -74,11 +74,13 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 # PyTorch dispatches on a CUDA device (the dispatcher, autograd's bookkeeping, the kernel launch:
 # resources/host_ops.json counts them per graph op) and per_step on a GPU (loss.backward()'s and
 # optimizer.step()'s Python, zero_grad, one synchronisation, counted apart as sync_s): the
-# least-squares fit of the shared H100 fit set's four host-bound steps (seed MLP, small CNN NCHW and
-# channels_last, BERT-base b64 bf16) through the whole step model, the device's waits included
-# (benchmarks/fit_host_gpu.py: 17.12 µs per operator + 0.477 ms per step; docs/accuracy.md); the
-# steps recorded on another H100 host on 2026-11-22 are held out (23.2 µs + 0.69 ms when those were
-# fitted too).
+# least-squares fit of the shared H100 fit set's host-bound steps without convolutions (seed MLP,
+# BERT-base b64 bf16) through the whole step model, the device's waits included, with cudnn_call_s
+# (below) fitted beside them (benchmarks/fit_host_gpu.py --cudnn: 17.28 µs per operator + 0.350 ms
+# per step + 52 µs per cuDNN call; 17.12 µs + 0.477 ms when the fit set's small CNN was fitted too
+# and a convolution's cuDNN calls were not priced; docs/accuracy.md); the fit set's small CNN, the
+# steps recorded on another H100 host on 2026-11-22 and the rest of the H200's are held out (23.2 µs +
+# 0.69 ms when the 2026-11-22 steps were fitted too).
 # per_call: a framework call as a CPU's timing model counts them (3 per graph op), 15 µs, the CPU
 # default before calibration; a CPU's per step is TrainRig's default before calibration. The
 # DataLoader's figures were measured on the development machine (benchmarks/host_costs.py: 8.0 µs
@@ -87,8 +89,14 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 # single-thread speeds (×0.63).
 REFERENCE = {
     "per_call_s": 15e-6,
-    "per_operator_s": 17.1e-6,
-    "per_step_s": {"cpu": 200e-6, "gpu": 0.477e-3},
+    "per_operator_s": 17.28e-6,
+    # per call of cuDNN's convolution (forward, input gradient, weight gradient) beyond its operators'
+    # price: the cuDNN frontend's host work (the execution plan's lookup by shape, its workspace, the
+    # launch through cuDNN's graph API). Fitted on a seeded half of a lent H200's host-bound CNN steps,
+    # the per-operator and per-step prices refitted on the fit set with it (benchmarks/fit_host_gpu.py
+    # --cudnn); held out on the other half, the fit set and the 2026-11-22 host (docs/accuracy.md)
+    "cudnn_call_s": 52e-6,
+    "per_step_s": {"cpu": 200e-6, "gpu": 0.350e-3},
     "loader_batch_s": 63e-6,
     "loader_sample_s": 5.1e-6,
     "handoff_batch_s": 1.4e-3,
@@ -163,6 +171,13 @@ def training_operators(model: ModelAnalysis, precision: str, attention: str = "a
     return n + (GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0)
 
 
+def cudnn_calls(model: ModelAnalysis, precision: str, attention: str = "auto") -> int:
+    """Calls into cuDNN's convolutions in one forward and backward pass (0 without a layer graph)."""
+    if model.graph is None:
+        return 0
+    return operator_split(model.graph, precision in ("bf16_mixed", "fp16_mixed"), attention).cudnn_calls
+
+
 def forward_calls(model: ModelAnalysis) -> int:
     """Framework calls of one forward pass as a CPU's timing model counts them: per kind of graph
     op, a traced model's own count, 0 for a published summary (no layer list)."""
@@ -208,10 +223,18 @@ class OperatorSplit:
     backward: np.ndarray
     loss_forward: float
     loss_backward: float
+    # calls into cuDNN's convolutions per graph op: the forward, and in backward the weight gradient and
+    # (but for the layer that reads the network's input) the input gradient
+    cudnn_forward: np.ndarray
+    cudnn_backward: np.ndarray
 
     @property
     def total(self) -> int:
         return round(self.loss_forward + self.loss_backward + float(self.forward.sum() + self.backward.sum()))
+
+    @property
+    def cudnn_calls(self) -> int:
+        return round(float(self.cudnn_forward.sum() + self.cudnn_backward.sum()))
 
 
 @lru_cache(maxsize=256)
@@ -252,7 +275,10 @@ def _split_operators(g: Graph, autocast: bool, doc: Mapping[str, Any], attention
 
     per_op = np.array([ops_of(kind_of(op), biases(op)) for op in g.ops], dtype=float).reshape(-1, 2)
     loss = ops_of("cross_entropy")
-    return OperatorSplit(per_op[:, 0], per_op[:, 1], loss[0], loss[1])
+    network_input = g.ops[0].input_id if g.ops else -1
+    convs = np.array([op.name == "conv2d" for op in g.ops], dtype=float)
+    reads_input = np.array([op.input_id == network_input for op in g.ops], dtype=float)
+    return OperatorSplit(per_op[:, 0], per_op[:, 1], loss[0], loss[1], convs, convs * (2 - reads_input))
 
 
 def device_wait(host: Sequence[float], device: Sequence[float]) -> float:

@@ -21,13 +21,15 @@ from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 # Framework cost (Python, dispatch, kernel launches), seconds. On a CPU per framework call (3 per
 # graph op) and per step (the optimizer's and the loss's fixed costs): TrainRig defaults before
 # calibration. On a GPU per operator PyTorch dispatches (core/estimate/host.py training_operators)
-# and per step, the synchronisation at its end apart: 17.1 µs and 0.48 ms on the reference host,
+# and per step, the synchronisation at its end apart, and per call of cuDNN's convolutions: 17.3 µs,
+# 0.35 ms and 52 µs on the reference host,
 # fitted on the shared H100 fit set's host-bound steps (benchmarks/fit_host_gpu.py, docs/accuracy.md).
 # Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
 # and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
 # On a GPU these are the reference host's (core/estimate/host.py), divided by the host CPU's speed.
 OVERHEAD_PER_OP_S = host_model.REFERENCE["per_call_s"]
 OVERHEAD_PER_OPERATOR_S = host_model.REFERENCE["per_operator_s"]
+PER_CUDNN_CALL_S = host_model.REFERENCE["cudnn_call_s"]
 OVERHEAD_PER_STEP_S = host_model.REFERENCE["per_step_s"]
 
 
@@ -130,6 +132,7 @@ def pass_work(
         # optimizer in its foreach implementation (PyTorch's default for CUDA tensors)
         # per operator PyTorch dispatches (resources/host_ops.json), not per framework call
         per_op = OVERHEAD_PER_OPERATOR_S / speed if overhead_known else 0.0
+        per_cudnn = PER_CUDNN_CALL_S / speed if overhead_known else 0.0
         per_step = cal.get("per_step_s", OVERHEAD_PER_STEP_S["gpu"] / speed if overhead_known else 0.0)
         tensors = len(sizes) if ops else 0
         # a summary model's parameter tensors are not known: no optimizer calls are invented for it
@@ -143,7 +146,12 @@ def pass_work(
             opt_python, opt_n = 0.0, parallel_time.PER_TENSOR_KERNELS[optimizer] * tensors
         opt_calls = opt_python + opt_n * per_op
         # a summary model's operators are not known either: none are invented
-        pass_s = per_op * host_model.training_operators(model, precision, large.attention) if ops else 0.0
+        pass_s = (
+            per_op * host_model.training_operators(model, precision, large.attention)
+            + per_cudnn * host_model.cudnn_calls(model, precision, large.attention)
+            if ops
+            else 0.0
+        )
         overhead = per_step + pass_s + opt_calls
         if order is not None and model.graph is not None and overhead_known:
             wait, wait_no_opt = _device_waits(
@@ -154,7 +162,7 @@ def pass_work(
                 work_no_opt,
                 opt,
                 per_step,
-                per_op,
+                (per_op, per_cudnn),
                 (opt_python, opt_n),
                 synchronised,
             )
@@ -194,7 +202,7 @@ def _device_waits(
     work_no_opt: float,
     opt: float,
     per_step: float,
-    per_op: float,
+    prices: tuple[float, float],
     optimizer: tuple[float, int],
     synchronised: bool,
 ) -> tuple[float, float]:
@@ -217,12 +225,13 @@ def _device_waits(
     scale = (work_no_opt - order.loss) / passes if passes > 0 else 0.0
     scaler = host_model.GRADSCALER_OPERATORS if precision == "fp16_mixed" else 0
     third = per_step / 3
+    per_op, per_cudnn = prices
     host = np.concatenate(
         (
             [third],
-            per_op * split.forward,
+            per_op * split.forward + per_cudnn * split.cudnn_forward,
             [per_op * (split.loss_forward + split.loss_backward) + third],
-            per_op * split.backward[::-1],
+            (per_op * split.backward + per_cudnn * split.cudnn_backward)[::-1],
             [per_op * scaler],
         )
     )

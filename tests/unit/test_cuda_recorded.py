@@ -73,11 +73,10 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="15 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 14.9 % (bar: 15 %, met): the 6 steps "
-    "of the host the shared measurements come from, which the host's prices were fitted on, all within 11 %; the 14 "
-    "of 2026-11-22 ran on another host, whose small CNNs and tiny GPT read 26–46 % too fast (the same seed MLP step "
-    "measured 2.36 ms there and 1.69 ms on the reference host) and ResNet-50 bf16 b64 −28 % (device) "
-    "(docs/accuracy.md)",
+    reason="17 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 13.1 % (bar: 15 %, met): the 6 steps "
+    "of the host the shared measurements come from all within 12 %; the 14 of 2026-11-22 ran on another host, which "
+    "ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms): its seed MLP b512, small CNN and tiny GPT read "
+    "26–30 % too fast (docs/accuracy.md)",
 )
 def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
     errors = [abs(step_error(c)) for c in CASES]
@@ -120,26 +119,24 @@ def test_the_device_bound_h100_steps_are_within_7_percent_on_average() -> None:
 
 
 # The steps the host's dispatch bounds. The host's reference prices (core/estimate/host.py REFERENCE:
-# 17.1 µs per dispatched operator + 0.48 ms per step) are the least-squares fit of the fit set's four
-# host-bound steps (benchmarks/fit_host_gpu.py: its seed MLP, small CNN NCHW and channels_last, BERT-base
-# b64 bf16), run through the whole step model, the device's waits for the dispatch included. They were
-# recorded on the host the shared measurements come from; the steps of 2026-11-22 ran on another H100
-# host, which ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms) and its small networks
-# 19–46 % slower than these prices; BERT-base b32, dispatching as many operators as b64, is held out
-# there at +6 %.
-HOST_FIT = {
-    ("seed-mlp", "fit set"),
-    (SMALL_CNN, "fit set"),
-    (SMALL_CNN, "fit set, channels_last"),
-    ("bert-base", "fit set"),
-}
+# 17.3 µs per dispatched operator + 0.35 ms per step, with 52 µs per call of cuDNN's convolutions fitted
+# on a lent H200's CNN steps) are the least-squares fit of the fit set's host-bound steps without a
+# convolution (benchmarks/fit_host_gpu.py: its seed MLP and BERT-base b64 bf16), run through the whole
+# step model, the device's waits for the dispatch included; its small CNN in NCHW and channels_last is
+# held out. They were recorded on the host the shared measurements come from; the steps of 2026-11-22
+# ran on another H100 host, which ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms);
+# BERT-base b32, dispatching as many operators as b64, is held out there at +6 %.
+HOST_FIT = {("seed-mlp", "fit set"), ("bert-base", "fit set")}
+HOST_BOUND = {*HOST_FIT, (SMALL_CNN, "fit set"), (SMALL_CNN, "fit set, channels_last")}
 # the fit set measured its small CNN at 1.92 ms in NCHW and 1.65 ms in channels_last, the same host work
 # (two dispatched operators apart): ±8 % around their mean is as close as one price can come to both
 HOST_FIT_BAR = 0.15
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=case_id(c)) for c in CASES if (c["model"], c["set"]) in HOST_FIT])
-def test_the_host_fit_reproduces_the_fit_sets_host_bound_steps(case: dict) -> None:
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=case_id(c)) for c in CASES if (c["model"], c["set"]) in HOST_BOUND]
+)
+def test_the_host_prices_hold_the_fit_sets_host_bound_steps(case: dict) -> None:
     error = step_error(case)
     assert abs(error) <= HOST_FIT_BAR, f"{error:+.1%}"
     assert _candidate(case).step.bound == "framework overhead"
@@ -155,10 +152,10 @@ def test_the_committed_host_prices_are_the_fit() -> None:
 # reference host's, on which the same seed MLP step took 1.69 ms against 2.36 ms there
 OTHER_HOST_SMALL = {"seed-mlp", "lenet-5", "small-cnn", "residual-cnn", "tiny-gpt"}
 OTHER_HOST_MISSES = {
-    ("lenet-5", 256, "sgd_momentum", "fp32"): "−30 % (1.85 ms predicted, 2.65 ms measured on the other host)",
-    ("small-cnn", 256, "adamw", "fp32"): "−35 % (1.70 ms predicted, 2.62 ms measured on the other host)",
-    ("residual-cnn", 512, "rmsprop", "fp32"): "−46 % (1.50 ms predicted, 2.78 ms measured on the other host)",
-    ("tiny-gpt", 32, "adamw", "fp32"): "−26 % (11.1 ms predicted, 15.0 ms measured on the other host)",
+    ("seed-mlp", 512, "adam", "fp32"): "−28 % (1.69 ms predicted, 2.36 ms measured on the other host, 1.69 on the "
+    "fit set's)",
+    ("small-cnn", 256, "adamw", "fp32"): "−30 % (1.83 ms predicted, 2.62 ms measured on the other host)",
+    ("tiny-gpt", 32, "adamw", "fp32"): "−26 % (11.0 ms predicted, 15.0 ms measured on the other host)",
 }
 
 

@@ -14,8 +14,11 @@ import pytest
 
 from benchmarks.accuracy_cuda_recorded import _candidate
 from benchmarks.accuracy_suite_recorded import cases as suite_cases
+from benchmarks.accuracy_suite_recorded import conv_halves, recorded
+from benchmarks.fit_host_gpu import fit_cudnn
 from benchmarks.h200_kernels import fit_misaligned, halves, layers, misaligned_rows, products
 from core.estimate.gpu_kernels import MISALIGNED_EFFICIENCY
+from core.estimate.host import REFERENCE
 from core.estimate.profile_read import read_profile_file
 from core.estimate.profile_scale import scale_profile
 from core.hardware.catalogue import find_device, load_catalogue
@@ -71,15 +74,15 @@ def test_recurrent_layers_in_half_precision_and_tf32() -> None:
 
 def test_the_fourteen_steps_of_the_h100_day_on_the_h200() -> None:
     # accuracy_cuda's 14 cases: memory within 10 % but the two the H100 also misses (−12.3, −13.3 %); step
-    # time 12 of 14 within 25 %, mean 13.6 % (ResNet-50 bf16 b64 −42 %: NCHW without cudnn.benchmark;
-    # BERT-base b32 +37 %: this host dispatches its operators faster than the fit set's)
+    # time 13 of 14 within 25 %, mean 11.3 % (12, 13.6 % before a convolution's cuDNN calls were priced on
+    # the host; BERT-base b32 +38 %: this host dispatches its operators faster than the fit set's)
     mem, step = [], []
     for c in ACCURACY:
         r = _candidate(c, "H200 SXM")
         mem.append(r.memory.tensor_peak / 2**20 / c["max_allocated_mib"] - 1)
         step.append(r.step.step_s * 1e3 / c["step_ms"] - 1)
     assert within(mem, 0.10) == 12 and max(map(abs, mem)) < 0.14
-    assert within(step) >= 12 and statistics.mean(map(abs, step)) <= 0.15
+    assert within(step) >= 13 and statistics.mean(map(abs, step)) <= 0.12
 
 
 def test_gpt2_on_the_h200_with_its_misaligned_head() -> None:
@@ -92,22 +95,39 @@ def test_gpt2_on_the_h200_with_its_misaligned_head() -> None:
     assert padded["predicted_s"] < 0.7 * plain["predicted_s"] and padded["measured_s"] < 0.7 * plain["measured_s"]
 
 
+def test_the_hosts_price_of_a_cudnn_call_is_the_fit_of_its_half() -> None:
+    # the price of a cuDNN convolution call, the two others refitted on the fit set's host with it: the least
+    # squared log error on a seeded half of the H200's 48 convolutional steps (52 µs, 17.28 µs, 0.350 ms)
+    per_operator, per_step, cudnn = fit_cudnn()
+    assert cudnn == pytest.approx(REFERENCE["cudnn_call_s"]) and cudnn > 0
+    assert per_operator == pytest.approx(REFERENCE["per_operator_s"], rel=0.01)
+    assert per_step == pytest.approx(REFERENCE["per_step_s"]["gpu"], rel=0.01)
+
+
+def test_convolutional_networks_held_out_half() -> None:
+    # the other half of the H200's convolutional steps: 21 of 24 within 25 %, mean 22 % (17 of 24, mean 29 %,
+    # when a convolution's host work was its operators' alone)
+    _, held = conv_halves(recorded())
+    errors = [r["error"] for r in suite_cases(lines=held)]
+    assert len(errors) == 24 and within(errors) >= 20
+
+
 def test_the_suite_held_out_as_reached() -> None:
-    # 201 steps (a seeded sample of the suite and 40 random architectures): 137 within 25 %, mean 23 %;
-    # 134 and 24 % before the device-tensor loop stopped paying a disk read and misaligned products their
-    # kernels. Transformers' decoders 51 of 60, random MLPs 16 of 21
+    # 201 steps (a seeded sample of the suite and 40 random architectures): 149 within 25 %, mean 20 %;
+    # 134 and 24 % before the device-tensor loop stopped paying a disk read, misaligned products their
+    # kernels and cuDNN's convolutions their host work. Transformers' decoders 51 of 60
     errors = [r["error"] for r in SUITE]
-    assert len(SUITE) == 201 and within(errors) >= 135 and statistics.mean(map(abs, errors)) <= 0.24
+    assert len(SUITE) == 201 and within(errors) >= 147 and statistics.mean(map(abs, errors)) <= 0.21
     decoders = [r["error"] for r in SUITE if r["family"] in ("decoder", "random decoder")]
     assert within(decoders) >= 0.8 * len(decoders)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="137 of 201 H200 suite steps within 25 % (bar: 90 %), mean 23 % (bar: 15 %): IEEE fp32 3 × 3 "
-    "convolutions with cudnn.benchmark run Winograd (VGG-11 +186 %, ResNet-34 +89 %); this host dispatches "
-    "transformers faster and convolutions slower than the fit set's one price per operator (BERT b32 +59 %, "
-    "ResNet-18 b32 −37 %); cuDNN's recurrent layers in half precision −45 … −52 % (docs/accuracy.md)",
+    reason="149 of 201 H200 suite steps within 25 % (bar: 90 %), mean 20 % (bar: 15 %): IEEE fp32 3 × 3 and 5 × 5 "
+    "convolutions with cudnn.benchmark run Winograd or FFT (VGG-11 +186 %, ResNet-34 +89 %); this host dispatches "
+    "transformers' operators faster than the fit set's (BERT b32 +61 %, eager attention +48 … +51 %); cuDNN's "
+    "recurrent layers in half precision −45 … −55 % (docs/accuracy.md)",
 )
 def test_the_suite_meets_spec_9() -> None:
     errors = [abs(r["error"]) for r in SUITE]

@@ -36,7 +36,7 @@ def test_every_kind_of_op_in_the_presets_has_a_counted_row() -> None:
 def test_bert_base_dispatches_about_two_thousand_operators_a_step_under_autocast() -> None:
     # BERT-base's 12 blocks: 1,678 operators in fp32 (views and transposes included: each is a dispatch),
     # 2,088 under bf16 autocast (the casts of 73 linear layers' inputs, weights and biases, and of their
-    # gradients); GradScaler adds 11 under fp16. At 17.1 µs each, with AdamW's kernels after the last
+    # gradients); GradScaler adds 11 under fp16. At 17.3 µs each, with AdamW's kernels after the last
     # dispatch, that is the 38.8-41.3 ms two H100 hosts measured at batch 32 and 64, where the kernels
     # take 12-18 ms.
     model = parse_workload({"model": {"preset": "bert-base"}}).analysis

@@ -222,22 +222,23 @@ def test_an_old_workload_without_the_new_field_sizes_as_before_for_non_image_dat
         w = parse_workload({**doc, "data": {**doc["data"], "format": fmt}})
         c = size_candidate(w, dev("4090"), 1)
         # the step re-recorded when the host side was modelled (core/estimate/host.py): the default loop's
-        # DataLoader in the main process (1.63 ms) and the framework's dispatch (1.07 ms on the desktop's
-        # Ryzen 9 7950X core at the reference host's prices fitted on the shared fit set; 1.45 ms at the
-        # earlier fit, 1.38 ms per framework call before) against 0.24 ms of GPU work; the input
-        # pipeline's figures are unchanged
-        assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.002722570997849462, input_s, 173.15551546322578)
+        # DataLoader in the main process (1.63 ms) and the framework's dispatch (1.00 ms on the desktop's
+        # Ryzen 9 7950X core at the reference host's prices fitted on the shared fit set with cuDNN's calls
+        # priced apart; 1.07 ms before them, 1.45 ms at the earlier fit, 1.38 ms per framework call before)
+        # against 0.24 ms of GPU work; the input pipeline's figures are unchanged
+        assert (c.step.step_s, c.step.input_s, c.train_time_s) == (0.0026541185247311826, input_s, 168.80193817290322)
         assert c.step.bound == "host data loading"
     bert = size_candidate(parse_workload({"model": {"preset": "bert-base"}}), dev("A100 80GB"), 1)
     # its step re-recorded when the GPU kernel model replaced the datasheet peak × default efficiency
     # (0.158 s before), when the host side was modelled and when cross-entropy's bytes were counted from
     # its kernels (0.1266 s before), and when each matrix product took its fixed time (GEMM_FIXED_S:
     # 0.12699 s before), and when the device came to wait for the host's dispatch where it is the
-    # slower (0.36 ms: 0.12771 s before); the input figure is unchanged
+    # slower (0.36 ms: 0.12771 s before), and when the host's prices were refitted with cuDNN's calls
+    # (0.12807 s before); the input figure is unchanged
     assert (bert.step.step_s, bert.step.input_s, bert.train_time_s) == (
-        0.12806510439688928,  # with the host side: its loader and copy add 1.4 ms to the kernels' 0.126 s
+        0.12802745106355595,  # with the host side: its loader and copy add 1.4 ms to the kernels' 0.126 s
         8.738133333333333e-05,
-        500.3503628786464,
+        500.20325130531313,
     )
 
 
