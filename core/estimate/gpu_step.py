@@ -61,6 +61,8 @@ class _MatrixOps:
 
 
 _MATRIX_CACHE: dict[int, tuple[Sequence[OpWork], _MatrixOps]] = {}
+# MISALIGNED_EFFICIENCY looked up by alignment in bytes (0–16), 1 where a product is aligned
+_MISALIGNED_BY_BYTES = np.array([MISALIGNED_EFFICIENCY.get(a, 1.0) for a in range(17)])
 
 
 def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
@@ -157,6 +159,10 @@ def pass_kernels(
     comp_f, comp_b = np.zeros(count_ops), np.zeros(count_ops)  # the matrix-product (compute) part
 
     def add(to_f: np.ndarray, to_b: np.ndarray, at: Any, seconds: Any) -> None:
+        if isinstance(at, (int, np.integer)):  # one op (most calls): plain indexing, not ufunc.at's
+            to_f[at] += seconds * FORWARD_SHARE
+            to_b[at] += seconds * (1 - FORWARD_SHARE)
+            return
         np.add.at(to_f, at, seconds * FORWARD_SHARE)
         np.add.at(to_b, at, seconds * (1 - FORWARD_SHARE))
 
@@ -178,7 +184,7 @@ def pass_kernels(
         # linear layers whose dimensions miss the 16 bytes Hopper's fast kernels need (aligned_efficiency)
         dims = np.stack((m, mo.n, mo.k)).astype(np.int64)
         align = np.minimum(16, mbytes * (dims & -dims)).min(axis=0)
-        slow = np.array([MISALIGNED_EFFICIENCY.get(int(a), 1.0) for a in align])
+        slow = _MISALIGNED_BY_BYTES[align]
         eff = np.where(mo.is_conv | (align >= 16), eff, np.minimum(eff, slow))
     # forward, input gradient and weight gradient GEMMs of every op in one array call
     three = gemm_array(
