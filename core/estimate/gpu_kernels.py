@@ -69,6 +69,13 @@ CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
 # peak they reach, by that alignment in bytes: fitted on a seeded half of DeepBench's misaligned shapes
 # timed on that H200, reported on the other half and on the GPT-2 steps (benchmarks/h200_kernels.py).
 MISALIGNED_EFFICIENCY = {2: 0.11, 4: 0.26, 8: 0.24}
+# The shortest a cuDNN recurrent layer's time step takes for its recurrent product, forward and
+# backward alike: each step's product waits for the step before (a chain of dependent kernels inside
+# cuDNN), so a small product in half precision or TF32 costs what the chain's latency does. Fitted on
+# a seeded half of DeepBench's LSTM/GRU layers timed on a lent H200 (least squared log error, 0–40 µs
+# by 2), held out on the other half and the GPU suite's recurrent networks (benchmarks/h200_kernels.py
+# --fit-rnn; docs/accuracy.md, "CUDA: a lent NVIDIA H200").
+RNN_STEP_FLOOR_S = 22e-6
 # Fraction of the datasheet bandwidth streaming kernels reach (STREAM-like copies reach 80–90 % of
 # HBM/GDDR peak; TrainRig estimate).
 BANDWIDTH_EFFICIENCY = 0.80
@@ -345,7 +352,8 @@ def rnn_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, cudnn_tf32: bo
         3 * gemm_s(b * steps, gh, in_f, peak, gpu, nbytes, eff)  # input projection fwd, dgrad, wgrad
         + gemm_s(gh, hidden, b * steps, peak, gpu, nbytes, eff)  # recurrent weights' gradient
     )
-    step = gemm_s(b, gh, hidden, peak, gpu, nbytes, eff) + max(KERNEL_FLOOR_S, 10 * b * hidden * 4 / gpu.bandwidth)
+    recurrent = max(gemm_s(b, gh, hidden, peak, gpu, nbytes, eff), RNN_STEP_FLOOR_S)
+    step = recurrent + max(KERNEL_FLOOR_S, 10 * b * hidden * 4 / gpu.bandwidth)
     return big + dirs * steps * 2 * step  # forward and backward steps
 
 

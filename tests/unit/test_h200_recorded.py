@@ -16,8 +16,8 @@ from benchmarks.accuracy_cuda_recorded import _candidate
 from benchmarks.accuracy_suite_recorded import cases as suite_cases
 from benchmarks.accuracy_suite_recorded import conv_halves, recorded
 from benchmarks.fit_host_gpu import fit_cudnn
-from benchmarks.h200_kernels import fit_misaligned, halves, layers, misaligned_rows, products
-from core.estimate.gpu_kernels import MISALIGNED_EFFICIENCY
+from benchmarks.h200_kernels import fit_misaligned, fit_rnn_floor, halves, layers, misaligned_rows, products, rnn_halves
+from core.estimate.gpu_kernels import MISALIGNED_EFFICIENCY, RNN_STEP_FLOOR_S
 from core.estimate.host import REFERENCE
 from core.estimate.profile_read import read_profile_file
 from core.estimate.profile_scale import scale_profile
@@ -61,11 +61,24 @@ def test_aligned_products_on_a_card_never_fitted(precision: str) -> None:
         assert within([r["error"] for r in rows]) == len(rows)
 
 
+def test_the_recurrent_time_steps_floor_is_the_fit_of_its_half() -> None:
+    assert fit_rnn_floor() == pytest.approx(RNN_STEP_FLOOR_S)
+
+
+def test_recurrent_layers_held_out_half() -> None:
+    # the other half of the 123 DeepBench LSTM/GRU layers timed on the H200: 37 of 62 within 25 % (29 without
+    # the floor); the GPU suite's recurrent networks 10 of 14 (4)
+    _, held = rnn_halves()
+    assert len(held) == 62 and within([r["error"] for r in held]) >= 37
+    rnn = [r["error"] for r in SUITE if r["family"] == "rnn"]
+    assert within(rnn) >= 10
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="cuDNN's LSTMs in fp16 and TF32 on the H200: 5 and 6 of 22 within 25 %, medians −41 and −38 % (fp32 14 "
-    "of 22, +2 %): each call of a layer's forward and backward costs about 1 ms whatever its length (25 steps of "
-    "hidden 512 take as long as 150 of hidden 256), which the per-step products do not hold (docs/accuracy.md)",
+    reason="cuDNN's LSTMs in fp16 and TF32 on the H200: 15 and 11 of 22 within 25 % with the time step's floor "
+    "(5 and 6 without): at hidden 256 in fp16 a step takes 4–8 µs, under any chain of kernels — cuDNN runs such "
+    "small layers in one persistent kernel, which the per-step model does not know (docs/accuracy.md)",
 )
 def test_recurrent_layers_in_half_precision_and_tf32() -> None:
     errors = [r["error"] for r in layers() if r["kind"] == "lstm" and r["precision"] != "fp32"]
@@ -113,21 +126,22 @@ def test_convolutional_networks_held_out_half() -> None:
 
 
 def test_the_suite_held_out_as_reached() -> None:
-    # 201 steps (a seeded sample of the suite and 40 random architectures): 149 within 25 %, mean 20 %;
+    # 201 steps (a seeded sample of the suite and 40 random architectures): 156 within 25 %, mean 19 %;
     # 134 and 24 % before the device-tensor loop stopped paying a disk read, misaligned products their
-    # kernels and cuDNN's convolutions their host work. Transformers' decoders 51 of 60
+    # kernels, cuDNN's convolutions their host work and recurrent layers their time step's floor.
+    # Transformers' decoders 51 of 60
     errors = [r["error"] for r in SUITE]
-    assert len(SUITE) == 201 and within(errors) >= 147 and statistics.mean(map(abs, errors)) <= 0.21
+    assert len(SUITE) == 201 and within(errors) >= 154 and statistics.mean(map(abs, errors)) <= 0.20
     decoders = [r["error"] for r in SUITE if r["family"] in ("decoder", "random decoder")]
     assert within(decoders) >= 0.8 * len(decoders)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="149 of 201 H200 suite steps within 25 % (bar: 90 %), mean 20 % (bar: 15 %): IEEE fp32 3 × 3 and 5 × 5 "
+    reason="156 of 201 H200 suite steps within 25 % (bar: 90 %), mean 19 % (bar: 15 %): IEEE fp32 3 × 3 and 5 × 5 "
     "convolutions with cudnn.benchmark run Winograd or FFT (VGG-11 +186 %, ResNet-34 +89 %); this host dispatches "
-    "transformers' operators faster than the fit set's (BERT b32 +61 %, eager attention +48 … +51 %); cuDNN's "
-    "recurrent layers in half precision −45 … −55 % (docs/accuracy.md)",
+    "transformers' operators faster than the fit set's (BERT b32 +61 %, eager attention +48 … +51 %) "
+    "(docs/accuracy.md)",
 )
 def test_the_suite_meets_spec_9() -> None:
     errors = [abs(r["error"]) for r in SUITE]
