@@ -5,7 +5,7 @@ the app, and it never imports the app. It reads one JSON object on stdin:
 
     {"model": {"input_shape": [75], "layers": [...]}, "classes": 10, "samples": 80909,
      "batch_size": 512, "epochs": 2, "optimizer": "adam", "precision": "fp32",
-     "device": "cpu", "seed": 0, "csv": null, "holdout": 0.2}
+     "device": "cpu", "seed": 0, "csv": null, "holdout": 0.2, "memory_format": "contiguous"}
 
 and writes one JSON object per line: {"event": "started", ...}, {"event": "progress", "epoch",
 "iteration", "loss", "accuracy", "samples_per_s", ...}, then {"event": "finished", ...} with the
@@ -13,6 +13,8 @@ metrics, or {"event": "error", "reason": ...} (an out-of-memory says so). SIGINT
 steps with {"event": "cancelled"}. The data is a deterministic synthetic set of the model's input
 shape — for the seed MLP 75 features and 10 imbalanced classes — or the user's CSV (feature columns
 and a label column, "label" or else the last); a bad CSV is refused with its row and the reason.
+``"memory_format": "channels_last"`` trains an image model's weights and batches NHWC, as the
+workload was sized; the "started" event says which layout ran.
 """
 
 from __future__ import annotations
@@ -206,7 +208,9 @@ def train(spec: dict[str, Any]) -> None:
     if dist is not None and files is None:  # each rank trains its shard with its share of the global batch
         x_train, y_train = x_train[RANK::WORLD], y_train[RANK::WORLD]
     rss_at_start = peak_rss_bytes()  # PyTorch, the data set and the model's weights are in memory now
-    model = model.to(device)
+    # the workload's layout as it was sized: images and weights NHWC for channels_last
+    layout = torch.channels_last if spec.get("memory_format") == "channels_last" and len(input_shape) == 3 else None
+    model = model.to(device) if layout is None else model.to(device, memory_format=layout)
     net = model
     if dist is not None:
         from torch.nn.parallel import DistributedDataParallel
@@ -243,6 +247,7 @@ def train(spec: dict[str, Any]) -> None:
         parameters=sum(p.numel() for p in model.parameters()),
         data="csv" if spec.get("csv") else "synthetic",
         rss_before_bytes=rss_at_start,
+        memory_format="channels_last" if layout is not None else "contiguous",
     )
     gen = torch.Generator().manual_seed(seed + 1)
     workers = int((spec.get("files") or {}).get("workers", 0))
@@ -264,12 +269,16 @@ def train(spec: dict[str, Any]) -> None:
                     xb, yb = next(it)
                 except StopIteration:
                     return
-                yield xb.to(device), yb.to(device), time.perf_counter() - t0
+                xb = xb.to(device) if layout is None else xb.to(device, memory_format=layout)
+                yield xb, yb.to(device), time.perf_counter() - t0
         else:
             order = torch.randperm(n, generator=gen)
             for b in range(per_epoch):
                 idx = order[b * batch : (b + 1) * batch]
-                yield x_train[idx].to(device, non_blocking=True), y_train[idx].to(device, non_blocking=True), 0.0
+                xb = x_train[idx].to(device, non_blocking=True)
+                if layout is not None:
+                    xb = xb.contiguous(memory_format=layout)
+                yield xb, y_train[idx].to(device, non_blocking=True), 0.0
 
     wait_s = 0.0
     epoch_s: list[float] = []

@@ -4,6 +4,7 @@ CPU run of the seed MLP that stores its samples and metrics."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -145,3 +146,34 @@ def test_the_trainer_uses_the_workloads_optimizer_and_learning_rate_as_the_sizin
     assert worker.make_optimizer(torch, "adam", params, 1e-4).defaults["lr"] == 1e-4  # the seed MLP's rate
     doc = parse_workload({"model": {"preset": "seed-mlp"}})
     assert trainer_spec(doc)["learning_rate"] == 1e-4 and trainer_spec(doc)["optimizer"] == "adam"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the trainer needs torch==2.13.0")
+def test_a_channels_last_workload_trains_in_channels_last() -> None:
+    """A workload sized in channels_last is run so (ResNet-50 fp16 on an H100: 94 ms NCHW, 54 ms NHWC)."""
+    import subprocess
+
+    doc = {
+        "name": "tiny CNN",
+        "model": {
+            "input_shape": [3, 8, 8],
+            "layers": [
+                {"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
+                {"type": "relu"},
+                {"type": "flatten"},
+                {"type": "linear", "out_features": 3},
+            ],
+        },
+        "data": {"samples": 64, "outputs": 3},
+        "training": {"batch_size": 16, "epochs": 1, "optimizer": "sgd", "memory_format": "channels_last"},
+    }
+    spec = trainer_spec(parse_workload(doc), epochs=1, samples=64)
+    assert spec["memory_format"] == "channels_last"
+    worker = Path(__file__).resolve().parents[2] / "resources/workers/train.py"
+    done = subprocess.run(
+        [sys.executable, str(worker)], input=json.dumps(spec), capture_output=True, text=True, timeout=120
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    started = next(e for e in events if e["event"] == "started")
+    assert started["memory_format"] == "channels_last", done.stderr
+    assert events[-1]["event"] == "finished", events[-1]
