@@ -13,8 +13,6 @@ architectures (Volta, Turing) it was not built on. No GPU and no PyTorch needed.
 from __future__ import annotations
 
 import json
-import math
-import random
 import statistics
 import sys
 import types
@@ -26,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core.estimate.gemm as gemm  # noqa: E402
+from benchmarks.fitting import least_log_error, seeded_halves  # noqa: E402
 from core.estimate.gemm import TILE, gemm_s  # noqa: E402
 from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, rnn_op_s  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
@@ -73,10 +72,7 @@ def rnn_errors() -> list[tuple[dict, float, float]]:
 
 def skinny_halves(seed: int = FIT_SEED) -> tuple[list[int], list[int]]:
     """Indices into the skinny matrix products of gemm_errors(): (fit half, held-out half)."""
-    n = sum(1 for r, _, _ in gemm_errors() if r["skinny"])
-    order = list(range(n))
-    random.Random(seed).shuffle(order)
-    return sorted(order[: n // 2]), sorted(order[n // 2 :])
+    return seeded_halves(range(sum(1 for r, _, _ in gemm_errors() if r["skinny"])), seed)
 
 
 def skinny_errors() -> list[float]:
@@ -84,22 +80,20 @@ def skinny_errors() -> list[float]:
 
 
 def fit_tile_reuse(seed: int = FIT_SEED) -> float:
-    """TILE_REUSE_EXPONENT (0 … 2 in steps of 0.05) minimising the squared log errors of the fit
+    """TILE_REUSE_EXPONENT (0 … 2 in steps of 0.05) with the least squared log error over the fit
     half of the skinny products."""
     fit, _ = skinny_halves(seed)
     saved = gemm.TILE_REUSE_EXPONENT
-    best: tuple[float, float] | None = None
+
+    def errors(exponent: float) -> list[float]:
+        gemm.TILE_REUSE_EXPONENT = exponent
+        errs = skinny_errors()
+        return [errs[i] for i in fit]
+
     try:
-        for step in range(41):
-            gemm.TILE_REUSE_EXPONENT = step * 0.05
-            errs = skinny_errors()
-            loss = sum(math.log1p(errs[i]) ** 2 for i in fit)
-            if best is None or loss < best[0]:
-                best = (loss, step * 0.05)
+        return round(least_log_error([step * 0.05 for step in range(41)], errors), 2)
     finally:
         gemm.TILE_REUSE_EXPONENT = saved
-    assert best is not None
-    return round(best[1], 2)
 
 
 def summary(errs: list[float]) -> str:

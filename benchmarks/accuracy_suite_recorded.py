@@ -9,7 +9,6 @@ seed 2026), none of which the model was fitted on.
 from __future__ import annotations
 
 import json
-import random
 import statistics
 import sys
 from collections import defaultdict
@@ -18,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.fitting import seeded_halves  # noqa: E402
 from core.estimate.sizing import size_candidate  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
@@ -44,11 +44,7 @@ def recorded(path: Path = DEFAULT) -> list[dict]:
 
 def conv_halves(lines: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
     """The convolutional networks' steps: (fit half, held-out half), by a seeded shuffle."""
-    convs = [m for m in lines if m["family"] in CONV_FAMILIES]
-    order = list(range(len(convs)))
-    random.Random(seed).shuffle(order)
-    half = len(convs) // 2
-    return [convs[i] for i in sorted(order[:half])], [convs[i] for i in sorted(order[half:])]
+    return seeded_halves([m for m in lines if m["family"] in CONV_FAMILIES], seed)
 
 
 def cases(path: Path = DEFAULT, lines: list[dict] | None = None) -> list[dict]:

@@ -21,7 +21,6 @@ The figures go in docs/accuracy.md ("The host's price per operator").
 
 from __future__ import annotations
 
-import math
 import statistics
 import sys
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from accuracy_cuda_recorded import predict, recorded_cases  # noqa: E402
 from accuracy_suite_recorded import FIT_SEED, conv_halves, recorded  # noqa: E402
 from accuracy_suite_recorded import cases as suite_cases  # noqa: E402
+from fitting import least_log_error  # noqa: E402
 
 import core.estimate.pass_work as pass_work  # noqa: E402
 
@@ -93,17 +93,17 @@ def fit_cudnn(seed: int = FIT_SEED) -> tuple[float, float, float]:
     half of the H200 suite's convolutional networks has the least squared log error."""
     fitted = [c for c in recorded_cases() if is_fit(c)]
     half, _ = conv_halves(recorded(), seed)
-    best: tuple[float, float, float, float] | None = None
-    for step in range(41):
-        cudnn = step * 2e-6
+
+    def refit(cudnn: float) -> tuple[float, float]:
         with prices(pass_work.OVERHEAD_PER_OPERATOR_S, pass_work.OVERHEAD_PER_STEP_S["gpu"], cudnn):
-            per_operator, per_step = fit(fitted)
-        with prices(per_operator, per_step, cudnn):
-            loss = sum(math.log1p(r["error"]) ** 2 for r in suite_cases(lines=half))
-        if best is None or loss < best[0]:
-            best = (loss, per_operator, per_step, cudnn)
-    assert best is not None
-    return best[1], best[2], best[3]
+            return fit(fitted)
+
+    def errors(cudnn: float) -> list[float]:
+        with prices(*refit(cudnn), cudnn):
+            return [r["error"] for r in suite_cases(lines=half)]
+
+    cudnn = least_log_error([step * 2e-6 for step in range(41)], errors)
+    return (*refit(cudnn), cudnn)
 
 
 def main() -> None:

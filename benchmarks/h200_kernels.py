@@ -12,8 +12,6 @@ time step (gpu_kernels.RNN_STEP_FLOOR_S), each fitted on a seeded half and repor
 from __future__ import annotations
 
 import json
-import math
-import random
 import sys
 import types
 from collections import defaultdict
@@ -24,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import core.estimate.gpu_kernels as gk  # noqa: E402
 from benchmarks.accuracy_suite_recorded import summary  # noqa: E402
+from benchmarks.fitting import least_log_error, seeded_halves  # noqa: E402
 from core.estimate.gemm import TILE, gemm_s  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 
@@ -43,7 +42,7 @@ def gpu() -> gk.GpuFigures:
 
 def product_s(m: int, n: int, k: int, precision: str, g: gk.GpuFigures, batch: int = 1) -> float:
     peak, nbytes = gk.matmul_peak(precision, g)
-    eff = gk.aligned_efficiency(gk.matmul_efficiency(precision, g), (m, n, k), precision, g)
+    eff = float(gk.aligned_efficiency(gk.matmul_efficiency(precision, g), (m, n, k), precision, g))
     return batch * gemm_s(m, n, k, peak, g, nbytes, eff, True)
 
 
@@ -57,7 +56,7 @@ def products() -> list[dict]:
             b = r.get("b", 1)
             t = product_s(r["m"], r["n"], r["k"], r["precision"], g, b)
             nbytes = gk.matmul_peak(r["precision"], g)[1]
-            align = gk.alignment_bytes((r["m"], r["n"], r["k"]), nbytes)
+            align = int(gk.alignment_bytes((r["m"], r["n"], r["k"]), nbytes))
             misaligned = g.tensor_cores(r["precision"]) and align < 16
             shape = "misaligned" if misaligned else "skinny" if min(r["m"], r["n"]) < TILE else "large"
             out.append({**r, "source": source, "predicted": t, "error": t / r["s"] - 1, "shape": shape, "align": align})
@@ -78,10 +77,7 @@ def layers() -> list[dict]:
 
 
 def halves(rows: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
-    order = list(range(len(rows)))
-    random.Random(seed).shuffle(order)
-    half = len(rows) // 2
-    return [rows[i] for i in sorted(order[:half])], [rows[i] for i in sorted(order[half:])]
+    return seeded_halves(rows, seed)
 
 
 def misaligned_rows() -> list[dict]:
@@ -89,28 +85,26 @@ def misaligned_rows() -> list[dict]:
 
 
 def fit_misaligned(seed: int = FIT_SEED) -> dict[int, float]:
-    """Each alignment's share of the peak (0.02 … 0.60 by 0.01) minimising the squared log errors of
-    the fit half."""
+    """Each alignment's share of the peak (0.02 … 0.60 by 0.01) with the least squared log error
+    over the fit half's products of that alignment."""
     fit, _ = halves(misaligned_rows(), seed)
-    saved, best = dict(gk.MISALIGNED_EFFICIENCY), {}
+    saved = dict(gk.MISALIGNED_EFFICIENCY)
+
+    def errors(align: int, share: float) -> list[float]:
+        gk.MISALIGNED_EFFICIENCY[align] = share
+        g = gpu()
+        return [
+            product_s(r["m"], r["n"], r["k"], r["precision"], g, r.get("b", 1)) / r["s"] - 1
+            for r in fit
+            if r["align"] == align
+        ]
+
     try:
-        for align in sorted({r["align"] for r in fit}):
-            group = [r for r in fit if r["align"] == align]
-            scores = []
-            for step in range(2, 61):
-                gk.MISALIGNED_EFFICIENCY[align] = step / 100
-                g = gpu()
-                loss = sum(
-                    math.log(product_s(r["m"], r["n"], r["k"], r["precision"], g, r.get("b", 1)) / r["s"]) ** 2
-                    for r in group
-                )
-                scores.append((loss, step / 100))
-            best[align] = min(scores)[1]
-            gk.MISALIGNED_EFFICIENCY[align] = saved[align]
+        shares = [step / 100 for step in range(2, 61)]
+        return {a: least_log_error(shares, lambda v, a=a: errors(a, v)) for a in sorted({r["align"] for r in fit})}
     finally:
         gk.MISALIGNED_EFFICIENCY.clear()
         gk.MISALIGNED_EFFICIENCY.update(saved)
-    return best
 
 
 def rnn_halves(seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
@@ -118,22 +112,22 @@ def rnn_halves(seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
 
 
 def fit_rnn_floor(seed: int = FIT_SEED) -> float:
-    """RNN_STEP_FLOOR_S (0 … 40 µs by 2 µs) minimising the squared log errors of the fit half of the
+    """RNN_STEP_FLOOR_S (0 … 40 µs by 2 µs) with the least squared log error over the fit half of the
     recurrent layers."""
     fit, _ = rnn_halves(seed)
     keys = {(r["kind"], r["precision"], r["hidden"], r["batch"], r["steps"]) for r in fit}
-    saved, best = gk.RNN_STEP_FLOOR_S, None
+    saved = gk.RNN_STEP_FLOOR_S
+
+    def errors(floor: float) -> list[float]:
+        gk.RNN_STEP_FLOOR_S = floor
+        return [
+            r["error"] for r in layers() if (r["kind"], r["precision"], r["hidden"], r["batch"], r["steps"]) in keys
+        ]
+
     try:
-        for step in range(21):
-            gk.RNN_STEP_FLOOR_S = step * 2e-6
-            rows = [r for r in layers() if (r["kind"], r["precision"], r["hidden"], r["batch"], r["steps"]) in keys]
-            loss = sum(math.log1p(r["error"]) ** 2 for r in rows)
-            if best is None or loss < best[0] - 1e-9:
-                best = (loss, step * 2e-6)
+        return round(least_log_error([step * 2e-6 for step in range(21)], errors), 9)
     finally:
         gk.RNN_STEP_FLOOR_S = saved
-    assert best is not None
-    return round(best[1], 9)
 
 
 def main() -> int:

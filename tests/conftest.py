@@ -46,6 +46,21 @@ TINY_MLP = {
     "training": {"batch_size": 32, "epochs": 1, "optimizer": "sgd", "precision": "fp32"},
 }
 
+TINY_CNN = {
+    "name": "tiny CNN",
+    "model": {
+        "input_shape": [3, 8, 8],
+        "layers": [
+            {"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
+            {"type": "relu"},
+            {"type": "flatten"},
+            {"type": "linear", "out_features": 3},
+        ],
+    },
+    "data": {"samples": 300, "outputs": 3},
+    "training": {"batch_size": 16, "epochs": 1, "optimizer": "sgd", "precision": "fp32"},
+}
+
 SEED_MLP_LAYERS = [
     {"type": "linear", "out_features": 512},
     {"type": "leaky_relu"},

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from core.estimate.gemm import gemm_s
 from core.estimate.published_rates import matmul_factors
 from core.hardware.catalogue import DeviceSpec
@@ -247,19 +249,23 @@ def matmul_peak(precision: str, gpu: GpuFigures) -> tuple[float, int]:
     return gpu.fp32, 4
 
 
-def alignment_bytes(dims: tuple[int, ...], nbytes: int) -> int:
-    """The bytes every row of a product with these dimensions is aligned to (at most 16): the largest
-    power of two dividing each dimension, times the element's bytes."""
-    return min(min(16, nbytes * (d & -d)) for d in dims if d > 0)
+def alignment_bytes(dims: Any, nbytes: int) -> Any:
+    """The bytes every row of a product with these dimensions (m, n, k) is aligned to, at most 16:
+    the largest power of two dividing each dimension, times the element's bytes; over arrays of
+    products as well (``dims`` of shape (3, products))."""
+    d = np.asarray(dims, dtype=np.int64)
+    return np.minimum(16, nbytes * (d & -d)).min(axis=0)
 
 
-def aligned_efficiency(eff: float, dims: tuple[int, ...], precision: str, gpu: GpuFigures) -> float:
-    """``eff`` for a product of these dimensions: at most MISALIGNED_EFFICIENCY on a Hopper or
-    Blackwell tensor core when a dimension misses the 16-byte alignment its fast kernels need."""
+def aligned_efficiency(eff: Any, dims: Any, precision: str, gpu: GpuFigures) -> Any:
+    """``eff`` for products of these dimensions (one, or arrays as alignment_bytes takes them): at
+    most MISALIGNED_EFFICIENCY on a Hopper or Blackwell tensor core where a dimension misses the
+    16-byte alignment its fast kernels need."""
     if not gpu.hopper or not gpu.tensor_cores(precision):
         return eff
     align = alignment_bytes(dims, matmul_peak(precision, gpu)[1])
-    return eff if align >= 16 else min(eff, MISALIGNED_EFFICIENCY[align])
+    share = np.array([MISALIGNED_EFFICIENCY.get(a, 1.0) for a in range(17)])[align]
+    return np.where(align >= 16, eff, np.minimum(eff, share))
 
 
 def matmul_efficiency(precision: str, gpu: GpuFigures) -> float:
@@ -326,7 +332,7 @@ def matrix_op_s(
     rows, n, k = shape
     m = rows * b
     if not conv:  # cuDNN pads a convolution's channels itself
-        eff = aligned_efficiency(eff, (m, n, k), precision, gpu)
+        eff = float(aligned_efficiency(eff, (m, n, k), precision, gpu))
     fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, not conv)
     dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff, not conv)
     wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff, not conv)

@@ -17,8 +17,8 @@ from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
     KERNELS_PER_KIND,
-    MISALIGNED_EFFICIENCY,
     NCHW_TRANSPOSE_ACCESSES,
+    aligned_efficiency,
     attention_op_s,
     conv_efficiency,
     cudnn_precision,
@@ -61,8 +61,6 @@ class _MatrixOps:
 
 
 _MATRIX_CACHE: dict[int, tuple[Sequence[OpWork], _MatrixOps]] = {}
-# MISALIGNED_EFFICIENCY looked up by alignment in bytes (0–16), 1 where a product is aligned
-_MISALIGNED_BY_BYTES = np.array([MISALIGNED_EFFICIENCY.get(a, 1.0) for a in range(17)])
 
 
 def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
@@ -180,12 +178,8 @@ def pass_kernels(
         eff = np.where(mo.is_conv, eff, eff * FP8_GEMM_EFFICIENCY * gpu.fp8 / gpu.half)
     m = mo.rows * b
     count = len(m)
-    if gpu.hopper and gpu.tensor_cores(precision) and count:
-        # linear layers whose dimensions miss the 16 bytes Hopper's fast kernels need (aligned_efficiency)
-        dims = np.stack((m, mo.n, mo.k)).astype(np.int64)
-        align = np.minimum(16, mbytes * (dims & -dims)).min(axis=0)
-        slow = _MISALIGNED_BY_BYTES[align]
-        eff = np.where(mo.is_conv | (align >= 16), eff, np.minimum(eff, slow))
+    if count:  # linear layers missing the 16 bytes Hopper's fast kernels need (cuDNN pads convolutions)
+        eff = np.where(mo.is_conv, eff, aligned_efficiency(eff, np.stack((m, mo.n, mo.k)), precision, gpu))
     # forward, input gradient and weight gradient GEMMs of every op in one array call
     three = gemm_array(
         np.concatenate((m, m, mo.n)),

@@ -283,21 +283,20 @@ def step_time(
         a_nowait = paced(acc, acc_host, False, waits=False)
     # the loader cores that keep up with the device's own pace: samples/s of its faster pass, so that
     # no micro-step waits for data (the loader also decodes while an all-reduce finishes)
-    cost = decode_cost(data) if data is not None else None
+    # a loop that trains on tensors already on the device reads and decodes nothing
+    fed = loop.style != "device_tensors"
+    cost = decode_cost(data) if data is not None and fed else None
     pace = max((b - (k - 1) * m) / max(busy, 1e-12), m / max(a_busy, 1e-12) if k > 1 else 0.0)
     needed = loader_cores_needed(pace, cost) if cost is not None else 0.0
     cores = loader_cores(needed, kind)
     if max_loader_cores is not None:
         cores = max(1, min(cores, max_loader_cores))
 
-    # a loop that trains on tensors already on the device reads and decodes nothing
-    fed = loop.style != "device_tensors"
-
     def read(n: int) -> float:
         return n * disk_bytes_per_sample / read_bps if fed else 0.0
 
     def decode(n: int) -> float:
-        return n * cost.per_sample_s / cores if cost is not None and fed else 0.0
+        return n * cost.per_sample_s / cores if cost is not None else 0.0
 
     last = replace(last, input_s=max(read(b - (k - 1) * m), decode(b - (k - 1) * m)))
     step = max(busy, last.input_s)

@@ -21,6 +21,7 @@ zero_grad(set_to_none=True); mixed precision under torch.autocast, GradScaler fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -81,10 +82,9 @@ def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> Any:
         x = torch.zeros(shape, dtype=torch.long, device=dev)
     else:
         x = torch.randn(shape, device=dev)
-    if spec.get("memory_format") == "channels_last" and x.dim() == 4:
-        # the workload's layout: weights and images NHWC, as the trainer runs it
-        module.to(memory_format=torch.channels_last)
-        x = x.contiguous(memory_format=torch.channels_last)
+    fmt = train.layout(torch, spec, model_doc["input_shape"])  # as the trainer runs it
+    module.to(memory_format=fmt)
+    x = x.to(memory_format=fmt)
 
     def step() -> None:
         with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
@@ -171,6 +171,22 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
 
+    def timed_steps(done: int, span: Any) -> tuple[list[float], list[float]]:
+        """Each of ``steps`` steps' synchronised wall time and host time (until its work was issued),
+        each inside ``span(i)``; ``done`` steps came before (for the progress lines)."""
+        wall, host = [], []
+        for i in range(steps):
+            sync()
+            t0 = time.perf_counter()
+            with span(i):
+                step()
+                t_issued = time.perf_counter()
+                sync()
+            wall.append(time.perf_counter() - t0)
+            host.append(t_issued - t0)
+            progress(done + i + 1, total)
+        return wall, host
+
     try:
         for i in range(warmup):
             step()
@@ -178,29 +194,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             progress(i + 1, total)
         # the step's wall and host times without the profiler: tracing every op slows the host
         # (on an H200's host the seed MLP's step took 1.6 ms alone and 3.2 ms profiled)
-        wall, host = [], []
-        for i in range(steps):
-            sync()
-            t0 = time.perf_counter()
-            step()
-            t_issued = time.perf_counter()
-            sync()
-            wall.append(time.perf_counter() - t0)
-            host.append(t_issued - t0)
-            progress(warmup + i + 1, total)
+        wall, host = timed_steps(warmup, lambda i: contextlib.nullcontext())
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
-        p_wall, p_host = [], []
         with profile(activities=activities) as prof:
-            for i in range(steps):
-                sync()
-                t0 = time.perf_counter()
-                with record_function(f"ProfilerStep#{i}"):
-                    step()
-                    t_issued = time.perf_counter()
-                    sync()
-                p_wall.append(time.perf_counter() - t0)
-                p_host.append(t_issued - t0)
-                progress(warmup + steps + i + 1, total)
+            p_wall, p_host = timed_steps(warmup + steps, lambda i: record_function(f"ProfilerStep#{i}"))
     except torch.cuda.OutOfMemoryError:
         raise MeasureError(
             f"out of memory on {torch.cuda.get_device_name(dev)} at batch {spec['batch_size']}: "

@@ -123,6 +123,14 @@ def set_tf32(torch: Any, precision: str, cudnn_tf32: bool) -> None:
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
 
 
+def layout(torch: Any, spec: dict[str, Any], input_shape: Sequence[int]) -> Any:
+    """The memory format the workload was sized in: channels_last for an image model when its
+    training.memory_format says so (weights and batches NHWC), else PyTorch's preserve_format."""
+    if spec.get("memory_format") == "channels_last" and len(input_shape) == 3:
+        return torch.channels_last
+    return torch.preserve_format
+
+
 def make_optimizer(torch: Any, name: str, params: Any, lr: float | None = None) -> Any:
     """The workload's optimizer as the sizing counts it ("sgd" keeps no state, "sgd_momentum" one
     buffer), at the workload's learning rate or, when it gives none, a common default."""
@@ -208,9 +216,8 @@ def train(spec: dict[str, Any]) -> None:
     if dist is not None and files is None:  # each rank trains its shard with its share of the global batch
         x_train, y_train = x_train[RANK::WORLD], y_train[RANK::WORLD]
     rss_at_start = peak_rss_bytes()  # PyTorch, the data set and the model's weights are in memory now
-    # the workload's layout as it was sized: images and weights NHWC for channels_last
-    layout = torch.channels_last if spec.get("memory_format") == "channels_last" and len(input_shape) == 3 else None
-    model = model.to(device) if layout is None else model.to(device, memory_format=layout)
+    fmt = layout(torch, spec, input_shape)
+    model = model.to(device, memory_format=fmt)
     net = model
     if dist is not None:
         from torch.nn.parallel import DistributedDataParallel
@@ -247,7 +254,7 @@ def train(spec: dict[str, Any]) -> None:
         parameters=sum(p.numel() for p in model.parameters()),
         data="csv" if spec.get("csv") else "synthetic",
         rss_before_bytes=rss_at_start,
-        memory_format="channels_last" if layout is not None else "contiguous",
+        memory_format="channels_last" if fmt is torch.channels_last else "contiguous",
     )
     gen = torch.Generator().manual_seed(seed + 1)
     workers = int((spec.get("files") or {}).get("workers", 0))
@@ -269,15 +276,12 @@ def train(spec: dict[str, Any]) -> None:
                     xb, yb = next(it)
                 except StopIteration:
                     return
-                xb = xb.to(device) if layout is None else xb.to(device, memory_format=layout)
-                yield xb, yb.to(device), time.perf_counter() - t0
+                yield xb.to(device, memory_format=fmt), yb.to(device), time.perf_counter() - t0
         else:
             order = torch.randperm(n, generator=gen)
             for b in range(per_epoch):
                 idx = order[b * batch : (b + 1) * batch]
-                xb = x_train[idx].to(device, non_blocking=True)
-                if layout is not None:
-                    xb = xb.contiguous(memory_format=layout)
+                xb = x_train[idx].to(device, non_blocking=True, memory_format=fmt)
                 yield xb, y_train[idx].to(device, non_blocking=True), 0.0
 
     wait_s = 0.0

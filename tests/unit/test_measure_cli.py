@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from telemetry.pytorch_env import TorchEnvironment
+from tests.conftest import TINY_CNN
 
 ROOT = Path(__file__).resolve().parents[2]
 RESNET_TRACE = ROOT / "tests/fixtures/profiles/h100-sxm-resnet50-fp16.trace.json"
@@ -17,20 +18,6 @@ RESNET = {
     "model": {"preset": "resnet-50"},
     "data": {"samples": 1281167, "outputs": 1000},
     "training": {"batch_size": 256, "epochs": 1, "optimizer": "sgd_momentum", "precision": "fp16_mixed"},
-}
-SMALL_CNN = {
-    "name": "small CNN",
-    "model": {
-        "input_shape": [3, 16, 16],
-        "layers": [
-            {"type": "conv2d", "out_channels": 8, "kernel_size": 3, "padding": 1},
-            {"type": "relu"},
-            {"type": "flatten"},
-            {"type": "linear", "out_features": 10},
-        ],
-    },
-    "data": {"samples": 1000, "outputs": 10},
-    "training": {"batch_size": 16, "epochs": 1, "optimizer": "adam", "precision": "fp32"},
 }
 
 
@@ -79,7 +66,7 @@ def test_without_a_cuda_gpu_it_says_so_and_what_to_do_instead(cli, write_json, m
 
     env = TorchEnvironment("python3", True, "PyTorch 2.13.0+cpu on Python 3.11, CPU-only build", cuda_available=False)
     monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
-    code, out, err = cli("measure", str(write_json(SMALL_CNN)))
+    code, out, err = cli("measure", str(write_json(TINY_CNN)))
     assert code == 2 and out == ""
     assert "no CUDA GPU here" in err and "--trace" in err and "--device cpu" in err
 
@@ -89,7 +76,7 @@ def test_without_pytorch_it_says_how_to_install_it(cli, write_json, monkeypatch)
 
     env = TorchEnvironment("python3", False, "PyTorch is not installed in python3: install PyTorch into that Python")
     monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
-    code, _, err = cli("measure", str(write_json(SMALL_CNN)))
+    code, _, err = cli("measure", str(write_json(TINY_CNN)))
     assert code == 2 and "PyTorch is not installed" in err
 
 
@@ -117,7 +104,7 @@ def test_a_summary_model_cannot_be_measured(cli, write_json, monkeypatch) -> Non
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="measuring needs torch==2.13.0")
 def test_the_worker_measures_real_steps_on_the_cpu_end_to_end(cli, write_json, tmp_path: Path) -> None:
     saved = tmp_path / "profile.json"
-    code, out, err = cli("measure", str(write_json(SMALL_CNN)), "--device", "cpu", "--save-profile", str(saved))
+    code, out, err = cli("measure", str(write_json(TINY_CNN)), "--device", "cpu", "--save-profile", str(saved))
     assert code == 0, err
     assert "(cpu)" in out and "CPU ops do not scale to GPUs" in out
     raw = json.loads(saved.read_text(encoding="utf-8"))
@@ -139,8 +126,7 @@ def test_a_channels_last_workload_is_measured_in_channels_last() -> None:
     from core.spec.workload import parse_workload
     from telemetry.measure import measure_spec
 
-    doc = json.loads(json.dumps(SMALL_CNN))
-    doc["training"]["memory_format"] = "channels_last"
+    doc = {**TINY_CNN, "training": {**TINY_CNN["training"], "memory_format": "channels_last"}}
     spec = measure_spec(parse_workload(doc), "cpu", None)
     assert spec["memory_format"] == "channels_last"
     sys.path.insert(0, str(ROOT / "resources/workers"))
@@ -164,7 +150,7 @@ def test_cancel_stops_the_worker_and_keeps_nothing() -> None:
     from core.spec.workload import parse_workload
     from telemetry.measure import MeasureCancelled, MeasureJob, measure_spec
 
-    spec = {**measure_spec(parse_workload(SMALL_CNN), "cpu"), "warmup": 1, "steps": 100_000}
+    spec = {**measure_spec(parse_workload(TINY_CNN), "cpu"), "warmup": 1, "steps": 100_000}
     assert spec["cudnn_tf32"] is False  # measured with cuDNN's TF32 as sized (off unless the workload says on)
     seen: list[int] = []
     job = MeasureJob(sys.executable, spec, timeout_s=120)

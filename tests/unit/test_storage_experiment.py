@@ -14,23 +14,9 @@ from core.errors import TrainRigError
 from core.spec.workload import parse_workload
 from telemetry import page_cache
 from telemetry.storage_ab import tier_of, write_dataset
-from tests.conftest import TINY_MLP
+from tests.conftest import TINY_CNN, TINY_MLP
 
 TINY = TINY_MLP
-TINY_CNN = {
-    "name": "tiny CNN",
-    "model": {
-        "input_shape": [3, 8, 8],
-        "layers": [
-            {"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
-            {"type": "relu"},
-            {"type": "flatten"},
-            {"type": "linear", "out_features": 3},
-        ],
-    },
-    "data": {"samples": 300, "outputs": 3},
-    "training": {"batch_size": 16, "epochs": 1, "optimizer": "sgd", "precision": "fp32"},
-}
 ROOT = Path(__file__).resolve().parents[2]
 
 

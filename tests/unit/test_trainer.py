@@ -16,6 +16,7 @@ from core.spec.workload import parse_workload
 from core.storage.store import Store
 from telemetry.sources import HostSource, ProcessTreeSource
 from telemetry.training import trainer_spec, training_run
+from tests.conftest import TINY_CNN
 
 spec = importlib.util.spec_from_file_location("train_worker", resource_path("workers/train.py"))
 assert spec is not None and spec.loader is not None
@@ -153,20 +154,7 @@ def test_a_channels_last_workload_trains_in_channels_last() -> None:
     """A workload sized in channels_last is run so (ResNet-50 fp16 on an H100: 94 ms NCHW, 54 ms NHWC)."""
     import subprocess
 
-    doc = {
-        "name": "tiny CNN",
-        "model": {
-            "input_shape": [3, 8, 8],
-            "layers": [
-                {"type": "conv2d", "out_channels": 4, "kernel_size": 3, "padding": 1},
-                {"type": "relu"},
-                {"type": "flatten"},
-                {"type": "linear", "out_features": 3},
-            ],
-        },
-        "data": {"samples": 64, "outputs": 3},
-        "training": {"batch_size": 16, "epochs": 1, "optimizer": "sgd", "memory_format": "channels_last"},
-    }
+    doc = {**TINY_CNN, "training": {**TINY_CNN["training"], "memory_format": "channels_last"}}
     spec = trainer_spec(parse_workload(doc), epochs=1, samples=64)
     assert spec["memory_format"] == "channels_last"
     worker = Path(__file__).resolve().parents[2] / "resources/workers/train.py"

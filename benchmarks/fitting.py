@@ -1,0 +1,26 @@
+"""The benchmarks' one way to fit a constant and hold it out: a seeded split of the measurements into
+a fit half and a held-out half, and the value of a grid whose fit half has the least squared log
+error (log(predicted / measured), so a factor too fast weighs as much as the same factor too slow)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def seeded_halves(rows: Sequence[T], seed: int) -> tuple[list[T], list[T]]:
+    """(fit half, held-out half) of ``rows`` by a seeded shuffle, each in the rows' own order."""
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    half = len(rows) // 2
+    return [rows[i] for i in sorted(order[:half])], [rows[i] for i in sorted(order[half:])]
+
+
+def least_log_error(values: Iterable[float], errors_at: Callable[[float], Iterable[float]]) -> float:
+    """The first of ``values`` whose relative errors (``errors_at(value)``: predicted / measured − 1)
+    have the least sum of squared log(1 + error)."""
+    return min(values, key=lambda v: sum(math.log1p(e) ** 2 for e in errors_at(v)))
