@@ -77,6 +77,9 @@ def _candidate(case: dict, device: str = "H100 SXM") -> CandidateResult:
                 # the recorded loop: random tensors already on the GPU, synchronised every step
                 "loop": "device_tensors",
                 "memory_format": "channels_last" if "channels_last" in case.get("set", "") else "contiguous",
+                # the fit set ran with cudnn.benchmark on (../shared/gpu-measurements/README.md);
+                # accuracy_cuda.py's cases with PyTorch's default, off
+                "cudnn_benchmark": case.get("set", "").startswith("fit set"),
             },
         }
     )

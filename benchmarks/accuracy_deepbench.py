@@ -1,18 +1,21 @@
 """The GPU kernel model against single training kernels timed by Baidu's DeepBench on a V100 and a
 T4 (resources/published/deepbench_train.json: matrix products in fp32 and fp16 with fp32
-accumulation, cuDNN LSTM and GRU layers; CUDA 10.1, cuDNN 7.6, 2019): each matrix product priced by
-core.estimate.gemm.gemm_s and each recurrent layer by rnn_op_s for the catalogue GPU, against
-the published time. One constant was fitted on them: the rate of the smaller tiles cuBLAS runs a
-skinny product in (gemm.TILE_REUSE_EXPONENT), on a seeded half of the skinny products, the
-other half held out (``--fit`` prints it); everything else checks the kernel model on two
-architectures (Volta, Turing) it was not built on. No GPU and no PyTorch needed.
+accumulation, cuDNN LSTM and GRU layers, fp32 convolutions with the algorithm cuDNN's search picks;
+CUDA 10.1, cuDNN 7.6, 2019): each matrix product priced by core.estimate.gemm.gemm_s, each recurrent
+layer by rnn_op_s and each convolution by matrix_op_s with cudnn.benchmark on, for the catalogue
+GPU, against the published time. Fitted on them, each on a seeded half with the other half held out:
+the rate of the smaller tiles cuBLAS runs a skinny product in (gemm.TILE_REUSE_EXPONENT, ``--fit``),
+and a searched convolution's efficiency and Winograd's speed-up (``--fit-conv``, with a lent H200's
+fp32 convolutional steps' fit half); everything else checks the kernel model on two architectures
+(Volta, Turing) it was not built on. No GPU and no PyTorch needed.
 
-    python3 benchmarks/accuracy_deepbench.py [--fit]
+    python3 benchmarks/accuracy_deepbench.py [--fit] [--fit-conv]
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 import types
@@ -24,9 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core.estimate.gemm as gemm  # noqa: E402
+import core.estimate.gpu_kernels as gpu_kernels  # noqa: E402
 from benchmarks.fitting import least_log_error, seeded_halves  # noqa: E402
 from core.estimate.gemm import TILE, gemm_s  # noqa: E402
-from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, rnn_op_s  # noqa: E402
+from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, matrix_op_s, rnn_op_s  # noqa: E402
+from core.estimate.op_work import OpWork  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 
 DATA = ROOT / "resources/published/deepbench_train.json"
@@ -68,6 +73,72 @@ def rnn_errors() -> list[tuple[dict, float, float]]:
             measured = (r["fwd_ms"] + r["bwd_inputs_ms"] + r["bwd_weights_ms"]) * 1e-3
             out.append(({**r, "kind": kind}, t, t / measured - 1))
     return out
+
+
+def conv_errors() -> list[tuple[dict, float, float]]:
+    """(row, predicted seconds, error) of every published fp32 convolution: forward, the gradient with
+    respect to the parameters and (but for a layer on the network's input) to the inputs, priced by
+    matrix_op_s with cuDNN's algorithm search, as DeepBench picked its algorithms."""
+    doc, gpus = _data()
+    out = []
+    for r in doc["conv"]:
+        area = r["filter_w"] * r["filter_h"]
+        rows = r["out_w"] * r["out_h"]
+        op = OpWork(
+            rate="conv",
+            pointwise=area == 1,
+            kernel_area=area,
+            first=r["bwd_inputs_ms"] is None,
+            flops=2.0 * rows * r["k"] * r["c"] * area,
+            gemm_rows=float(rows),
+            gemm_n=float(r["k"]),
+            gemm_k=float(r["c"] * area),
+            in_elems=float(r["c"] * r["w"] * r["h"]),
+            out_elems=float(r["k"] * rows),
+        )
+        t = matrix_op_s(op, r["n"], r["precision"], gpus[r["gpu"]], False, "contiguous", cudnn_benchmark=True)
+        measured = (r["fwd_ms"] + (r["bwd_inputs_ms"] or 0.0) + r["bwd_params_ms"]) * 1e-3
+        out.append(({**r, "winograd": "WINOGRAD" in r["fwd_algorithm"]}, t, t / measured - 1))
+    return out
+
+
+def conv_halves(seed: int = FIT_SEED) -> tuple[list[int], list[int]]:
+    """Indices into conv_errors(): (fit half, held-out half)."""
+    return seeded_halves(range(len(_data()[0]["conv"])), seed)
+
+
+def fit_conv(seed: int = FIT_SEED) -> tuple[tuple[int, ...], float, float]:
+    """(WINOGRAD_KERNEL_AREAS, CONV_SEARCH_EFFICIENCY, WINOGRAD_SPEEDUP): the kernel areas (3 × 3, or
+    3 × 3 and 5 × 5), efficiency (0.30–1.00 by 0.02) and speed-up (1.0–4.0 by 0.1) with the least mean
+    squared log error over the fit half of these convolutions plus that over the fit half of a lent
+    H200's fp32 convolutional steps (cudnn.benchmark on; benchmarks/accuracy_suite_recorded.py
+    conv_halves): the two sources weigh the same, 94 kernels of two 2017–2018 GPUs and 8 steps of the
+    reference card."""
+    from benchmarks.accuracy_suite_recorded import cases, recorded
+    from benchmarks.accuracy_suite_recorded import conv_halves as suite_halves
+
+    fit, _ = conv_halves(seed)
+    steps = [m for m in suite_halves(recorded(), seed)[0] if m["workload"]["training"]["precision"] == "fp32"]
+    saved = gpu_kernels.WINOGRAD_KERNEL_AREAS, gpu_kernels.CONV_SEARCH_EFFICIENCY, gpu_kernels.WINOGRAD_SPEEDUP
+
+    def loss(v: tuple[tuple[int, ...], float, float]) -> float:
+        # each source weighs the same: the mean squared log error of the kernels plus the steps'
+        gpu_kernels.WINOGRAD_KERNEL_AREAS, gpu_kernels.CONV_SEARCH_EFFICIENCY, gpu_kernels.WINOGRAD_SPEEDUP = v
+        errs = conv_errors()
+        kernels = [math.log1p(errs[i][2]) ** 2 for i in fit]
+        on_h200 = [math.log1p(c["error"]) ** 2 for c in cases(lines=steps)]
+        return statistics.mean(kernels) + statistics.mean(on_h200)
+
+    grid = [
+        (areas, round(0.30 + 0.02 * e, 2), round(1.0 + 0.1 * w, 1))
+        for areas in ((9,), (9, 25))
+        for e in range(36)
+        for w in range(31)
+    ]
+    try:
+        return min(grid, key=loss)
+    finally:
+        gpu_kernels.WINOGRAD_KERNEL_AREAS, gpu_kernels.CONV_SEARCH_EFFICIENCY, gpu_kernels.WINOGRAD_SPEEDUP = saved
 
 
 def skinny_halves(seed: int = FIT_SEED) -> tuple[list[int], list[int]]:
@@ -114,11 +185,22 @@ def main() -> None:
         )
         print(f"fit half: {summary([errs[i] for i in fit])}")
         print(f"held-out half: {summary([errs[i] for i in held])}\n")
+    if "--fit-conv" in sys.argv:
+        fit, held = conv_halves()
+        errs = [e for _, _, e in conv_errors()]
+        committed = gpu_kernels.WINOGRAD_KERNEL_AREAS, gpu_kernels.CONV_SEARCH_EFFICIENCY, gpu_kernels.WINOGRAD_SPEEDUP
+        fitted = fit_conv()
+        print(f"(kernel areas, efficiency, speed-up) fitted (seed {FIT_SEED}): {fitted} (committed {committed})")
+        print(f"fit half: {summary([errs[i] for i in fit])}")
+        print(f"held-out half: {summary([errs[i] for i in held])}\n")
     groups: dict[tuple, list[float]] = defaultdict(list)
     for row, _, e in gemm_errors():
         groups[("matrix product", row["gpu"], row["precision"], "skinny" if row["skinny"] else "large")].append(e)
     for row, _, e in rnn_errors():
         groups[(row["kind"].upper(), row["gpu"], row["precision"], "layer")].append(e)
+    for row, _, e in conv_errors():
+        shape = "1 × 1" if row["filter_w"] * row["filter_h"] == 1 else "Winograd" if row["winograd"] else "other"
+        groups[("convolution, searched", row["gpu"], row["precision"], shape)].append(e)
     print("| kernel | GPU | precision | shapes | cases | within 25 % | mean \\|error\\| | median error |")
     print("|---|---|---|---|---|---|---|---|")
     for key in sorted(groups):
@@ -132,6 +214,7 @@ def main() -> None:
     print(f"\nmatrix products with both output sides of a tile or more: {large}")
     print(f"skinny matrix products: {summary([e for r, _, e in gemms if r['skinny']])}")
     print(f"recurrent layers: {summary([e for _, _, e in rnn_errors()])}")
+    print(f"convolutions (fp32, cudnn.benchmark): {summary([e for _, _, e in conv_errors()])}")
 
 
 if __name__ == "__main__":

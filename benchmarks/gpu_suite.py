@@ -378,6 +378,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
                 "memory_format": case["memory_format"],
                 "attention": case.get("attention", "auto"),
                 "cudnn_tf32": case.get("cudnn_tf32", False),
+                "cudnn_benchmark": case.get("cudnn_benchmark", True),
             },
         },
     }

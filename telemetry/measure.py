@@ -62,6 +62,7 @@ def measure_spec(workload: Workload, device: str = "cuda", base_dir: Path | None
         "optimizer": workload.training.optimizer,
         "precision": workload.training.precision,
         "cudnn_tf32": workload.training.cudnn_tf32,  # in fp32: cuDNN's convolutions and RNNs on TF32 or not
+        "cudnn_benchmark": workload.training.cudnn_benchmark,  # cuDNN's algorithm search, as sized
         "memory_format": workload.training.memory_format,  # channels_last: images and weights NHWC
         "attention": workload.training.large.attention,  # eager/math: torchbridge builds that attention
         "device": device,

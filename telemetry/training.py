@@ -87,6 +87,7 @@ def trainer_spec(
         "learning_rate": workload.training.learning_rate,
         "precision": workload.training.precision,
         "cudnn_tf32": workload.training.cudnn_tf32,  # in fp32 on a GPU: cuDNN's TF32 as sized
+        "cudnn_benchmark": workload.training.cudnn_benchmark,  # cuDNN's algorithm search, as sized
         "memory_format": workload.training.memory_format,  # channels_last: images and weights NHWC, as sized
         "device": device,
         "seed": seed,

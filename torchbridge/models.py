@@ -380,7 +380,7 @@ def measure_step_time(
 def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
     """TF32 as TrainRig prices ``precision``: every matrix product on TF32 in tf32; in fp32, matmuls
     IEEE and cuDNN's convolutions and RNNs on TF32 only when ``cudnn_tf32`` (the workload's
-    training.cudnn_tf32). The workers keep their own copy (resources/workers/train.py set_tf32): a
+    training.cudnn_tf32). The workers keep their own copy (resources/workers/train.py set_cudnn): a
     frozen build's workers run without the app's packages."""
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)

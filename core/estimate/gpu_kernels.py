@@ -62,6 +62,22 @@ GEMM_EFFICIENCY = {"tensor": 0.72, "cuda": 0.80}
 # TrainRig estimates fitted on the recorded ResNet-50 steps (channels_last fp16 54.3 ms, fp32 at
 # batch 32 44.5 ms, docs/accuracy.md).
 CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
+# With cudnn.benchmark (the workload's training.cudnn_benchmark) cuDNN times its algorithms for each
+# shape and keeps the fastest; on CUDA cores (IEEE fp32) that is far from the heuristics' pick.
+# DeepBench's fp32 convolutions (cudnnFindConvolution*Algorithm, V100 and T4: implicit GEMMs at 55–85 %
+# of the FP32 peak, small output-channel counts in small tiles, 3 × 3 and 5 × 5 stride-1 layers on
+# Winograd or FFT kernels "faster than the peak") are priced as GEMMs in tiles fitted to their sides
+# (as cuBLAS's) at CONV_SEARCH_EFFICIENCY of a GEMM's efficiency, and a Winograd-eligible layer's
+# reduction (k) shortened WINOGRAD_SPEEDUP times (F(4×4, 3×3) does 4 × fewer multiplications before its
+# transforms). The three (which kernel areas, 0.30–1.00 by 0.02, 1.0–4.0 by 0.1) are TrainRig's least
+# mean squared log error on a seeded half (seed 2026) of the 188 published layers plus that on a seeded
+# half of a lent H200's fp32 convolutional steps, held out on the other halves and on Lambda's V100 fp32
+# ResNet-50 (benchmarks/accuracy_deepbench.py --fit-conv, docs/accuracy.md); with 5 × 5 layers too, the
+# H200's random CNN with two of them read −45 %. Tensor-core precisions keep the efficiencies above,
+# fitted on steps that ran with the benchmark on.
+CONV_SEARCH_EFFICIENCY = 0.86
+WINOGRAD_SPEEDUP = 2.2
+WINOGRAD_KERNEL_AREAS = (9,)  # 3 × 3, at stride 1
 # Hopper's and Blackwell's fast matrix-product kernels (wgmma fed by the tensor memory accelerator:
 # cuBLAS's nvjet family) need each operand's rows to start on 16 bytes. A dimension of a half-precision
 # product that is not a multiple of 8 elements (of 4 in TF32) sends cuBLAS to Turing-era CUTLASS
@@ -298,6 +314,26 @@ def conv_efficiency(precision: str, gpu: GpuFigures) -> float:
     return matmul_efficiency(precision, gpu) * CONV_EFFICIENCY["tensor" if gpu.tensor_cores(precision) else "cuda"]
 
 
+def conv_search(precision: str, gpu: GpuFigures, cudnn_benchmark: bool) -> bool:
+    """Whether cuDNN's algorithm search prices the convolutions: with ``cudnn_benchmark`` (the
+    workload's training.cudnn_benchmark) on CUDA cores (``precision`` as cudnn_precision gives it)."""
+    return bool(cudnn_benchmark) and not gpu.tensor_cores(precision)
+
+
+def unit_stride(kernel_area: Any, gemm_rows: Any, in_elems: Any, gemm_k: Any) -> Any:
+    """Whether a convolution (one, or arrays of them) runs at stride 1: its output has at least half
+    its input's pixels (stride 2 gives a quarter)."""
+    area = np.maximum(np.asarray(kernel_area, dtype=float), 1.0)
+    in_pixels = np.asarray(in_elems, dtype=float) / np.maximum(np.asarray(gemm_k, dtype=float) / area, 1.0)
+    return 2 * np.asarray(gemm_rows, dtype=float) >= in_pixels
+
+
+def winograd(kernel_area: Any, stride_one: Any) -> Any:
+    """Whether convolutions of these kernel areas (at stride 1 where ``stride_one``) are those cuDNN's
+    search runs on Winograd kernels: WINOGRAD_KERNEL_AREAS at stride 1."""
+    return np.isin(np.asarray(kernel_area), WINOGRAD_KERNEL_AREAS) & np.asarray(stride_one, dtype=bool)
+
+
 def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
     """Which convolutions of an NCHW network pay cuDNN's layout transposes: "all" in half precision
     (NCHW_TRANSPOSE_ACCESSES was fitted charged on every convolution), "spatial" in TF32 (a 1 × 1
@@ -317,14 +353,18 @@ def matrix_op_s(
     checkpointing: bool,
     memory_format: str,
     cudnn_tf32: bool = False,
+    cudnn_benchmark: bool = False,
 ) -> float:
     """Seconds of a linear layer's or convolution's forward and backward GEMMs at batch ``b`` (a
-    convolution in ``cudnn_precision``)."""
+    convolution in ``cudnn_precision``, as cuDNN's algorithm search runs it where conv_search says)."""
     conv = op.rate == "conv"
     if conv:
         precision = cudnn_precision(precision, gpu, cudnn_tf32)
+    search = conv and conv_search(precision, gpu, cudnn_benchmark)
     peak, nbytes = matmul_peak(precision, gpu)
     eff = conv_efficiency(precision, gpu) if conv and not op.pointwise else matmul_efficiency(precision, gpu)
+    if search:
+        eff = matmul_efficiency(precision, gpu) * CONV_SEARCH_EFFICIENCY
     shape = _gemm_shape(op)
     passes = (2 if op.first else 3) + (1 if checkpointing else 0)
     if shape is None:  # a traced op: FLOPs only
@@ -333,9 +373,12 @@ def matrix_op_s(
     m = rows * b
     if not conv:  # cuDNN pads a convolution's channels itself
         eff = float(aligned_efficiency(eff, (m, n, k), precision, gpu))
-    fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, not conv)
-    dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff, not conv)
-    wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff, not conv)
+    if search and winograd(op.kernel_area, unit_stride(op.kernel_area, rows, op.in_elems, k)):
+        k /= WINOGRAD_SPEEDUP
+    tiles = not conv or search  # tiles fitted to the output's sides (cuBLAS, cuDNN's search)
+    fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, tiles)
+    dgrad = gemm_s(m, k, n, peak, gpu, nbytes, eff, tiles)
+    wgrad = gemm_s(n, k, m, peak, gpu, nbytes, eff, tiles)
     seconds = fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
     transposed = nchw_transposes(precision, gpu, memory_format)
     if conv and (transposed == "all" or (transposed == "spatial" and not op.pointwise)):

@@ -44,7 +44,8 @@ def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:
 
 def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) -> list[str]:
     """The layout and precision choices that change the kernel model's step: NCHW transposes in half
-    precision, and in fp32 whether cuDNN's layers run on TF32."""
+    precision, in fp32 whether cuDNN's layers run on TF32, and on CUDA cores whether cuDNN searches
+    its convolution algorithms."""
     if not uses_gpu_kernel_model(device, m) or m.graph is None:
         return []
     spatial, cudnn = _cudnn_layers(m.graph)
@@ -63,5 +64,14 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
             else "in fp32, convolutions and LSTM/GRU layers in IEEE fp32 on CUDA cores (cuDNN's TF32 off); "
             "PyTorch's default lets cuDNN run them on TF32 tensor cores: training.cudnn_tf32 true if your "
             "code keeps it"
+        )
+    if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops):
+        out.append(
+            "IEEE fp32 convolutions as cuDNN's algorithm search runs them (training.cudnn_benchmark true): "
+            "Winograd kernels for the 3 × 3 ones, tiles fitted to small channel counts (DeepBench V100/T4)"
+            if t.cudnn_benchmark
+            else "IEEE fp32 convolutions on the kernels cuDNN's heuristics pick (torch.backends.cudnn.benchmark "
+            "off, PyTorch's default); training.cudnn_benchmark true if your code turns it on: its 3 × 3 "
+            "convolutions then run on Winograd kernels (VGG-11 b32 on an H200: 29 ms)"
         )
     return out

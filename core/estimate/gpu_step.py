@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.estimate import gpu_kernels
 from core.estimate.gemm import gemm_array
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
@@ -21,6 +22,7 @@ from core.estimate.gpu_kernels import (
     aligned_efficiency,
     attention_op_s,
     conv_efficiency,
+    conv_search,
     cudnn_precision,
     figures,
     matmul_efficiency,
@@ -29,6 +31,8 @@ from core.estimate.gpu_kernels import (
     nchw_transposes,
     rnn_op_s,
     unfused_attention_s,
+    unit_stride,
+    winograd,
 )
 from core.hardware.catalogue import DeviceSpec
 
@@ -47,6 +51,8 @@ class _MatrixOps:
     first: np.ndarray  # reads the network's input: no input gradient
     conv: np.ndarray  # a convolution larger than 1 × 1 (cuDNN's efficiency)
     is_conv: np.ndarray  # any convolution (NCHW transposes in half precision; ``conv`` in TF32)
+    kernel_area: np.ndarray  # a convolution's kernel height × width (0 for a linear layer)
+    unit_stride: np.ndarray  # a convolution at stride 1
     io_elems: np.ndarray  # input + output elements per sample
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
@@ -91,6 +97,11 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         first=np.array([o.first for o in shaped], dtype=bool),
         conv=np.array([o.rate == "conv" and not o.pointwise for o in shaped], dtype=bool),
         is_conv=np.array([o.rate == "conv" for o in shaped], dtype=bool),
+        kernel_area=np.array([o.kernel_area if o.rate == "conv" else 0 for o in shaped], dtype=int),
+        unit_stride=np.array(
+            [o.rate == "conv" and bool(unit_stride(o.kernel_area, o.gemm_rows, o.in_elems, o.gemm_k)) for o in shaped],
+            dtype=bool,
+        ),
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
         unshaped=tuple(ops[i] for i in unshaped_at),
         others=tuple(ops[i] for i in others_at),
@@ -143,12 +154,14 @@ def pass_kernels(
     fp8: bool = False,
     attention: str = "auto",
     cudnn_tf32: bool = False,
+    cudnn_benchmark: bool = False,
 ) -> PassKernels:
     """The forward and backward kernels at batch ``b``, op by op: the same prices as matrix_op_s,
     rnn_op_s, attention_op_s and elementwise_s, over arrays built once per op list; convolutions and
     recurrent layers in ``cudnn_precision`` (TF32 for fp32 where cuDNN may use it). A matrix product's
     forward GEMM is its forward (again in backward under full checkpointing), its two gradient GEMMs
-    its backward; the rest splits FORWARD_SHARE : 1 − FORWARD_SHARE."""
+    its backward; the rest splits FORWARD_SHARE : 1 − FORWARD_SHARE. ``cudnn_benchmark``: convolutions
+    as cuDNN's algorithm search runs them where conv_search says."""
     gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     mo = _matrix_ops(ops)
@@ -180,16 +193,21 @@ def pass_kernels(
     count = len(m)
     if count:  # linear layers missing the 16 bytes Hopper's fast kernels need (cuDNN pads convolutions)
         eff = np.where(mo.is_conv, eff, aligned_efficiency(eff, np.stack((m, mo.n, mo.k)), precision, gpu))
+    k, tiles = mo.k, ~mo.is_conv  # tiles fitted to the output's sides: cuBLAS's, and cuDNN's search
+    if conv_search(cudnn, gpu, cudnn_benchmark):
+        eff = np.where(mo.is_conv, conv_base * gpu_kernels.CONV_SEARCH_EFFICIENCY, eff)
+        k = np.where(winograd(mo.kernel_area, mo.unit_stride), mo.k / gpu_kernels.WINOGRAD_SPEEDUP, mo.k)
+        tiles = np.ones(count, dtype=bool)
     # forward, input gradient and weight gradient GEMMs of every op in one array call
     three = gemm_array(
         np.concatenate((m, m, mo.n)),
-        np.concatenate((mo.n, mo.k, mo.k)),
-        np.concatenate((mo.k, mo.n, m)),
+        np.concatenate((mo.n, k, k)),
+        np.concatenate((k, mo.n, m)),
         peaks,
         gpu,
         mbytes,
         np.concatenate((eff, eff, eff)),
-        np.tile(~mo.is_conv, 3),
+        np.tile(tiles, 3),
     )
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     comp_f[mo.shaped_at] += fwd
@@ -200,7 +218,12 @@ def pass_kernels(
         moved = NCHW_TRANSPOSE_ACCESSES * mo.io_elems * b * mbytes / gpu.bandwidth
         add(comp_f, comp_b, mo.shaped_at[paying], moved[paying])
     for i, op in zip(mo.unshaped_at, mo.unshaped, strict=True):
-        add(comp_f, comp_b, i, matrix_op_s(op, b, precision, gpu, checkpointing, memory_format, cudnn_tf32))
+        add(
+            comp_f,
+            comp_b,
+            i,
+            matrix_op_s(op, b, precision, gpu, checkpointing, memory_format, cudnn_tf32, cudnn_benchmark),
+        )
     for i, op in zip(mo.others_at, mo.others, strict=True):
         if op.rnn:
             add(comp_f, comp_b, i, rnn_op_s(op, b, precision, gpu, cudnn_tf32))

@@ -287,6 +287,7 @@ def op_times(
     fp8: bool = False,
     attention: str = "auto",
     cudnn_tf32: bool = False,
+    cudnn_benchmark: bool = False,
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
     optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements, at batch
@@ -294,10 +295,11 @@ def op_times(
 
     On an NVIDIA GPU without measured GPU rates, the kernels' times come from the GPU kernel model
     (core/estimate/gpu_kernels.py), which also follows ``memory_format``, ``compile_model`` and, in
-    fp32, ``cudnn_tf32`` (cuDNN's convolutions and recurrent layers on TF32 tensor cores)."""
+    fp32, ``cudnn_tf32`` (cuDNN's convolutions and recurrent layers on TF32 tensor cores) and
+    ``cudnn_benchmark`` (cuDNN's algorithm search for each convolution)."""
     model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     if uses_gpu_kernels(setup):
-        g = gpu_pass(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32)
+        g = gpu_pass(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32, cudnn_benchmark)
         return g.compute, g.memory, g.optimizer
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
@@ -414,6 +416,7 @@ def gpu_pass(
     fp8: bool = False,
     attention: str = "auto",
     cudnn_tf32: bool = False,
+    cudnn_benchmark: bool = False,
 ) -> GpuPass:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
@@ -443,6 +446,7 @@ def gpu_pass(
         fp8,
         attention,
         cudnn_tf32,
+        cudnn_benchmark,
     )
     loss = gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_step.matrix_weights(ops)

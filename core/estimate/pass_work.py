@@ -22,7 +22,7 @@ from core.vocabulary import OPTIMIZER_STATES, PRECISION_BYTES
 # graph op) and per step (the optimizer's and the loss's fixed costs): TrainRig defaults before
 # calibration. On a GPU per operator PyTorch dispatches (core/estimate/host.py training_operators)
 # and per step, the synchronisation at its end apart, and per call of cuDNN's convolutions: 17.3 µs,
-# 0.35 ms and 52 µs on the reference host,
+# 0.35 ms and 54 µs on the reference host,
 # fitted on the shared H100 fit set's host-bound steps (benchmarks/fit_host_gpu.py, docs/accuracy.md).
 # Only for CPUs and NVIDIA GPUs: no figure is known for TPUs, Trainium or other accelerators (XLA
 # and Neuron compile the step), so their overhead is 0 and the sizing says the step is a lower bound.
@@ -72,7 +72,8 @@ def pass_work(
     sizes: Sequence[float],
     shards: int = 1,
     speed: float = 1.0,
-    kernel_options: tuple[str, bool, bool] = ("contiguous", False, False),  # memory format, compile, cuDNN TF32
+    # memory format, compile, cuDNN TF32, cuDNN's algorithm search
+    kernel_options: tuple[str, bool, bool, bool] = ("contiguous", False, False, False),
     large: LargeModelSpec = DEFAULT_LARGE,
 ) -> PassWork:
     """The work of one forward/backward pass of ``b`` samples per device, with the optimizer step's
@@ -106,6 +107,7 @@ def pass_work(
             "memory_format": kernel_options[0],
             "compile_model": kernel_options[1],
             "cudnn_tf32": kernel_options[2],
+            "cudnn_benchmark": kernel_options[3],
             "fp8": large.fp8,
             "attention": large.attention,
         }

@@ -196,6 +196,7 @@ def size_candidate(
         memory_format=t.memory_format,
         compile_model=t.compile,
         cudnn_tf32=t.cudnn_tf32,
+        cudnn_benchmark=t.cudnn_benchmark,
         large=t.large,
     )
     steps = math.ceil(d.samples / t.batch_size)

@@ -169,6 +169,7 @@ def step_time(
     compile_model: bool = False,
     large: LargeModelSpec = DEFAULT_LARGE,
     cudnn_tf32: bool = False,
+    cudnn_benchmark: bool = False,
 ) -> StepTime:
     """One optimizer step of ``batch_per_device`` samples on each device, run as
     ⌈batch_per_device / micro_batch⌉ micro-steps (gradient accumulation; ``micro_batch`` None: one
@@ -209,7 +210,9 @@ def step_time(
     setup = PassSetup(model, ops, device, kind, precision, optimizer, whole, peak * eff, cal)
 
     def run(n: int) -> PassWork:
-        return pass_work(setup, n, n_ops, sizes, shards, speed, (memory_format, compile_model, cudnn_tf32), large)
+        return pass_work(
+            setup, n, n_ops, sizes, shards, speed, (memory_format, compile_model, cudnn_tf32, cudnn_benchmark), large
+        )
 
     overhead_known = device.kind == "cpu" or device.runs_cuda or "per_step_s" in cal
     sample_bytes = float(data.features * INPUT_DTYPES[data.dtype] + 8) if data is not None else 0.0

@@ -91,6 +91,10 @@ class TrainingSpec:
     # IEEE fp32 unless told (false: its recorded fp32 steps ran so). Linear layers stay IEEE fp32
     # either way (torch.backends.cuda.matmul.allow_tf32 False by default)
     cudnn_tf32: bool = False
+    # whether the training code turns on cuDNN's algorithm search (torch.backends.cudnn.benchmark =
+    # True: cuDNN times its algorithms for each convolution shape and keeps the fastest); PyTorch's
+    # default is off. Changes IEEE fp32 convolutions most (Winograd and FFT kernels, small tiles)
+    cudnn_benchmark: bool = False
     # the large-model settings (core/spec/large.py): checkpointing policy, attention kernel, precision
     # layout, fp8, offload, optimizer implementation, tensor/pipeline/sequence/context parallelism
     large: LargeModelSpec = DEFAULT_LARGE
@@ -308,6 +312,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         "memory_format",
         "compile",
         "cudnn_tf32",
+        "cudnn_benchmark",
         *LARGE_KEYS,
     }
     reject_unknown(t, allowed, "training")
@@ -339,6 +344,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
         memory_format=get_choice(t, "memory_format", "training", MEMORY_FORMATS, default="contiguous"),
         compile=get_bool(t, "compile", "training", default=False),
         cudnn_tf32=get_bool(t, "cudnn_tf32", "training", default=False),
+        cudnn_benchmark=get_bool(t, "cudnn_benchmark", "training", default=False),
         large=parse_large(t, sharding, precision),
     )
 

@@ -69,9 +69,9 @@ def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> Any:
     precision = str(spec.get("precision", "fp32"))
     opt = train.make_optimizer(torch, str(spec.get("optimizer", "adam")), module.parameters(), None)
     if dev.type == "cuda":
-        # cuDNN's TF32 in fp32: the workload's training.cudnn_tf32 (TrainRig's default: off)
-        train.set_tf32(torch, precision, bool(spec.get("cudnn_tf32", False)))
-        torch.backends.cudnn.benchmark = True
+        # cuDNN's TF32 in fp32 and its algorithm search: the workload's training.cudnn_tf32 and
+        # cudnn_benchmark (TrainRig's defaults: off)
+        train.set_cudnn(torch, precision, spec)
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
     if dtype is torch.float16 and dev.type != "cuda":
         raise MeasureError("fp16 mixed precision needs a CUDA GPU; measure bf16_mixed or fp32 on the CPU")

@@ -115,12 +115,16 @@ def build_model(torch: Any, input_shape: Sequence[int], layers: Sequence[dict[st
     return model, tuple(x.shape[1:])
 
 
-def set_tf32(torch: Any, precision: str, cudnn_tf32: bool) -> None:
-    """TF32 as TrainRig priced the run: every matrix product on TF32 in tf32; in fp32, matmuls IEEE
-    and cuDNN's convolutions and RNNs on TF32 only when the workload's training.cudnn_tf32 says so
-    (the app's copy: torchbridge.models.set_tf32; a worker never imports the app)."""
+def set_cudnn(torch: Any, precision: str, spec: dict[str, Any]) -> None:
+    """cuDNN and TF32 as TrainRig priced the run: every matrix product on TF32 in tf32; in fp32,
+    matmuls IEEE and cuDNN's convolutions and RNNs on TF32 only when the workload's
+    training.cudnn_tf32 says so (the app's copy: torchbridge.models.set_tf32; a worker never imports
+    the app); cuDNN's algorithm search (torch.backends.cudnn.benchmark) when its
+    training.cudnn_benchmark says so (TrainRig's default and PyTorch's: off)."""
+    cudnn_tf32 = bool(spec.get("cudnn_tf32", False))
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
+    torch.backends.cudnn.benchmark = bool(spec.get("cudnn_benchmark", False))
 
 
 def layout(torch: Any, spec: dict[str, Any], input_shape: Sequence[int]) -> Any:
@@ -228,8 +232,8 @@ def train(spec: dict[str, Any]) -> None:
         raise WorkerError(f"the trainer runs fp32, bf16 or fp16, not {precision!r}")
     if precision == "fp16" and device.type != "cuda":
         raise WorkerError("fp16 training needs a CUDA device; use bf16 or fp32 on the CPU")
-    if device.type == "cuda":  # as it was sized: the workload's training.cudnn_tf32 (TrainRig's default: off)
-        set_tf32(torch, precision, bool(spec.get("cudnn_tf32", False)))
+    if device.type == "cuda":  # as it was sized: the workload's training.cudnn_tf32 and cudnn_benchmark
+        set_cudnn(torch, precision, spec)
     autocast = precision != "fp32"
     amp_dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None

@@ -184,3 +184,32 @@ def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, 
     stored = {}
     page.store(stored)
     assert "cudnn_tf32" not in stored["training"]
+
+
+def test_ticking_cudnn_benchmark_prices_an_fp32_cnn_as_cudnns_search_runs_it(qtbot, main_window) -> None:
+    # PyTorch's default leaves cuDNN's algorithm search off and so does TrainRig; a user whose code turns it
+    # on ticks the box: in IEEE fp32 the 3 × 3 convolutions then run on Winograd kernels and the step shrinks
+    wiz = main_window().sizing_tab
+    wiz.load_document(on_one_h100("resnet-50", 6400, 64, "sgd_momentum", "fp32"))
+    wiz.go(5)
+    (heuristics,) = wiz.result.candidates
+    assert any("cuDNN's heuristics pick" in a for a in heuristics.assumptions)
+    wiz.go(3)
+    page = wiz.training
+    box = page.large.cudnn_benchmark
+    page.large.setChecked(True)
+    assert not box.isChecked() and "cudnn.benchmark" in box.toolTip()
+    box.setChecked(True)
+    stored: dict = {}
+    page.store(stored)
+    assert stored["training"]["cudnn_benchmark"] is True
+    wiz.go(5)
+    (searched,) = wiz.result.candidates
+    assert any("cuDNN's algorithm search runs them" in a for a in searched.assumptions)
+    assert heuristics.step.compute_s > 1.5 * searched.step.compute_s
+    # unticked, the key leaves the workload again
+    wiz.go(3)
+    box.setChecked(False)
+    stored = {}
+    page.store(stored)
+    assert "cudnn_benchmark" not in stored["training"]

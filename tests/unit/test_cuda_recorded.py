@@ -119,7 +119,7 @@ def test_the_device_bound_h100_steps_are_within_7_percent_on_average() -> None:
 
 
 # The steps the host's dispatch bounds. The host's reference prices (core/estimate/host.py REFERENCE:
-# 17.3 µs per dispatched operator + 0.35 ms per step, with 52 µs per call of cuDNN's convolutions fitted
+# 17.3 µs per dispatched operator + 0.35 ms per step, with 54 µs per call of cuDNN's convolutions fitted
 # on a lent H200's CNN steps) are the least-squares fit of the fit set's host-bound steps without a
 # convolution (benchmarks/fit_host_gpu.py: its seed MLP and BERT-base b64 bf16), run through the whole
 # step model, the device's waits for the dispatch included; its small CNN in NCHW and channels_last is

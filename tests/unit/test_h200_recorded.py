@@ -108,7 +108,8 @@ def test_gpt2_on_the_h200_with_its_misaligned_head() -> None:
 
 def test_the_hosts_price_of_a_cudnn_call_is_the_fit_of_its_half() -> None:
     # the price of a cuDNN convolution call, the two others refitted on the fit set's host with it: the least
-    # squared log error on a seeded half of the H200's 48 convolutional steps (52 µs, 17.28 µs, 0.350 ms)
+    # squared log error on a seeded half of the H200's 48 convolutional steps (54 µs, 17.28 µs, 0.350 ms; 52 µs
+    # before fp32 convolutions were priced as cuDNN's algorithm search runs them)
     per_operator, per_step, cudnn = fit_cudnn()
     assert cudnn == pytest.approx(REFERENCE["cudnn_call_s"]) and cudnn > 0
     assert per_operator == pytest.approx(REFERENCE["per_operator_s"], rel=0.01)
@@ -116,30 +117,42 @@ def test_the_hosts_price_of_a_cudnn_call_is_the_fit_of_its_half() -> None:
 
 
 def test_convolutional_networks_held_out_half() -> None:
-    # the other half of the H200's convolutional steps: 21 of 24 within 25 %, mean 22 % (17 of 24, mean 29 %,
-    # when a convolution's host work was its operators' alone)
+    # the other half of the H200's convolutional steps: 22 of 24 within 25 %, mean 13 % (21 of 24, mean 22 %,
+    # before cuDNN's algorithm search was priced; 17 of 24, mean 29 %, when a convolution's host work was its
+    # operators' alone)
     _, held = conv_halves(recorded())
     errors = [r["error"] for r in suite_cases(lines=held)]
-    assert len(errors) == 24 and within(errors) >= 20
+    assert len(errors) == 24 and within(errors) >= 21 and statistics.mean(map(abs, errors)) <= 0.15
+
+
+def test_ieee_fp32_convolutions_under_cudnns_search() -> None:
+    # the suite ran with cudnn.benchmark on: VGG-11 fp32 b32 measured 29.4 ms (NCHW) and 30.9 ms (NHWC), which
+    # the heuristics' kernels (0.42 of a GEMM's efficiency, the default) price at 84 ms (+186/+172 %); priced as
+    # the search runs them (training.cudnn_benchmark true): −18/−22 %. Every IEEE fp32 convolutional step
+    # within 35 %, 10 of 12 within 25 %
+    fp32 = [r for r in SUITE if r["precision"] == "fp32" and r["family"] in ("cnn", "resnet", "random cnn")]
+    assert len(fp32) == 12 and all(abs(r["error"]) <= 0.35 for r in fp32) and within([r["error"] for r in fp32]) >= 10
+    vgg = [r for r in fp32 if r["name"].startswith("vgg-11")]
+    assert len(vgg) == 2 and all(-0.25 <= r["error"] <= 0 for r in vgg)
 
 
 def test_the_suite_held_out_as_reached() -> None:
-    # 201 steps (a seeded sample of the suite and 40 random architectures): 156 within 25 %, mean 19 %;
+    # 201 steps (a seeded sample of the suite and 40 random architectures): 160 within 25 %, mean 16 %;
     # 134 and 24 % before the device-tensor loop stopped paying a disk read, misaligned products their
-    # kernels, cuDNN's convolutions their host work and recurrent layers their time step's floor.
-    # Transformers' decoders 51 of 60
+    # kernels, cuDNN's convolutions their host work and recurrent layers their time step's floor; 156 and
+    # 19 % before IEEE fp32 convolutions were priced as cuDNN's search runs them. Transformers' decoders
+    # 51 of 60
     errors = [r["error"] for r in SUITE]
-    assert len(SUITE) == 201 and within(errors) >= 154 and statistics.mean(map(abs, errors)) <= 0.20
+    assert len(SUITE) == 201 and within(errors) >= 158 and statistics.mean(map(abs, errors)) <= 0.17
     decoders = [r["error"] for r in SUITE if r["family"] in ("decoder", "random decoder")]
     assert within(decoders) >= 0.8 * len(decoders)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="156 of 201 H200 suite steps within 25 % (bar: 90 %), mean 19 % (bar: 15 %): IEEE fp32 3 × 3 and 5 × 5 "
-    "convolutions with cudnn.benchmark run Winograd or FFT (VGG-11 +186 %, ResNet-34 +89 %); this host dispatches "
-    "transformers' operators faster than the fit set's (BERT b32 +61 %, eager attention +48 … +51 %) "
-    "(docs/accuracy.md)",
+    reason="160 of 201 H200 suite steps within 25 % (bar: 90 %), mean 16 % (bar: 15 %): this host dispatches "
+    "transformers' operators faster than the fit set's (BERT b32 +61 %, eager attention +48 … +51 %); encoders at "
+    "batch 256 under autocast move more bytes than the model prices (−25 … −44 %) (docs/accuracy.md)",
 )
 def test_the_suite_meets_spec_9() -> None:
     errors = [abs(r["error"]) for r in SUITE]

@@ -151,7 +151,8 @@ def test_cancel_stops_the_worker_and_keeps_nothing() -> None:
     from telemetry.measure import MeasureCancelled, MeasureJob, measure_spec
 
     spec = {**measure_spec(parse_workload(TINY_CNN), "cpu"), "warmup": 1, "steps": 100_000}
-    assert spec["cudnn_tf32"] is False  # measured with cuDNN's TF32 as sized (off unless the workload says on)
+    # measured with cuDNN's TF32 and algorithm search as sized (off unless the workload says on)
+    assert spec["cudnn_tf32"] is False and spec["cudnn_benchmark"] is False
     seen: list[int] = []
     job = MeasureJob(sys.executable, spec, timeout_s=120)
 

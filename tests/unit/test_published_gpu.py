@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import statistics
 
-import pytest
-
 from benchmarks.accuracy_published import DATA, errors
 from core.hardware.catalogue import find_device, load_catalogue
 
@@ -56,28 +54,24 @@ def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
     assert sum(abs(e) <= 0.25 for e in errs) >= 10
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ResNet-50 in IEEE fp32 on the V100 reads −46 % (200 against 369 images/s): cuDNN's CUDA-core "
-    "convolutions were fitted at 0.42 of the GEMMs' efficiency on the recorded H100 step run without "
-    "cudnn.benchmark; DeepLearningExamples turns it on, and its fp32 algorithms (Winograd, FFT) run 3 × 3 "
-    "convolutions in fewer operations (docs/accuracy.md)",
-)
 def test_resnet50_in_ieee_fp32_within_25_percent() -> None:
+    # DeepLearningExamples' ConvNets turn cudnn.benchmark on (training.cudnn_benchmark in the published
+    # network): the V100's 369 images/s read −12 % priced so, −46 % with the heuristics' kernels
     (err,) = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50" and c["precision"] == "fp32"]
     assert abs(err) <= 0.25
 
 
 def test_published_throughputs_of_held_out_gpus_and_networks_within_25_percent() -> None:
-    # SPEC 9 on the held-out rows: reached 44 of 46 within 25 %, mean |error| 10.0 % with the V100's six
-    # rows (39 of 40 and 9.3 % without them; 37 of 40 and 11 % with every GPU's matrix rates from its
+    # SPEC 9 on the held-out rows: reached 45 of 46 within 25 %, mean |error| 9.2 % with the V100's six
+    # rows (44 of 46 and 10.0 % before ResNet-50 fp32 was priced with cuDNN's search, as DeepLearningExamples
+    # runs it; 39 of 40 and 9.3 % without the V100; 37 of 40 and 11 % with every GPU's matrix rates from its
     # datasheet × the H100's efficiency; 33 of 42 and 14 % before TF32's GEMM efficiency and its spatial
-    # convolutions' transposes); the misses are ResNet-50 fp16 on the A10 (+25.4 %) and in IEEE fp32 on
-    # the V100 (−46 %, the expected failure above); BERT fp16 on the RTX 4090 reads −21/−20 % (was −29/−28 %)
+    # convolutions' transposes); the miss is ResNet-50 fp16 on the A10 (+25.4 %); BERT fp16 on the RTX 4090
+    # reads −21/−20 % (was −29/−28 %)
     errs = [abs(e) for _, e in HELD_OUT]
     assert len(errs) == 46
-    assert sum(e <= 0.25 for e in errs) >= 44, f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
-    assert statistics.mean(errs) <= 0.105
+    assert sum(e <= 0.25 for e in errs) >= 45, f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
+    assert statistics.mean(errs) <= 0.10
 
 
 def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:

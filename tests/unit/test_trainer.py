@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -73,8 +74,27 @@ def test_the_trainer_is_sent_the_resolved_layers_and_refuses_what_it_cannot_trai
     assert s["cudnn_tf32"] is False
     seed_doc["training"]["cudnn_tf32"] = True
     assert trainer_spec(parse_workload(seed_doc))["cudnn_tf32"] is True
+    # and cuDNN's algorithm search as the sizing priced it: PyTorch's default (off) unless told
+    assert s["cudnn_benchmark"] is False
+    seed_doc["training"]["cudnn_benchmark"] = True
+    assert trainer_spec(parse_workload(seed_doc))["cudnn_benchmark"] is True
     with pytest.raises(TrainRigError, match="does not support the layer type"):
         trainer_spec(parse_workload({"name": "gpt", "model": {"preset": "gpt2-small"}}))
+
+
+def test_the_worker_sets_cudnn_and_tf32_as_the_workload_was_sized() -> None:
+    flags = types.SimpleNamespace(
+        backends=types.SimpleNamespace(
+            cuda=types.SimpleNamespace(matmul=types.SimpleNamespace()), cudnn=types.SimpleNamespace()
+        )
+    )
+    cudnn, matmul = flags.backends.cudnn, flags.backends.cuda.matmul
+    train_worker.set_cudnn(flags, "fp32", {"cudnn_benchmark": True})
+    assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, False, False)
+    train_worker.set_cudnn(flags, "fp32", {"cudnn_tf32": True})
+    assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (False, True, False)
+    train_worker.set_cudnn(flags, "tf32", {})
+    assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (False, True, True)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the trainer needs torch==2.13.0")
