@@ -53,7 +53,8 @@ def published_cases() -> list[dict]:
                 **r,
                 "model": net["model"],
                 "optimizer": net["optimizer"],
-                "training": net.get("training", {}),  # how the published code trains (its attention)
+                # how the published code trains (its attention; in fp16, apex amp O2's half-precision model)
+                "training": {**net.get("training", {}), **net.get("training_by_precision", {}).get(precision, {})},
                 "unit": net["unit"],
                 "precision": precision,
                 "part": "fit"

@@ -132,6 +132,9 @@ POWER_CLOCK_EXPONENT = 1 / 3
 # fp8 GEMMs (Transformer Engine, torchao float8) reach a lower share of their peak than bf16 ones:
 # the scaling and casts around them (TrainRig estimate)
 FP8_GEMM_EFFICIENCY = 0.85  # the memory-efficient kernel on CUDA cores (TrainRig estimate)
+# Under torch.autocast a matrix product casts an fp32 input to half (read 4 bytes, write 2 an element)
+# and autograd casts the input's half gradient back (read 2, write 4): one kernel each way
+AUTOCAST_CAST_BYTES = 6
 # Elementwise kinds: tensor elements read or written per element over forward and backward, and
 # kernels launched (op_work.ELEMENT_ACCESSES holds the accesses; the kernel counts are TrainRig's
 # from PyTorch's CUDA kernels: dropout forward and backward, layer norm forward, input-gradient
@@ -487,6 +490,14 @@ def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: 
     if fused:
         return moved * 0.5
     return max(moved, kernels * KERNEL_FLOOR_S)
+
+
+def autocast_cast_s(elems: Any, gpu: GpuFigures, fused: bool = False) -> Any:
+    """Seconds of one direction of autocast's casts of ``elems`` elements (one, or an array): an fp32
+    input to half for a matrix product, or its gradient back; at least one kernel. ``fused``
+    (torch.compile): folded into its neighbour's kernel as an elementwise chain is, half its bytes."""
+    moved = AUTOCAST_CAST_BYTES * np.asarray(elems, dtype=float) / gpu.bandwidth
+    return 0.5 * moved if fused else np.maximum(moved, KERNEL_FLOOR_S)
 
 
 def optimizer_s(params: float, gpu: GpuFigures, accesses: float) -> float:

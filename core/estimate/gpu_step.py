@@ -21,6 +21,7 @@ from core.estimate.gpu_kernels import (
     NCHW_TRANSPOSE_ACCESSES,
     aligned_efficiency,
     attention_op_s,
+    autocast_cast_s,
     conv_efficiency,
     conv_search,
     cudnn_precision,
@@ -57,6 +58,12 @@ class _MatrixOps:
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
+    elementwise_fp32: tuple[np.ndarray, ...]  # per kind: whether each of its ops moves fp32 under autocast
+    # autocast's casts of fp32 inputs to half precision: elements per sample (× the calls casting them),
+    # where, and whether the op reads the network's input (no gradient to cast back)
+    cast_elems: np.ndarray
+    cast_at: np.ndarray
+    cast_first: np.ndarray
     # where each of the above sits in the op list (forward order): the per-op device times of pass_kernels
     shaped_at: np.ndarray
     unshaped_at: tuple[int, ...]
@@ -84,12 +91,14 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
     shaped = [ops[i] for i in shaped_at]
     unshaped_at = tuple(i for i, o in enumerate(ops) if matrix(o) and not has_shape(o))
     others_at = tuple(i for i, o in enumerate(ops) if o.rnn or o.name == "sdpa")
-    kinds: dict[str, tuple[list[float], list[int]]] = {}
+    kinds: dict[str, tuple[list[float], list[int], list[bool]]] = {}
     for i, o in enumerate(ops):
         for kind, elems in o.elementwise:
-            row = kinds.setdefault(kind, ([], []))
+            row = kinds.setdefault(kind, ([], [], []))
             row[0].append(elems)
             row[1].append(i)
+            row[2].append(o.fp32_io)
+    cast_at = [i for i, o in enumerate(ops) if o.input_casts]
     built = _MatrixOps(
         rows=np.array([o.gemm_rows for o in shaped], dtype=float),
         n=np.array([o.gemm_n for o in shaped], dtype=float),
@@ -106,6 +115,10 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         unshaped=tuple(ops[i] for i in unshaped_at),
         others=tuple(ops[i] for i in others_at),
         elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
+        elementwise_fp32=tuple(np.array(v[2], dtype=bool) for v in kinds.values()),
+        cast_elems=np.array([ops[i].in_elems * ops[i].input_casts for i in cast_at], dtype=float),
+        cast_at=np.array(cast_at, dtype=int),
+        cast_first=np.array([ops[i].first for i in cast_at], dtype=bool),
         matmul_weights=float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k))
         + float(
             sum(o.rnn[0] * (4 if o.name == "lstm" else 3) * o.rnn[1] * (o.rnn[1] + o.rnn[2]) for o in ops if o.rnn)
@@ -155,13 +168,19 @@ def pass_kernels(
     attention: str = "auto",
     cudnn_tf32: bool = False,
     cudnn_benchmark: bool = False,
+    autocast: bool = True,
+    fp32_accesses: Mapping[str, float] | None = None,
 ) -> PassKernels:
     """The forward and backward kernels at batch ``b``, op by op: the same prices as matrix_op_s,
     rnn_op_s, attention_op_s and elementwise_s, over arrays built once per op list; convolutions and
     recurrent layers in ``cudnn_precision`` (TF32 for fp32 where cuDNN may use it). A matrix product's
     forward GEMM is its forward (again in backward under full checkpointing), its two gradient GEMMs
     its backward; the rest splits FORWARD_SHARE : 1 − FORWARD_SHARE. ``cudnn_benchmark``: convolutions
-    as cuDNN's algorithm search runs them where conv_search says."""
+    as cuDNN's algorithm search runs them where conv_search says. ``autocast``: half-precision mixed
+    precision runs under torch.autocast (the weights fp32, training.precision_layout "autocast"): the
+    tensors the graph keeps in fp32 move 4 bytes an element (at ``fp32_accesses`` where a kind's kernels
+    move other accesses on fp32 tensors: an op variant's), and each matrix product casts an fp32 input to
+    half and its gradient back (autocast_cast_s)."""
     gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     mo = _matrix_ops(ops)
@@ -233,12 +252,21 @@ def pass_kernels(
             add(fwd_s, bwd_s, i, scores)
         else:
             add(comp_f, comp_b, i, attention_op_s(op, b, precision, gpu, checkpointing))
-    for (kind, elems), at in zip(mo.elementwise, mo.elementwise_at, strict=True):
-        moved = element_accesses[kind] * nbytes * elems * b / gpu.bandwidth
+    mixed = autocast and nbytes == 2
+    wide = fp32_accesses or {}
+    for (kind, elems), at, fp32 in zip(mo.elementwise, mo.elementwise_at, mo.elementwise_fp32, strict=True):
+        per_element = element_accesses[kind] * nbytes
+        if mixed:
+            per_element = np.where(fp32, wide.get(kind, element_accesses[kind]) * 4, per_element)
+        moved = per_element * elems * b / gpu.bandwidth
         if compile_model:
             add(fwd_s, bwd_s, at, moved * 0.5)
         else:
             add(fwd_s, bwd_s, at, np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S))
+    if mixed and len(mo.cast_at):  # one cast a call forward, one back for the input's gradient
+        cast = autocast_cast_s(mo.cast_elems * b, gpu, compile_model)
+        fwd_s[mo.cast_at] += cast
+        bwd_s[mo.cast_at] += np.where(mo.cast_first, 0.0, cast)
     compute = float(comp_f.sum() + comp_b.sum())
     memory = float(fwd_s.sum() + bwd_s.sum())
     return PassKernels(compute, memory, comp_f + fwd_s, comp_b + bwd_s)

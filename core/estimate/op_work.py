@@ -48,6 +48,9 @@ ELEMENTWISE_KIND = {
     "rotary_complex": ("rotary_complex",),
 }
 PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
+# Matrix-product calls of a graph op that each cast its fp32 input to half under autocast (separate q, k
+# and v projections, as torchbridge, Hugging Face and NVIDIA's BERT write them; SwiGLU's gate and up)
+AUTOCAST_INPUT_CASTS = {"qkv_proj": 3, "gate_up": 2}
 # Before calibration: tensor elements read or written per element by the forward and backward of
 # each kind (TrainRig estimates from the kernels' passes; e.g. ReLU reads x and writes y, then reads
 # the gradient and y and writes the input gradient: 5), moved at the device's bandwidth.
@@ -133,6 +136,11 @@ class OpWork:
     scores: float = 0.0
     heads: int = 0
     attn_dropout: bool = False
+    # under torch.autocast: whether the op's elementwise tensors are fp32 (the residual stream after an
+    # fp32 embedding, norms' outputs and the adds that meet them) and how many matrix-product calls
+    # cast its fp32 input to half precision (q, k and v each cast it: 3)
+    fp32_io: bool = False
+    input_casts: int = 0
 
 
 def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
@@ -164,7 +172,10 @@ def _gemm_fields(g: Graph, op: Op) -> dict[str, Any]:
         "in_elems": float(g.tensors[op.input_id].elems),
         "out_elems": float(g.tensors[op.output_id].elems),
         "causal": op.causal,
+        "fp32_io": g.tensors[op.output_id].fp32 or g.tensors[op.input_id].fp32,
     }
+    if op.flops and op.matmul_params and op.name not in ("sdpa", "lstm", "gru") and g.tensors[op.input_id].fp32:
+        fields["input_casts"] = AUTOCAST_INPUT_CASTS.get(op.name, 1)
     if op.scores:
         fields.update(scores=float(op.scores), heads=op.heads, attn_dropout=op.attn_dropout)
     if op.name in ("lstm", "gru") and len(op.tensor_sizes) >= 2:
@@ -288,6 +299,7 @@ def op_times(
     attention: str = "auto",
     cudnn_tf32: bool = False,
     cudnn_benchmark: bool = False,
+    autocast: bool = True,
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
     optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements, at batch
@@ -296,10 +308,11 @@ def op_times(
     On an NVIDIA GPU without measured GPU rates, the kernels' times come from the GPU kernel model
     (core/estimate/gpu_kernels.py), which also follows ``memory_format``, ``compile_model`` and, in
     fp32, ``cudnn_tf32`` (cuDNN's convolutions and recurrent layers on TF32 tensor cores) and
-    ``cudnn_benchmark`` (cuDNN's algorithm search for each convolution)."""
+    ``cudnn_benchmark`` (cuDNN's algorithm search for each convolution); in half-precision mixed
+    precision ``autocast`` (fp32 weights under torch.autocast: fp32 residual stream and casts)."""
     model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     if uses_gpu_kernels(setup):
-        g = gpu_pass(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32, cudnn_benchmark)
+        g = gpu_pass(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32, cudnn_benchmark, autocast)
         return g.compute, g.memory, g.optimizer
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
@@ -417,6 +430,7 @@ def gpu_pass(
     attention: str = "auto",
     cudnn_tf32: bool = False,
     cudnn_benchmark: bool = False,
+    autocast: bool = True,
 ) -> GpuPass:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
@@ -424,15 +438,18 @@ def gpu_pass(
     model, ops, device, _, precision, optimizer, checkpointing, _, cal = setup.parts()
     gpu = gpu_kernels.figures(device, cal)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
+
     # an op variant's bytes as accesses of the activation precision, like the other kinds; under
     # torch.compile its decomposed kernels fuse into what the kind nearest to it moves
-    accesses = {
-        **ELEMENT_ACCESSES,
-        **{
-            k: ELEMENT_ACCESSES[CPU_VARIANT_KIND[k][0]] if compile_model else sum(variant_bytes(k, nbytes)) / nbytes
+    def variant_accesses(act_bytes: int) -> dict[str, float]:
+        return {
+            k: ELEMENT_ACCESSES[CPU_VARIANT_KIND[k][0]]
+            if compile_model
+            else sum(variant_bytes(k, act_bytes)) / act_bytes
             for k in VARIANT_BYTES
-        },
-    }
+        }
+
+    accesses = {**ELEMENT_ACCESSES, **variant_accesses(nbytes)}
     kernels = gpu_step.pass_kernels(
         ops,
         b,
@@ -447,6 +464,8 @@ def gpu_pass(
         attention,
         cudnn_tf32,
         cudnn_benchmark,
+        autocast,
+        variant_accesses(4),  # a variant on the fp32 tensors of autocast: its fp32 kernels' bytes
     )
     loss = gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_step.matrix_weights(ops)

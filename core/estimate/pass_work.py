@@ -110,6 +110,8 @@ def pass_work(
             "cudnn_benchmark": kernel_options[3],
             "fp8": large.fp8,
             "attention": large.attention,
+            # half precision under torch.autocast (fp32 weights), not a model held in half precision
+            "autocast": large.precision_layout == "autocast",
         }
         if uses_gpu_kernels(setup):  # the kernels op by op: where the host's dispatch leaves the GPU waiting
             order = gpu_pass(setup, b, **options)

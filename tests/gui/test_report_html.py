@@ -33,6 +33,7 @@ def test_the_cloud_column_shows_cents_below_100() -> None:
     assert cand.cost.cloud_cost is not None and 0.1 < cand.cost.cloud_cost < 1.0
     assert cloud == f"{cand.cost.cloud_cost:.2f}"
     # energy as every figure (fmt_sig: three significant digits, trailing zeros dropped; it read "0.7");
-    # this day of BERT on one RTX 4090 takes about 0.64 kWh
-    assert capex == "3,399" and energy == fmt_sig(cand.cost.energy_kwh) and 0.6 < float(energy) < 0.7
+    # this day of BERT on one RTX 4090 takes about 0.72 kWh (0.64 before autocast's fp32 residual stream
+    # was priced)
+    assert capex == "3,399" and energy == fmt_sig(cand.cost.energy_kwh) and 0.65 < float(energy) < 0.8
     assert energy != f"{cand.cost.energy_kwh:.1f}"

@@ -137,22 +137,25 @@ def test_ieee_fp32_convolutions_under_cudnns_search() -> None:
 
 
 def test_the_suite_held_out_as_reached() -> None:
-    # 201 steps (a seeded sample of the suite and 40 random architectures): 160 within 25 %, mean 16 %;
+    # 201 steps (a seeded sample of the suite and 40 random architectures): 167 within 25 %, mean 15.0 %;
     # 134 and 24 % before the device-tensor loop stopped paying a disk read, misaligned products their
     # kernels, cuDNN's convolutions their host work and recurrent layers their time step's floor; 156 and
-    # 19 % before IEEE fp32 convolutions were priced as cuDNN's search runs them. Transformers' decoders
-    # 51 of 60
+    # 19 % before IEEE fp32 convolutions were priced as cuDNN's search runs them, 160 and 16 % before
+    # autocast's fp32 residual stream and casts. Transformers' decoders 53 of 60, encoders 35 of 49
     errors = [r["error"] for r in SUITE]
-    assert len(SUITE) == 201 and within(errors) >= 158 and statistics.mean(map(abs, errors)) <= 0.17
+    assert len(SUITE) == 201 and within(errors) >= 165 and statistics.mean(map(abs, errors)) <= 0.155
     decoders = [r["error"] for r in SUITE if r["family"] in ("decoder", "random decoder")]
     assert within(decoders) >= 0.8 * len(decoders)
+    # the encoders, whose batch-256 steps are bound by autocast's fp32 residual stream: 30 of 49 before it
+    encoders = [r["error"] for r in SUITE if r["family"] in ("encoder", "random encoder")]
+    assert len(encoders) == 49 and within(encoders) >= 34
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="160 of 201 H200 suite steps within 25 % (bar: 90 %), mean 16 % (bar: 15 %): this host dispatches "
-    "transformers' operators faster than the fit set's (BERT b32 +61 %, eager attention +48 … +51 %); encoders at "
-    "batch 256 under autocast move more bytes than the model prices (−25 … −44 %) (docs/accuracy.md)",
+    reason="167 of 201 H200 suite steps within 25 % (bar: 90 %), mean 15.0 % (bar: 15 %): this host dispatches "
+    "transformers' operators faster than the fit set's (25 of the 34 misses host-bound in the model and too slow: "
+    "BERT b32 +60 %, eager attention +47 … +50 %) (docs/accuracy.md)",
 )
 def test_the_suite_meets_spec_9() -> None:
     errors = [abs(r["error"]) for r in SUITE]

@@ -99,12 +99,18 @@ def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:
 
 def test_bert_priced_as_the_published_code_computes_its_attention() -> None:
     # DeepLearningExamples' BERT computes attention unfused (matmul, division, mask, softmax, dropout,
-    # matmul), priced as training.attention "eager". Reached (held out): 34 of 34 within 25 %, mean
-    # |error| 9.1 %, worst −21 % (RTX 4090 fp16; −29 % before the GeForce cards' published matmul rates;
-    # the V100's four rows −11 … +1 %); with PyTorch 2's flash attention it read 9 of 32, mean 47 %, +114 %
+    # matmul), priced as training.attention "eager", and in fp16 holds the whole model in fp16 (apex amp
+    # O2), priced as precision_layout "deepspeed" (the same states; no fp32 residual stream). Reached (held
+    # out): 34 of 34 within 25 %, mean |error| 8.8 %, worst −22 % (RTX 4090 fp16; −29 % before the GeForce
+    # cards' published matmul rates; the V100's four rows −13 … +3 %); with PyTorch 2's flash attention it
+    # read 9 of 32, mean 47 %, +114 %; priced under torch.autocast instead, its fp16 rows read 3–6 % slower
+    # and the RTX 4090's two −28/−30 %
     errs = [e for c, e in HELD_OUT if c["benchmark"].startswith("bert")]
     assert len(errs) == 34
-    assert all(c["training"] == {"attention": "eager"} for c, _ in HELD_OUT if c["benchmark"].startswith("bert"))
+    for c, _ in HELD_OUT:
+        if c["benchmark"].startswith("bert"):
+            layout = {"precision_layout": "deepspeed"} if c["precision"] == "fp16_mixed" else {}
+            assert c["training"] == {"attention": "eager", **layout}
     assert statistics.mean(abs(e) for e in errs) <= 0.10
     assert max(abs(e) for e in errs) <= 0.22
     assert sum(abs(e) <= 0.25 for e in errs) == 34
