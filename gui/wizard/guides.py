@@ -48,7 +48,12 @@ two for Adam and AdamW (4 bytes each in fp32).</p>
 <p><b>Precision</b> — fp32, TF32, or mixed bf16/fp16 (autocast keeps fp32 weights and adds
 half-precision copies). fp32 is priced as IEEE fp32 on CUDA cores; PyTorch's default lets cuDNN run
 convolutions and LSTM/GRU layers on TF32 tensor cores on Ampere and later GPUs — tick <i>cuDNN TF32</i>
-under Large models and kernels if your code keeps it. TF32 puts every matrix product on them.</p>
+under Large models and kernels if your code keeps it, and <i>cuDNN benchmark</i> if it sets
+<code>torch.backends.cudnn.benchmark = True</code> (cuDNN then picks Winograd kernels for fp32 3 × 3
+convolutions: VGG-11 fp32 on an H200 measured 29 ms, where the heuristics' kernels are priced at 84).
+TF32 puts every matrix product on them. In bf16/fp16 under autocast the residual stream and the norms
+stay fp32 and each matrix product casts its input; a model held in half precision (a precision
+layout below) moves 2-byte activations.</p>
 <p><b>Checkpointing</b> — <i>full</i> keeps one activation per block and recomputes the rest in
 backward: about a third more compute for much less memory; <i>selective</i> keeps the matrix
 products' and attention's outputs and recomputes only the cheap ops (norms, activations, dropout):
@@ -76,8 +81,8 @@ Nth block only (torchtitan's layer policy); the attention kernel; the precision 
 DeepSpeed or Megatron (where the fp32 master weights live, sharded); fp8 matrix products, and FSDP
 gathering the weights already in fp8; offloading the optimizer or the parameters to CPU RAM or NVMe (memory saved,
 PCIe/NVMe traffic paid); fused, foreach or per-tensor optimizers; tensor, pipeline (with its bubble
-of (p − 1)/m), sequence and context parallelism and HYBRID_SHARD; channels_last, torch.compile and
-cuDNN's TF32 in fp32.
+of (p − 1)/m), sequence and context parallelism and HYBRID_SHARD; channels_last, torch.compile,
+cuDNN's TF32 in fp32 and cuDNN's algorithm search.
 Each control's tooltip says what it changes; docs/sizing.md §4e gives every term and its source.</p>
 """,
 }
