@@ -55,6 +55,7 @@ class _MatrixOps:
     kernel_area: np.ndarray  # a convolution's kernel height × width (0 for a linear layer)
     unit_stride: np.ndarray  # a convolution at stride 1
     io_elems: np.ndarray  # input + output elements per sample
+    bias_elems: np.ndarray  # output elements per sample whose gradient a bias sums over the rows (0: none)
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
@@ -112,6 +113,7 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
             dtype=bool,
         ),
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
+        bias_elems=np.array([o.out_elems if o.bias else 0.0 for o in shaped], dtype=float),
         unshaped=tuple(ops[i] for i in unshaped_at),
         others=tuple(ops[i] for i in others_at),
         elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
@@ -231,6 +233,11 @@ def pass_kernels(
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     comp_f[mo.shaped_at] += fwd
     comp_b[mo.shaped_at] += fwd * (1 if checkpointing else 0) + wgrad + np.where(mo.first, 0.0, dgrad)
+    # a bias's gradient: one reduction kernel reading the output gradient (in the activations' dtype)
+    biased = mo.bias_elems > 0
+    if biased.any():
+        reduce = np.maximum(mo.bias_elems[biased] * b * nbytes / gpu.bandwidth, KERNEL_FLOOR_S)
+        bwd_s[mo.shaped_at[biased]] += reduce
     transposed = nchw_transposes(cudnn, gpu, memory_format)
     if transposed:
         paying = mo.is_conv if transposed == "all" else mo.conv

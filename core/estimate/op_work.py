@@ -141,6 +141,7 @@ class OpWork:
     # cast its fp32 input to half precision (q, k and v each cast it: 3)
     fp32_io: bool = False
     input_casts: int = 0
+    bias: bool = False  # a matrix product with a bias: backward reduces its output gradient over the rows
 
 
 def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
@@ -187,7 +188,9 @@ def _gemm_fields(g: Graph, op: Op) -> dict[str, Any]:
     elif op.flops and op.matmul_params and op.name != "sdpa":
         rows = op.flops / (2 * op.matmul_params)
         n = fields["out_elems"] / rows
-        fields.update(gemm_rows=rows, gemm_n=n, gemm_k=op.matmul_params / n)
+        fields.update(
+            gemm_rows=rows, gemm_n=n, gemm_k=op.matmul_params / n, bias=sum(op.tensor_sizes) > op.matmul_params
+        )
     return fields
 
 

@@ -199,8 +199,9 @@ def test_autocast_keeps_the_residual_stream_in_fp32_and_casts_at_each_product() 
     bandwidth = figures(device("H200 SXM")).bandwidth
     assert autocast.memory_s - half.memory_s == pytest.approx((12 * 108 + 47) * 768 * 64 * 128 / bandwidth, rel=1e-9)
     # on the H200's real BERT-base b64 bf16 step (tests/fixtures/profiles/h200-bert-base-b64.profile.json)
-    # the memory-bound kernels but the optimizer's took 10.5 ms: priced at 5.0 ms so, 2.8 ms before
-    assert 4.5e-3 < autocast.memory_s - autocast.optimizer_s < 5.5e-3
+    # the memory-bound kernels but the optimizer's took 10.5 ms: priced at 5.3 ms so (with the biases'
+    # gradient reductions, 1.3 ms of that step, at the bandwidth), 2.8 ms before either
+    assert 5.0e-3 < autocast.memory_s - autocast.optimizer_s < 5.7e-3
 
 
 def test_compile_fuses_elementwise_chains() -> None:
@@ -225,7 +226,14 @@ def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_t
     # pass_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
     # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op, and each op's forward
     # and backward seconds (the order the device runs them in) add up to it
-    from core.estimate.gpu_kernels import attention_op_s, autocast_cast_s, elementwise_s, matrix_op_s, rnn_op_s
+    from core.estimate.gpu_kernels import (
+        KERNEL_FLOOR_S,
+        attention_op_s,
+        autocast_cast_s,
+        elementwise_s,
+        matrix_op_s,
+        rnn_op_s,
+    )
     from core.estimate.gpu_step import pass_kernels
     from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
     from core.network.model import analyze_model
@@ -250,6 +258,8 @@ def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_t
             memory += elementwise_s(kind, elems * b, 4 if wide else nbytes, gpu, False, ELEMENT_ACCESSES[kind])
         if nbytes == 2 and op.input_casts:
             memory += autocast_cast_s(op.in_elems * op.input_casts * b, gpu) * (1 if op.first else 2)
+        if op.bias and op.gemm_rows:  # the bias's gradient: a reduction over the output gradient
+            memory += max(op.out_elems * b * nbytes / gpu.bandwidth, KERNEL_FLOOR_S)
     got = pass_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
     assert (got.compute, got.memory) == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))
     assert len(got.forward) == len(got.backward) == len(ops)

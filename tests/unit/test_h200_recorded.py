@@ -137,13 +137,14 @@ def test_ieee_fp32_convolutions_under_cudnns_search() -> None:
 
 
 def test_the_suite_held_out_as_reached() -> None:
-    # 201 steps (a seeded sample of the suite and 40 random architectures): 167 within 25 %, mean 15.0 %;
+    # 201 steps (a seeded sample of the suite and 40 random architectures): 167 within 25 %, mean 14.8 %;
     # 134 and 24 % before the device-tensor loop stopped paying a disk read, misaligned products their
     # kernels, cuDNN's convolutions their host work and recurrent layers their time step's floor; 156 and
     # 19 % before IEEE fp32 convolutions were priced as cuDNN's search runs them, 160 and 16 % before
-    # autocast's fp32 residual stream and casts. Transformers' decoders 53 of 60, encoders 35 of 49
+    # autocast's fp32 residual stream and casts, 167 and 15.0 % before a bias's gradient. Transformers'
+    # decoders 53 of 60, encoders 35 of 49
     errors = [r["error"] for r in SUITE]
-    assert len(SUITE) == 201 and within(errors) >= 165 and statistics.mean(map(abs, errors)) <= 0.155
+    assert len(SUITE) == 201 and within(errors) >= 165 and statistics.mean(map(abs, errors)) <= 0.15
     decoders = [r["error"] for r in SUITE if r["family"] in ("decoder", "random decoder")]
     assert within(decoders) >= 0.8 * len(decoders)
     # the encoders, whose batch-256 steps are bound by autocast's fp32 residual stream: 30 of 49 before it
@@ -153,7 +154,7 @@ def test_the_suite_held_out_as_reached() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="167 of 201 H200 suite steps within 25 % (bar: 90 %), mean 15.0 % (bar: 15 %): this host dispatches "
+    reason="167 of 201 H200 suite steps within 25 % (bar: 90 %), mean 14.8 % (bar: 15 %, met): this host dispatches "
     "transformers' operators faster than the fit set's (25 of the 34 misses host-bound in the model and too slow: "
     "BERT b32 +60 %, eager attention +47 … +50 %) (docs/accuracy.md)",
 )
