@@ -20,6 +20,7 @@ import statistics
 import sys
 import types
 from collections import defaultdict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,7 +33,9 @@ from benchmarks.fitting import least_log_error, seeded_halves  # noqa: E402
 from core.estimate.gemm import TILE, gemm_s  # noqa: E402
 from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, matrix_op_s, rnn_op_s  # noqa: E402
 from core.estimate.op_work import OpWork  # noqa: E402
+from core.estimate.sizing import size_candidate  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
+from core.spec.workload import parse_workload  # noqa: E402
 
 DATA = ROOT / "resources/published/deepbench_train.json"
 FIT_SEED = 2026  # the skinny products' split: the fit half and the held-out half
@@ -75,19 +78,21 @@ def rnn_errors() -> list[tuple[dict, float, float]]:
     return out
 
 
-def conv_errors() -> list[tuple[dict, float, float]]:
+def conv_errors(only: Iterable[int] | None = None) -> list[tuple[dict, float, float]]:
     """(row, predicted seconds, error) of every published fp32 convolution: forward, the gradient with
     respect to the parameters and (but for a layer on the network's input) to the inputs, priced by
-    matrix_op_s with cuDNN's algorithm search, as DeepBench picked its algorithms."""
+    matrix_op_s with cuDNN's algorithm search, as DeepBench picked its algorithms; ``only``: those rows."""
     doc, gpus = _data()
     out = []
-    for r in doc["conv"]:
+    rows = doc["conv"] if only is None else [doc["conv"][i] for i in only]
+    for r in rows:
         area = r["filter_w"] * r["filter_h"]
         rows = r["out_w"] * r["out_h"]
         op = OpWork(
             rate="conv",
             pointwise=area == 1,
             kernel_area=area,
+            winograd_shape=r["filter_w"] == r["filter_h"] and r["stride_w"] == r["stride_h"] == 1,
             first=r["bwd_inputs_ms"] is None,
             flops=2.0 * rows * r["k"] * r["c"] * area,
             gemm_rows=float(rows),
@@ -111,22 +116,26 @@ def fit_conv(seed: int = FIT_SEED) -> tuple[tuple[int, ...], float, float]:
     """(WINOGRAD_KERNEL_AREAS, CONV_SEARCH_EFFICIENCY, WINOGRAD_SPEEDUP): the kernel areas (3 × 3, or
     3 × 3 and 5 × 5), efficiency (0.30–1.00 by 0.02) and speed-up (1.0–4.0 by 0.1) with the least mean
     squared log error over the fit half of these convolutions plus that over the fit half of a lent
-    H200's fp32 convolutional steps (cudnn.benchmark on; benchmarks/accuracy_suite_recorded.py
-    conv_halves): the two sources weigh the same, 94 kernels of two 2017–2018 GPUs and 8 steps of the
-    reference card."""
-    from benchmarks.accuracy_suite_recorded import cases, recorded
+    H200's IEEE fp32 convolutional steps (cudnn.benchmark on, cuDNN's TF32 off: the steps the search's
+    pricing applies to; benchmarks/accuracy_suite_recorded.py conv_halves): the two sources weigh the
+    same, 94 kernels of two 2017–2018 GPUs and 6 steps of the reference card."""
+    from benchmarks.accuracy_suite_recorded import DEVICES, recorded
     from benchmarks.accuracy_suite_recorded import conv_halves as suite_halves
 
     fit, _ = conv_halves(seed)
-    steps = [m for m in suite_halves(recorded(), seed)[0] if m["workload"]["training"]["precision"] == "fp32"]
+    catalogue = tuple(load_catalogue())
+    steps = [  # parsed once: the grid sizes them 2,232 times
+        (parse_workload(m["workload"]), find_device(DEVICES[m["device"]], catalogue), m["step_time_s"])
+        for m in suite_halves(recorded(), seed)[0]
+        if m["workload"]["training"]["precision"] == "fp32" and not m["workload"]["training"].get("cudnn_tf32")
+    ]
     saved = gpu_kernels.WINOGRAD_KERNEL_AREAS, gpu_kernels.CONV_SEARCH_EFFICIENCY, gpu_kernels.WINOGRAD_SPEEDUP
 
     def loss(v: tuple[tuple[int, ...], float, float]) -> float:
         # each source weighs the same: the mean squared log error of the kernels plus the steps'
         gpu_kernels.WINOGRAD_KERNEL_AREAS, gpu_kernels.CONV_SEARCH_EFFICIENCY, gpu_kernels.WINOGRAD_SPEEDUP = v
-        errs = conv_errors()
-        kernels = [math.log1p(errs[i][2]) ** 2 for i in fit]
-        on_h200 = [math.log1p(c["error"]) ** 2 for c in cases(lines=steps)]
+        kernels = [math.log1p(e) ** 2 for _, _, e in conv_errors(fit)]
+        on_h200 = [math.log(size_candidate(w, dev, 1).step.step_s / measured) ** 2 for w, dev, measured in steps]
         return statistics.mean(kernels) + statistics.mean(on_h200)
 
     grid = [

@@ -77,7 +77,7 @@ CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
 # fitted on steps that ran with the benchmark on.
 CONV_SEARCH_EFFICIENCY = 0.86
 WINOGRAD_SPEEDUP = 2.2
-WINOGRAD_KERNEL_AREAS = (9,)  # 3 × 3, at stride 1
+WINOGRAD_KERNEL_AREAS = (9,)  # 3 × 3 (square, stride 1, undilated, ungrouped: graph.Op.winograd_shape)
 # Hopper's and Blackwell's fast matrix-product kernels (wgmma fed by the tensor memory accelerator:
 # cuBLAS's nvjet family) need each operand's rows to start on 16 bytes. A dimension of a half-precision
 # product that is not a multiple of 8 elements (of 4 in TF32) sends cuBLAS to Turing-era CUTLASS
@@ -323,18 +323,11 @@ def conv_search(precision: str, gpu: GpuFigures, cudnn_benchmark: bool) -> bool:
     return bool(cudnn_benchmark) and not gpu.tensor_cores(precision)
 
 
-def unit_stride(kernel_area: Any, gemm_rows: Any, in_elems: Any, gemm_k: Any) -> Any:
-    """Whether a convolution (one, or arrays of them) runs at stride 1: its output has at least half
-    its input's pixels (stride 2 gives a quarter)."""
-    area = np.maximum(np.asarray(kernel_area, dtype=float), 1.0)
-    in_pixels = np.asarray(in_elems, dtype=float) / np.maximum(np.asarray(gemm_k, dtype=float) / area, 1.0)
-    return 2 * np.asarray(gemm_rows, dtype=float) >= in_pixels
-
-
-def winograd(kernel_area: Any, stride_one: Any) -> Any:
-    """Whether convolutions of these kernel areas (at stride 1 where ``stride_one``) are those cuDNN's
-    search runs on Winograd kernels: WINOGRAD_KERNEL_AREAS at stride 1."""
-    return np.isin(np.asarray(kernel_area), WINOGRAD_KERNEL_AREAS) & np.asarray(stride_one, dtype=bool)
+def winograd(kernel_area: Any, square_unit: Any) -> Any:
+    """Whether convolutions (one, or arrays of them) are those cuDNN's search runs on Winograd kernels:
+    WINOGRAD_KERNEL_AREAS among the square, stride-1, undilated and ungrouped ones (``square_unit``:
+    graph.Op.winograd_shape)."""
+    return np.isin(np.asarray(kernel_area), WINOGRAD_KERNEL_AREAS) & np.asarray(square_unit, dtype=bool)
 
 
 def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
@@ -376,7 +369,7 @@ def matrix_op_s(
     m = rows * b
     if not conv:  # cuDNN pads a convolution's channels itself
         eff = float(aligned_efficiency(eff, (m, n, k), precision, gpu))
-    if search and winograd(op.kernel_area, unit_stride(op.kernel_area, rows, op.in_elems, k)):
+    if search and winograd(op.kernel_area, op.winograd_shape):
         k /= WINOGRAD_SPEEDUP
     tiles = not conv or search  # tiles fitted to the output's sides (cuBLAS, cuDNN's search)
     fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, tiles)
@@ -492,12 +485,13 @@ def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: 
     return max(moved, kernels * KERNEL_FLOOR_S)
 
 
-def autocast_cast_s(elems: Any, gpu: GpuFigures, fused: bool = False) -> Any:
-    """Seconds of one direction of autocast's casts of ``elems`` elements (one, or an array): an fp32
-    input to half for a matrix product, or its gradient back; at least one kernel. ``fused``
-    (torch.compile): folded into its neighbour's kernel as an elementwise chain is, half its bytes."""
+def autocast_cast_s(elems: Any, gpu: GpuFigures, fused: bool = False, kernels: Any = 1) -> Any:
+    """Seconds of one direction of autocast's casts of ``elems`` elements (one, or an array) in
+    ``kernels`` casts: an fp32 input to half for a matrix product, or its gradient back; at least a
+    kernel's floor each. ``fused`` (torch.compile): folded into its neighbour's kernel as an
+    elementwise chain is, half its bytes."""
     moved = AUTOCAST_CAST_BYTES * np.asarray(elems, dtype=float) / gpu.bandwidth
-    return 0.5 * moved if fused else np.maximum(moved, KERNEL_FLOOR_S)
+    return 0.5 * moved if fused else np.maximum(moved, np.asarray(kernels) * KERNEL_FLOOR_S)
 
 
 def optimizer_s(params: float, gpu: GpuFigures, accesses: float) -> float:

@@ -55,6 +55,12 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
             "NCHW convolutions in half precision pay cuDNN's layout transposes "
             "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)"
         )
+        if not t.cudnn_benchmark:
+            out.append(
+                "half-precision convolutions are priced as cuDNN's algorithm search runs them; without it "
+                "(training.cudnn_benchmark false, PyTorch's default) cuDNN's heuristics ran ResNet-50 bf16 NCHW "
+                "at batch 64 16–24 % slower than priced (an H100, an H200)"
+            )
     if t.precision == "fp32" and device.tf32_flops and cudnn:
         out.append(
             "in fp32, cuDNN runs the convolutions and LSTM/GRU layers on TF32 tensor cores "

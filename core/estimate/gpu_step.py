@@ -32,7 +32,6 @@ from core.estimate.gpu_kernels import (
     nchw_transposes,
     rnn_op_s,
     unfused_attention_s,
-    unit_stride,
     winograd,
 )
 from core.hardware.catalogue import DeviceSpec
@@ -53,9 +52,10 @@ class _MatrixOps:
     conv: np.ndarray  # a convolution larger than 1 × 1 (cuDNN's efficiency)
     is_conv: np.ndarray  # any convolution (NCHW transposes in half precision; ``conv`` in TF32)
     kernel_area: np.ndarray  # a convolution's kernel height × width (0 for a linear layer)
-    unit_stride: np.ndarray  # a convolution at stride 1
+    winograd_shape: np.ndarray  # a square, stride-1, undilated, ungrouped convolution
     io_elems: np.ndarray  # input + output elements per sample
     bias_elems: np.ndarray  # output elements per sample whose gradient a bias sums over the rows (0: none)
+    projections: np.ndarray  # matrix-product calls of each op (a reduction, a cast each)
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
@@ -65,6 +65,7 @@ class _MatrixOps:
     cast_elems: np.ndarray
     cast_at: np.ndarray
     cast_first: np.ndarray
+    cast_kernels: np.ndarray
     # where each of the above sits in the op list (forward order): the per-op device times of pass_kernels
     shaped_at: np.ndarray
     unshaped_at: tuple[int, ...]
@@ -108,12 +109,10 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         conv=np.array([o.rate == "conv" and not o.pointwise for o in shaped], dtype=bool),
         is_conv=np.array([o.rate == "conv" for o in shaped], dtype=bool),
         kernel_area=np.array([o.kernel_area if o.rate == "conv" else 0 for o in shaped], dtype=int),
-        unit_stride=np.array(
-            [o.rate == "conv" and bool(unit_stride(o.kernel_area, o.gemm_rows, o.in_elems, o.gemm_k)) for o in shaped],
-            dtype=bool,
-        ),
+        winograd_shape=np.array([o.rate == "conv" and o.winograd_shape for o in shaped], dtype=bool),
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
         bias_elems=np.array([o.out_elems if o.bias else 0.0 for o in shaped], dtype=float),
+        projections=np.array([o.projections for o in shaped], dtype=float),
         unshaped=tuple(ops[i] for i in unshaped_at),
         others=tuple(ops[i] for i in others_at),
         elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
@@ -121,6 +120,7 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         cast_elems=np.array([ops[i].in_elems * ops[i].input_casts for i in cast_at], dtype=float),
         cast_at=np.array(cast_at, dtype=int),
         cast_first=np.array([ops[i].first for i in cast_at], dtype=bool),
+        cast_kernels=np.array([ops[i].input_casts for i in cast_at], dtype=float),
         matmul_weights=float(sum(o.gemm_k * o.gemm_n for o in ops if o.gemm_k))
         + float(
             sum(o.rnn[0] * (4 if o.name == "lstm" else 3) * o.rnn[1] * (o.rnn[1] + o.rnn[2]) for o in ops if o.rnn)
@@ -217,7 +217,7 @@ def pass_kernels(
     k, tiles = mo.k, ~mo.is_conv  # tiles fitted to the output's sides: cuBLAS's, and cuDNN's search
     if conv_search(cudnn, gpu, cudnn_benchmark):
         eff = np.where(mo.is_conv, conv_base * gpu_kernels.CONV_SEARCH_EFFICIENCY, eff)
-        k = np.where(winograd(mo.kernel_area, mo.unit_stride), mo.k / gpu_kernels.WINOGRAD_SPEEDUP, mo.k)
+        k = np.where(winograd(mo.kernel_area, mo.winograd_shape), mo.k / gpu_kernels.WINOGRAD_SPEEDUP, mo.k)
         tiles = np.ones(count, dtype=bool)
     # forward, input gradient and weight gradient GEMMs of every op in one array call
     three = gemm_array(
@@ -236,7 +236,8 @@ def pass_kernels(
     # a bias's gradient: one reduction kernel reading the output gradient (in the activations' dtype)
     biased = mo.bias_elems > 0
     if biased.any():
-        reduce = np.maximum(mo.bias_elems[biased] * b * nbytes / gpu.bandwidth, KERNEL_FLOOR_S)
+        floor = mo.projections[biased] * KERNEL_FLOOR_S
+        reduce = np.maximum(mo.bias_elems[biased] * b * nbytes / gpu.bandwidth, floor)
         bwd_s[mo.shaped_at[biased]] += reduce
     transposed = nchw_transposes(cudnn, gpu, memory_format)
     if transposed:
@@ -271,7 +272,7 @@ def pass_kernels(
         else:
             add(fwd_s, bwd_s, at, np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S))
     if mixed and len(mo.cast_at):  # one cast a call forward, one back for the input's gradient
-        cast = autocast_cast_s(mo.cast_elems * b, gpu, compile_model)
+        cast = autocast_cast_s(mo.cast_elems * b, gpu, compile_model, mo.cast_kernels)
         fwd_s[mo.cast_at] += cast
         bwd_s[mo.cast_at] += np.where(mo.cast_first, 0.0, cast)
     compute = float(comp_f.sum() + comp_b.sum())

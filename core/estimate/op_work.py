@@ -48,9 +48,10 @@ ELEMENTWISE_KIND = {
     "rotary_complex": ("rotary_complex",),
 }
 PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
-# Matrix-product calls of a graph op that each cast its fp32 input to half under autocast (separate q, k
-# and v projections, as torchbridge, Hugging Face and NVIDIA's BERT write them; SwiGLU's gate and up)
-AUTOCAST_INPUT_CASTS = {"qkv_proj": 3, "gate_up": 2}
+# Matrix-product calls of a graph op (separate q, k and v projections, as torchbridge, Hugging Face and
+# NVIDIA's BERT write them; SwiGLU's gate and up): under autocast each casts an fp32 input to half, and
+# each reduces its own bias's gradient
+PROJECTIONS = {"qkv_proj": 3, "gate_up": 2}
 # Before calibration: tensor elements read or written per element by the forward and backward of
 # each kind (TrainRig estimates from the kernels' passes; e.g. ReLU reads x and writes y, then reads
 # the gradient and y and writes the input gradient: 5), moved at the device's bandwidth.
@@ -120,6 +121,7 @@ class OpWork:
     first: bool = False  # reads the network's input: backward computes no input gradient
     pointwise: bool = False  # a 1×1 convolution: a matrix product over pixels
     kernel_area: int = 0  # a convolution's kernel height × width
+    winograd_shape: bool = False  # square kernel, stride 1, undilated, ungrouped (graph.Op.winograd_shape)
     # what the GPU kernel model (core/estimate/gpu_kernels.py) needs, from the layer graph: the op's
     # name, its forward GEMM's rows per sample, n and k, its input and output elements per sample,
     # a recurrent layer's (directions, hidden, input features, time steps), attention's causal mask
@@ -142,6 +144,7 @@ class OpWork:
     fp32_io: bool = False
     input_casts: int = 0
     bias: bool = False  # a matrix product with a bias: backward reduces its output gradient over the rows
+    projections: int = 1  # matrix-product calls the op makes (PROJECTIONS)
 
 
 def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
@@ -175,8 +178,12 @@ def _gemm_fields(g: Graph, op: Op) -> dict[str, Any]:
         "causal": op.causal,
         "fp32_io": g.tensors[op.output_id].fp32 or g.tensors[op.input_id].fp32,
     }
-    if op.flops and op.matmul_params and op.name not in ("sdpa", "lstm", "gru") and g.tensors[op.input_id].fp32:
-        fields["input_casts"] = AUTOCAST_INPUT_CASTS.get(op.name, 1)
+    if op.flops and op.matmul_params and op.name not in ("sdpa", "lstm", "gru"):
+        fields["projections"] = PROJECTIONS.get(op.name, 1)
+        # an fp32 activation, or the network's float32 input (images, features): cast to half each call
+        network_fp32 = op.input_id == 0 and g.tensors[0].dtype_bytes == 4
+        if g.tensors[op.input_id].fp32 or network_fp32:
+            fields["input_casts"] = fields["projections"]
     if op.scores:
         fields.update(scores=float(op.scores), heads=op.heads, attn_dropout=op.attn_dropout)
     if op.name in ("lstm", "gru") and len(op.tensor_sizes) >= 2:
@@ -210,6 +217,7 @@ def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
             first=op.input_id == 0,
             pointwise=op.kernel_area == 1,
             kernel_area=op.kernel_area,
+            winograd_shape=op.winograd_shape,
             **_gemm_fields(g, op),
         )
         for op in g.ops

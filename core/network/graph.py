@@ -36,6 +36,9 @@ class Op:
     decomposed_saves: int = 0  # elements the decomposed CPU kernel saves beyond the fused one (RMSNorm)
     flops: int = 0  # forward matrix-product FLOPs per sample (0 for elementwise ops)
     kernel_area: int = 0  # a convolution's kernel height × width
+    # a convolution with a square kernel at stride 1, undilated and ungrouped: the shapes cuDNN's
+    # Winograd kernels take (core/estimate/gpu_kernels.py winograd)
+    winograd_shape: bool = False
     tensor_sizes: tuple[int, ...] = ()  # elements of each trainable tensor (the optimizer steps each)
     heads: int = 0  # attention: query heads (the GPU kernel model sizes its score tiles by them)
     causal: bool = False  # attention: causal mask (flash kernels skip the masked half)

@@ -169,6 +169,8 @@ def conv2d(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph, c
         flops=flops,
         kernel_area=kh * kw,
     )
+    square_unit = kh == kw and (sh, sw) == (1, 1) and (dh, dw) == (1, 1) and groups == 1
+    g.ops[-1] = replace(g.ops[-1], winograd_shape=square_unit)
     g.row(LayerRow(path, "conv2d", out_shape, params, flops, flops, 2 * fan_in, numel(out_shape)))
     return out_shape, y
 

@@ -275,12 +275,12 @@ def step_accuracy_note(c: CandidateResult) -> str:
         return ""
     text = (
         "How close this model comes: against published training throughputs of 9 NVIDIA GPUs (ResNet-50 and "
-        "BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on, 45 of 46 within "
+        "BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on, 46 of 46 within "
         "25 %, mean error 9 %; single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
         "published timings, held out), 522 of 563 within 25 % in bf16 and 510 of 750 in TF32"
     )
     if c.device.geforce:
-        text += "; on GeForce cards it has read up to 22 % slower than measured (BERT in fp16 on the RTX 4090)"
+        text += "; on GeForce cards it has read up to 23 % slower than measured (BERT in fp16 on the RTX 4090)"
     if any(PUBLISHED_NOTE in a for a in c.assumptions):  # the kernel model priced it at published rates
         text += (
             "; this GPU's matrix products are priced at the rates published PyTorch matmul measurements show (of "

@@ -220,9 +220,19 @@ def test_bad_kernel_options_are_refused_with_the_key() -> None:
 
 @pytest.mark.parametrize("preset", ["resnet-50", "tiny-gpt", "lstm-lm", "seed-mlp"])
 @pytest.mark.parametrize(
-    ("precision", "cudnn_tf32"), [("fp32", False), ("fp32", True), ("tf32", False), ("bf16_mixed", False)]
+    ("precision", "cudnn_tf32", "cudnn_benchmark"),
+    [
+        ("fp32", False, False),
+        ("fp32", True, False),
+        ("tf32", False, False),
+        ("bf16_mixed", False, False),
+        ("fp32", False, True),
+        ("bf16_mixed", False, True),
+    ],
 )
-def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_tf32: bool) -> None:
+def test_the_step_sums_the_kernels_op_by_op(
+    preset: str, precision: str, cudnn_tf32: bool, cudnn_benchmark: bool
+) -> None:
     # pass_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
     # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op, and each op's forward
     # and backward seconds (the order the device runs them in) add up to it
@@ -250,20 +260,58 @@ def test_the_step_sums_the_kernels_op_by_op(preset: str, precision: str, cudnn_t
         elif op.name == "sdpa":
             compute += attention_op_s(op, b, precision, gpu, False)
         elif op.rate:
-            compute += matrix_op_s(op, b, precision, gpu, False, "contiguous", cudnn_tf32)
+            compute += matrix_op_s(op, b, precision, gpu, False, "contiguous", cudnn_tf32, cudnn_benchmark)
         # under autocast the tensors the graph keeps in fp32 move 4 bytes, and an fp32 input is cast
         # to half for each matrix product reading it, and its gradient back
         wide = nbytes == 2 and op.fp32_io
         for kind, elems in op.elementwise:
             memory += elementwise_s(kind, elems * b, 4 if wide else nbytes, gpu, False, ELEMENT_ACCESSES[kind])
         if nbytes == 2 and op.input_casts:
-            memory += autocast_cast_s(op.in_elems * op.input_casts * b, gpu) * (1 if op.first else 2)
-        if op.bias and op.gemm_rows:  # the bias's gradient: a reduction over the output gradient
-            memory += max(op.out_elems * b * nbytes / gpu.bandwidth, KERNEL_FLOOR_S)
-    got = pass_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES, cudnn_tf32=cudnn_tf32)
+            cast = autocast_cast_s(op.in_elems * op.input_casts * b, gpu, kernels=op.input_casts)
+            memory += cast * (1 if op.first else 2)
+        if op.bias and op.gemm_rows:  # each bias's gradient: a reduction over its output gradient
+            memory += max(op.out_elems * b * nbytes / gpu.bandwidth, op.projections * KERNEL_FLOOR_S)
+    got = pass_kernels(
+        ops,
+        b,
+        dev,
+        precision,
+        False,
+        "contiguous",
+        False,
+        ELEMENT_ACCESSES,
+        cudnn_tf32=cudnn_tf32,
+        cudnn_benchmark=cudnn_benchmark,
+    )
     assert (got.compute, got.memory) == (pytest.approx(compute, rel=1e-9), pytest.approx(memory, rel=1e-9))
     assert len(got.forward) == len(got.backward) == len(ops)
     assert float(got.forward.sum() + got.backward.sum()) == pytest.approx(compute + memory, rel=1e-9)
     assert (got.forward > 0).all() and (got.backward > 0).all()
     if preset in ("resnet-50", "tiny-gpt"):  # two gradient GEMMs per matrix product, twice forward's bytes
         assert got.backward.sum() > 1.5 * got.forward.sum()
+    if cudnn_benchmark:  # cuDNN's search re-prices CUDA-core convolutions only
+        plain = pass_kernels(ops, b, dev, precision, False, "contiguous", False, ELEMENT_ACCESSES)
+        if precision == "fp32" and preset == "resnet-50":
+            assert got.compute < 0.7 * plain.compute
+        else:  # bf16's tensor-core convolutions, and networks without convolutions
+            assert got.compute == pytest.approx(plain.compute, rel=1e-12)
+
+
+def test_the_sizing_says_how_it_priced_cudnns_algorithm_choice() -> None:
+    # IEEE fp32: the heuristics' kernels unless the workload turns the search on; half precision: priced
+    # as the search runs it (the steps the efficiencies were fitted on), and the sizing says what the
+    # heuristics cost where the workload leaves it off
+    def notes(precision: str, benchmark: bool) -> str:
+        w = parse_workload(
+            {
+                "model": {"preset": "resnet-50"},
+                "data": {"samples": 640},
+                "training": {"batch_size": 64, "precision": precision, "cudnn_benchmark": benchmark},
+            }
+        )
+        return " ".join(size_candidate(w, device("H100 SXM"), 1).assumptions)
+
+    assert "cuDNN's heuristics pick" in notes("fp32", False)
+    assert "as cuDNN's algorithm search runs them" in notes("fp32", True)
+    assert "16–24 % slower than priced" in notes("bf16_mixed", False)
+    assert "16–24 % slower than priced" not in notes("bf16_mixed", True)

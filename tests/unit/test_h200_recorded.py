@@ -128,10 +128,14 @@ def test_convolutional_networks_held_out_half() -> None:
 def test_ieee_fp32_convolutions_under_cudnns_search() -> None:
     # the suite ran with cudnn.benchmark on: VGG-11 fp32 b32 measured 29.4 ms (NCHW) and 30.9 ms (NHWC), which
     # the heuristics' kernels (0.42 of a GEMM's efficiency, the default) price at 84 ms (+186/+172 %); priced as
-    # the search runs them (training.cudnn_benchmark true): −18/−22 %. Every IEEE fp32 convolutional step
-    # within 35 %, 10 of 12 within 25 %
-    fp32 = [r for r in SUITE if r["precision"] == "fp32" and r["family"] in ("cnn", "resnet", "random cnn")]
-    assert len(fp32) == 12 and all(abs(r["error"]) <= 0.35 for r in fp32) and within([r["error"] for r in fp32]) >= 10
+    # the search runs them (training.cudnn_benchmark true): −17/−21 %. The 10 convolutional steps in IEEE fp32
+    # (cuDNN's TF32 off) within 35 %, 9 within 25 % (ResNet-34 NHWC −32 %, host-bound in the model)
+    fp32 = [
+        r
+        for r in SUITE
+        if r["precision"] == "fp32" and r["family"] in ("cnn", "resnet", "random cnn") and "cudnn tf32" not in r["name"]
+    ]
+    assert len(fp32) == 10 and all(abs(r["error"]) <= 0.35 for r in fp32) and within([r["error"] for r in fp32]) >= 9
     vgg = [r for r in fp32 if r["name"].startswith("vgg-11")]
     assert len(vgg) == 2 and all(-0.25 <= r["error"] <= 0 for r in vgg)
 

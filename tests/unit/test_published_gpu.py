@@ -62,12 +62,13 @@ def test_resnet50_in_ieee_fp32_within_25_percent() -> None:
 
 
 def test_published_throughputs_of_held_out_gpus_and_networks_within_25_percent() -> None:
-    # SPEC 9 on the held-out rows: reached 45 of 46 within 25 %, mean |error| 9.2 % with the V100's six
+    # SPEC 9 on the held-out rows: reached 46 of 46 within 25 %, mean |error| 9.1 % with the V100's six
     # rows (44 of 46 and 10.0 % before ResNet-50 fp32 was priced with cuDNN's search, as DeepLearningExamples
     # runs it; 39 of 40 and 9.3 % without the V100; 37 of 40 and 11 % with every GPU's matrix rates from its
     # datasheet × the H100's efficiency; 33 of 42 and 14 % before TF32's GEMM efficiency and its spatial
-    # convolutions' transposes); the miss is ResNet-50 fp16 on the A10 (+25.4 %); BERT fp16 on the RTX 4090
-    # reads −21/−20 % (was −29/−28 %)
+    # convolutions' transposes); ResNet-50 fp16 on the A10 at the edge (+24.9 %, +25.4 % before a bias's
+    # gradient and the first layer's autocast cast: held at 45); BERT fp16 on the RTX 4090 reads −23/−22 %
+    # (was −29/−28 %)
     errs = [abs(e) for _, e in HELD_OUT]
     assert len(errs) == 46
     assert sum(e <= 0.25 for e in errs) >= 45, f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
