@@ -71,7 +71,7 @@ CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
 # reduction (k) shortened WINOGRAD_SPEEDUP times (F(4×4, 3×3) does 4 × fewer multiplications before its
 # transforms). The three (which kernel areas, 0.30–1.00 by 0.02, 1.0–4.0 by 0.1) are TrainRig's least
 # mean squared log error on a seeded half (seed 2026) of the 188 published layers plus that on a seeded
-# half of a lent H200's fp32 convolutional steps, held out on the other halves and on Lambda's V100 fp32
+# half of a lent H200's IEEE fp32 convolutional steps, held out on the other halves and on Lambda's V100 fp32
 # ResNet-50 (benchmarks/accuracy_deepbench.py --fit-conv, docs/accuracy.md); with 5 × 5 layers too, the
 # H200's random CNN with two of them read −45 %. Tensor-core precisions keep the efficiencies above,
 # fitted on steps that ran with the benchmark on.
