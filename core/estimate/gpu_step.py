@@ -14,13 +14,13 @@ import numpy as np
 
 from core.estimate import gpu_kernels
 from core.estimate.gemm import gemm_array
+from core.estimate.gpu_attention import attention_op_s, unfused_attention_s
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
     KERNELS_PER_KIND,
     NCHW_TRANSPOSE_ACCESSES,
     aligned_efficiency,
-    attention_op_s,
     autocast_cast_s,
     conv_efficiency,
     conv_search,
@@ -31,7 +31,6 @@ from core.estimate.gpu_kernels import (
     matrix_op_s,
     nchw_transposes,
     rnn_op_s,
-    unfused_attention_s,
     winograd,
 )
 from core.hardware.catalogue import DeviceSpec

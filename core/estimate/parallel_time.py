@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.estimate import gpu_kernels, gpu_step
+from core.estimate import gpu_attention, gpu_kernels, gpu_step
 from core.estimate.activations import activation_policy, recompute_per_sample
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OpWork, PassSetup
 from core.hardware.catalogue import DeviceSpec
@@ -316,7 +316,7 @@ def step_communication(
     if large.parallel.context > 1 and device.kind == "gpu" and device.runs_cuda:
         gpu = gpu_kernels.figures(device, cal)
         attention = sum(
-            gpu_kernels.attention_op_s(o, m, precision, gpu, checkpointing) for o in ops if o.name == "sdpa"
+            gpu_attention.attention_op_s(o, m, precision, gpu, checkpointing) for o in ops if o.name == "sdpa"
         )
     comms = communication(
         ops,

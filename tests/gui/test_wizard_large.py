@@ -4,6 +4,7 @@ them, written back exactly, refused combinations explained before Next, and the 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from core.network.presets import get_preset
 
@@ -154,24 +155,37 @@ def test_eager_attention_is_offered_and_slows_a_bert_step(qtbot, main_window) ->
     assert doc["training"]["attention"] == "eager"
 
 
-def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, main_window) -> None:
-    # TrainRig prices fp32 convolutions in IEEE fp32 and says PyTorch's default differs; ticking the
-    # box (PyTorch's default, cuDNN on TF32 tensor cores) writes cudnn_tf32 true and the step shrinks
+def _fp32_resnet_on_an_h100(main_window) -> tuple[Any, Any]:
+    """The wizard with ResNet-50 in fp32 sized on one H100, and its candidate."""
     wiz = main_window().sizing_tab
     wiz.load_document(on_one_h100("resnet-50", 6400, 64, "sgd_momentum", "fp32"))
     wiz.go(5)
-    (slow,) = wiz.result.candidates
-    assert any("IEEE fp32 on CUDA cores (cuDNN's TF32 off)" in a for a in slow.assumptions)
-    assert any(f.rule == "gpu-fp32-cudnn-tf32" for f in wiz.recommendation.findings)
+    (candidate,) = wiz.result.candidates
+    return wiz, candidate
+
+
+def _tick_kernel_option(wiz: Any, key: str) -> tuple[Any, dict]:
+    """Open the Training page's kernels group, tick the option ``key`` (unticked until then) and return
+    its box and the training section the page writes."""
     wiz.go(3)
     page = wiz.training
-    box = page.large.cudnn_tf32
+    box = getattr(page.large, key)
     page.large.setChecked(True)
-    assert not box.isChecked() and box.isEnabled() and "allow_tf32" in box.toolTip()
+    assert not box.isChecked() and box.isEnabled()
     box.setChecked(True)
     stored: dict = {}
     page.store(stored)
-    assert stored["training"]["cudnn_tf32"] is True
+    return box, stored["training"]
+
+
+def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, main_window) -> None:
+    # TrainRig prices fp32 convolutions in IEEE fp32 and says PyTorch's default differs; ticking the
+    # box (PyTorch's default, cuDNN on TF32 tensor cores) writes cudnn_tf32 true and the step shrinks
+    wiz, slow = _fp32_resnet_on_an_h100(main_window)
+    assert any("IEEE fp32 on CUDA cores (cuDNN's TF32 off)" in a for a in slow.assumptions)
+    assert any(f.rule == "gpu-fp32-cudnn-tf32" for f in wiz.recommendation.findings)
+    box, training = _tick_kernel_option(wiz, "cudnn_tf32")
+    assert "allow_tf32" in box.toolTip() and training["cudnn_tf32"] is True
     wiz.go(5)
     (fast,) = wiz.result.candidates
     assert any("TF32 tensor cores (training.cudnn_tf32 true" in a for a in fast.assumptions)
@@ -179,9 +193,10 @@ def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, 
     assert slow.step.compute_s > 2 * fast.step.compute_s
     # in bf16 the setting does not apply: the box is disabled and writes nothing
     wiz.go(3)
+    page = wiz.training
     page.precision.setCurrentIndex(page.precision.findData("bf16_mixed"))
     assert not box.isEnabled()
-    stored = {}
+    stored: dict = {}
     page.store(stored)
     assert "cudnn_tf32" not in stored["training"]
 
@@ -189,20 +204,10 @@ def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, 
 def test_ticking_cudnn_benchmark_prices_an_fp32_cnn_as_cudnns_search_runs_it(qtbot, main_window) -> None:
     # PyTorch's default leaves cuDNN's algorithm search off and so does TrainRig; a user whose code turns it
     # on ticks the box: in IEEE fp32 the 3 × 3 convolutions then run on Winograd kernels and the step shrinks
-    wiz = main_window().sizing_tab
-    wiz.load_document(on_one_h100("resnet-50", 6400, 64, "sgd_momentum", "fp32"))
-    wiz.go(5)
-    (heuristics,) = wiz.result.candidates
+    wiz, heuristics = _fp32_resnet_on_an_h100(main_window)
     assert any("cuDNN's heuristics pick" in a for a in heuristics.assumptions)
-    wiz.go(3)
-    page = wiz.training
-    box = page.large.cudnn_benchmark
-    page.large.setChecked(True)
-    assert not box.isChecked() and "cudnn.benchmark" in box.toolTip()
-    box.setChecked(True)
-    stored: dict = {}
-    page.store(stored)
-    assert stored["training"]["cudnn_benchmark"] is True
+    box, training = _tick_kernel_option(wiz, "cudnn_benchmark")
+    assert "cudnn.benchmark" in box.toolTip() and training["cudnn_benchmark"] is True
     wiz.go(5)
     (searched,) = wiz.result.candidates
     assert any("cuDNN's algorithm search runs them" in a for a in searched.assumptions)
@@ -210,6 +215,6 @@ def test_ticking_cudnn_benchmark_prices_an_fp32_cnn_as_cudnns_search_runs_it(qtb
     # unticked, the key leaves the workload again
     wiz.go(3)
     box.setChecked(False)
-    stored = {}
-    page.store(stored)
+    stored: dict = {}
+    wiz.training.store(stored)
     assert "cudnn_benchmark" not in stored["training"]

@@ -1,6 +1,6 @@
 """Unfused attention on a GPU (training.attention "math" and "eager"): the bytes its kernels move
 over the L×L scores, its batched matrix products, what it stores and the operators it dispatches
-(core/estimate/gpu_kernels.py unfused_attention_s, core/estimate/activations.py, core/estimate/host.py;
+(core/estimate/gpu_attention.py unfused_attention_s, core/estimate/activations.py, core/estimate/host.py;
 docs/sizing.md §4c and §4e)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate import host
-from core.estimate.gpu_kernels import score_bytes
+from core.estimate.gpu_attention import score_bytes
 from core.estimate.sizing import CandidateResult, size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import parse_workload

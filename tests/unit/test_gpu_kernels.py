@@ -236,9 +236,9 @@ def test_the_step_sums_the_kernels_op_by_op(
     # pass_kernels prices the graph over arrays built once (the what-if loop re-times it): the same
     # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op, and each op's forward
     # and backward seconds (the order the device runs them in) add up to it
+    from core.estimate.gpu_attention import attention_op_s
     from core.estimate.gpu_kernels import (
         KERNEL_FLOOR_S,
-        attention_op_s,
         autocast_cast_s,
         elementwise_s,
         matrix_op_s,

@@ -1,0 +1,95 @@
+"""Attention on an NVIDIA GPU, as the GPU kernel model prices it (docs/sizing.md §4c): PyTorch's SDPA
+kernels (flash in half precision, memory-efficient in fp32/TF32) by their FLOPs at a share of the
+peak, and unfused attention ("math", "eager") as batched matrix products plus the elementwise kernels
+over the L×L scores at the bandwidth. The GPU's figures and the matrix products come from
+core/estimate/gpu_kernels.py."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from core.estimate.gemm import gemm_s
+from core.estimate.gpu_kernels import KERNEL_FLOOR_S, GpuFigures, matmul_efficiency, matmul_peak
+
+if TYPE_CHECKING:
+    from core.estimate.op_work import OpWork
+
+# Flash attention's share of the tensor peak: FlashAttention-2 (Dao 2023, arXiv 2307.08691) reaches
+# 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
+# kernel is FlashAttention-2. Head dimension 64 is at the low end.
+ATTENTION_EFFICIENCY = {"hopper": 0.30, "other": 0.45}
+MEM_EFFICIENT_FP32_EFFICIENCY = 0.45
+
+
+def attention_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool) -> float:
+    """Seconds of one SDPA call's forward and backward at batch ``b``: flash in half precision, the
+    memory-efficient kernel in fp32/TF32 (PyTorch's choice where the mask and dropout allow)."""
+    flops = op.flops * b * (0.5 if op.causal else 1.0)
+    passes = 3.5 + (1.0 if checkpointing else 0.0)  # forward, backward recomputes scores: 2.5 ×
+    if precision in ("fp16_mixed", "bf16_mixed"):
+        rate = gpu.half * ATTENTION_EFFICIENCY["hopper" if gpu.hopper else "other"]
+    else:
+        rate = gpu.fp32 * MEM_EFFICIENT_FP32_EFFICIENCY
+    return max(passes * flops / rate, 2 * KERNEL_FLOOR_S)
+
+
+def score_bytes(attention: str, half: bool, causal: bool, dropout: bool) -> tuple[float, float, int]:
+    """(forward, backward) bytes per L×L score element that an unfused attention's elementwise
+    kernels move, and their kernels, the matrix products' own reads and writes of the scores left
+    to them. ``attention`` "math": PyTorch's SDPA math kernel in the input's precision p (the scale
+    applied to q and k; a causal mask added to the scores: read and write p; softmax read and write
+    p, its backward reads the gradient and the output and writes p; dropout reads and writes p and
+    writes a bool mask, its backward reads the gradient and the mask and writes p). "eager": the
+    attention written out in Python as Hugging Face's eager attention and NVIDIA's BERT
+    (DeepLearningExamples' BertSelfAttention): the scores divided by √d and the mask added (each
+    read and write p, the division's backward again), softmax in fp32 under autocast (read p, write
+    4; backward reads 4 + 4, writes p) and dropout in fp32 (read and write 4, a bool mask), and the
+    probabilities cast back to p for the second product (read 4, write p; the gradient's cast read
+    p, write 4); without autocast p = 4 and there are no casts."""
+    p = 2.0 if half else 4.0
+    f = 4.0 if attention == "eager" else p  # softmax and dropout run in fp32 under autocast
+    forward, backward, kernels = p + f, 2 * f + p, 2  # softmax, its backward
+    if dropout:
+        forward += 2 * f + 1
+        backward += 2 * f + 1
+        kernels += 2
+    if attention == "eager":
+        forward += 4 * p  # the division and the mask's addition
+        backward += 2 * p  # the division's backward (the addition's gradient passes through)
+        kernels += 3
+        if half:  # the probabilities' cast to p and its gradient's back to fp32
+            forward += f + p
+            backward += p + f
+            kernels += 2
+    elif causal:
+        forward += 2 * p
+        kernels += 1
+    return forward, backward, kernels
+
+
+def unfused_attention_s(
+    op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, attention: str
+) -> tuple[float, float]:
+    """(matrix products, elementwise kernels) seconds of one attention's forward and backward
+    computed unfused ("math": PyTorch's SDPA math kernel; "eager": written out in Python): the
+    batched products Q·Kᵀ and P·V and their four gradients over batch × heads, each writing or
+    reading the L×L scores (at the bandwidth when their reduction over the head dimension is short),
+    and the softmax, mask and dropout kernels over the scores (``score_bytes``); full checkpointing
+    runs the forward again. Causal masks are applied, not skipped: every score is computed."""
+    heads = max(op.heads, 1)
+    length = math.sqrt(op.scores / heads)
+    head_dim = op.flops / (4 * op.scores)  # two products of 2·L²·d FLOPs per head
+    peak, nbytes = matmul_peak(precision, gpu)
+    eff = matmul_efficiency(precision, gpu)
+    rows = b * heads * length
+    # cuBLAS's batched products: a side under a tile (the head dimension) in a smaller tile
+    scores_gemm = gemm_s(rows, length, head_dim, peak, gpu, nbytes, eff, True)  # Q·Kᵀ, dO·Vᵀ: write L×L
+    reduce_gemm = gemm_s(rows, head_dim, length, peak, gpu, nbytes, eff, True)  # P·V, dS·K, dSᵀ·Q, Pᵀ·dO
+    forward = scores_gemm + reduce_gemm
+    backward = scores_gemm + 3 * reduce_gemm
+    fwd_bytes, bwd_bytes, kernels = score_bytes(attention, nbytes == 2, op.causal, op.attn_dropout)
+    elems = op.scores * b
+    recompute = 1.0 if checkpointing else 0.0
+    moved = ((1 + recompute) * fwd_bytes + bwd_bytes) * elems / gpu.bandwidth
+    return (1 + recompute) * forward + backward, max(moved, kernels * KERNEL_FLOOR_S)
