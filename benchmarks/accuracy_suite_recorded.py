@@ -18,11 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fitting import seeded_halves  # noqa: E402
+from core.estimate.host_probe import SPEED_KEY, probe_speed  # noqa: E402
 from core.estimate.sizing import size_candidate  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
 
 DEFAULT = ROOT / "tests/fixtures/gpu/h200-suite-2026-11-26.jsonl"
+H100_SUITE = ROOT / "tests/fixtures/gpu/h100-suite-2026-11-26.jsonl"
+HOSTS = ROOT / "tests/fixtures/gpu/hosts.json"
 # the name CUDA reports → the catalogue entry (an "NVIDIA H200" with 700 W is the SXM part)
 DEVICES = {"NVIDIA H200": "H200 SXM", "NVIDIA H100 80GB HBM3": "H100 SXM"}
 
@@ -50,13 +53,25 @@ def conv_halves(lines: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], li
     return seeded_halves([m for m in lines if m["family"] in CONV_FAMILIES], seed)
 
 
-def cases(path: Path = DEFAULT, lines: list[dict] | None = None) -> list[dict]:
-    """Each recorded step with the prediction for its GPU (tensors already on the device, as measured)."""
+def host_calibration(path: Path) -> dict:
+    """What calibrate's host probe would give on the host that recorded ``path`` (hosts.json): the
+    calibration's host figures, {SPEED_KEY: speed}."""
+    run = json.loads(HOSTS.read_text(encoding="utf-8"))["runs"][path.name]
+    speed, note = probe_speed(run["host_probe_s"], find_device(run["device"], tuple(load_catalogue())))
+    if speed is None:
+        raise ValueError(note)
+    return {"host": {SPEED_KEY: speed}}
+
+
+def cases(path: Path = DEFAULT, lines: list[dict] | None = None, calibrated: bool = False) -> list[dict]:
+    """Each recorded step with the prediction for its GPU (tensors already on the device, as measured);
+    ``calibrated``: with the recording host's speed from its host probe (host_calibration)."""
     cat = tuple(load_catalogue())
+    cal = host_calibration(path) if calibrated else None
     out = []
     for m in lines if lines is not None else recorded(path):
         doc = m["workload"]
-        step = size_candidate(parse_workload(doc), find_device(DEVICES[m["device"]], cat), 1).step
+        step = size_candidate(parse_workload(doc), find_device(DEVICES[m["device"]], cat), 1, calibrated=cal).step
         out.append(
             {
                 "name": m["name"],
@@ -83,7 +98,7 @@ def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     worst = int(sys.argv[sys.argv.index("--worst") + 1]) if "--worst" in sys.argv else 15
     path = Path(args[0]) if args and not args[0].isdigit() else DEFAULT
-    rows = cases(path)
+    rows = cases(path, calibrated="--calibrated" in sys.argv)
     groups: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         groups[f"family: {r['family']}"].append(r["error"])

@@ -17,6 +17,12 @@ scales the profiles a lent H200 recorded (tests/fixtures/profiles/h200-*.profile
 and compares their kernels with the steps the shared fit set recorded on an H100 (the same
 workloads). Only device-bound steps compare: those profiles' host times were taken under the
 profiler (their files say so).
+
+    python3 benchmarks/measure_scale.py --h100-h200
+
+scales the profiles a lent H100 recorded on 2026-11-26 (tests/fixtures/profiles/h100-*.profile.json, the
+same workloads) and the H200's each to the other GPU and compares the kernels' time a step with the
+kernels the other GPU's profile measured: both sides are real kernels of one generation (Hopper).
 """
 
 from __future__ import annotations
@@ -111,7 +117,42 @@ def h200_to_h100() -> list[dict]:
     return out
 
 
+def h100_h200() -> list[dict]:
+    """Each workload profiled on both the H100 SXM and the H200 (H200_TO_H100's names and GPT-2):
+    its kernels scaled from each GPU to the other, against the kernels the other measured (ms a step)."""
+    cat = load_catalogue()
+    out = []
+    for name in [*H200_TO_H100, "gpt2-bf16-b8"]:
+        profiles = [
+            read_profile_file(ROOT / f"tests/fixtures/profiles/{gpu}-{name}.profile.json", None)
+            for gpu in ("h100", "h200")
+        ]
+        sources = [measured_source(p, cat) for p in profiles]
+        for i in (0, 1):
+            src, target, other = sources[i], sources[1 - i], profiles[1 - i]
+            pred = scale_profile(profiles[i], src, [target]).predictions[0]
+            out.append(
+                {
+                    "name": name,
+                    "scaled": f"{src.name} → {target.name}",
+                    "predicted_ms": pred.device_s * 1e3,
+                    "measured_ms": other.device_s * 1e3,
+                    "error": pred.device_s / other.device_s - 1,
+                }
+            )
+    return out
+
+
 def main() -> int:
+    if "--h100-h200" in sys.argv:
+        print("| workload | scaled | kernels predicted | kernels measured | error |")
+        print("|---|---|---|---|---|")
+        for r in h100_h200():
+            print(
+                f"| {r['name']} | {r['scaled']} | {r['predicted_ms']:.2f} ms | {r['measured_ms']:.2f} ms "
+                f"| {r['error']:+.1%} |"
+            )
+        return 0
     if "--h200-to-h100" in sys.argv:
         print("| workload | H200 kernels | scaled to the H100 SXM | H100 step recorded | error | |")
         print("|---|---|---|---|---|---|")

@@ -16,8 +16,9 @@ from typing import Any
 
 from core.errors import TrainRigError
 from core.estimate.calibration import CALIBRATIONS_USED, combine_calibrations, unsteady_note
+from core.estimate.host_probe import SPEED_KEY, probe_speed
 from core.estimate.rate_limits import cpu_peak_flops, drop_refused, impossible_rates
-from core.hardware.catalogue import load_catalogue
+from core.hardware.catalogue import load_catalogue, match_detected_gpu
 from core.paths import resource_path
 from core.storage.store import Store
 from telemetry.machine import fp32_flops_per_cycle, probe_machine
@@ -26,7 +27,14 @@ WORKER = "workers/calibrate.py"
 READ_TEST_BYTES = 256 * 2**20
 
 
-def run_calibration(python: str | None = None, folder: Path | None = None, timeout_s: float = 120) -> dict[str, Any]:
+# The worker's limit: about 40 s on two cores; on a lent H100's 16-core host (2026-11-26) a whole
+# calibration had not finished after 110 s (its GPU profile, then the host probe): room for slow GPUs.
+WORKER_TIMEOUT_S = 360
+
+
+def run_calibration(
+    python: str | None = None, folder: Path | None = None, timeout_s: float = WORKER_TIMEOUT_S
+) -> dict[str, Any]:
     """Measure this machine; raises TrainRigError with the reason when the worker fails. A rate above
     the physical peak of the device it ran on (core/estimate/rate_limits.py) is measured again; what
     is still impossible is dropped from the result and named under ``refused``, never stored."""
@@ -41,11 +49,30 @@ def run_calibration(python: str | None = None, folder: Path | None = None, timeo
         drop_refused(result, refused)
     if note := unsteady_note(result):
         result["unsteady"] = note
+    measure_gpu_host(result, gpu_memory)
     result["storage"] = measure_read(folder or Path(tempfile.gettempdir()))
     result["python"] = py
     result["seconds"] = round(time.perf_counter() - t0, 2)
     result["measured_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return result
+
+
+def measure_gpu_host(result: dict[str, Any], gpu_memory: list[int | None]) -> None:
+    """This machine's GPU host speed from the host probe the worker timed on its first CUDA GPU
+    (core/estimate/host_probe.py), kept under the result's "host"; an implausible one is refused,
+    named under "refused", and not kept."""
+    for i, g in enumerate(result.get("gpus") or []):
+        probe_s = g.get("host_probe_s")
+        memory = gpu_memory[i] if i < len(gpu_memory) else None
+        gpu = match_detected_gpu(str(g.get("name", "")), memory, load_catalogue())
+        if probe_s is None or gpu is None:
+            continue
+        speed, note = probe_speed(probe_s, gpu)
+        if speed is None:
+            result.setdefault("refused", []).append(note)
+        else:
+            result.setdefault("host", {}).update({SPEED_KEY: speed, "gpu_host_note": note})
+        return
 
 
 def _machine_limits() -> tuple[float, list[int | None]]:

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.estimate.host_probe import SPEED_KEY, gpu_host_speed
 from core.hardware.catalogue import DeviceSpec, match_detected_gpu
 
 # A run's measured step over its prediction, kept within these bounds: beyond them the run measured
@@ -209,6 +210,8 @@ def host_figures(calibration: Mapping[str, Any] | None) -> dict[str, float]:
             continue
         if math.isfinite(value) and 0 <= value < HOST_COST_LIMIT_S and (key != "per_call_s" or value > 0):
             out[key] = value
+    if speed := gpu_host_speed(measured):  # this machine's GPU host, from calibrate's host probe
+        out[SPEED_KEY] = speed
     return out
 
 
@@ -258,6 +261,11 @@ def what_calibration_applies(result: Mapping[str, Any]) -> str:
         parts.append(
             "this machine as a host: its measured cost per framework call, DataLoader (per batch, per sample, "
             "hand-off from workers) and synchronisation, for every device it holds"
+        )
+    if speed := gpu_host_speed(result.get("host")):
+        parts.append(
+            f"its GPU's host: the host probe's step measured {speed:.2f}× the reference host's speed, which scales "
+            "the dispatch of every step sized on this machine's GPU"
         )
     for g in result.get("gpus") or []:
         parts.append(

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from core.estimate.host_probe import gpu_host_speed
 from core.network.graph import Graph
 from core.network.model import ModelAnalysis
 from core.paths import resource_path
@@ -367,9 +368,14 @@ def host_costs(measured: Mapping[str, Any] | None, speed: float, kind: str) -> d
 
 def host_speed(measured: Mapping[str, Any] | None, host_cpu: str | None, kind: str) -> tuple[float, str]:
     """The host CPU's single-thread speed relative to the reference host and what it is from: this
-    machine's calibration (its measured cost per call against the reference CPU's), else the host
+    machine's calibration (for its GPU, the host probe's step on it, core/estimate/host_probe.py; else its
+    measured cost per call against the reference CPU's), else the host
     CPU's rating (resources/host_cpus.json). A CPU candidate is its own host: its measured or
     default costs are used as they are."""
+    if kind != "cpu" and (gpu_speed := gpu_host_speed(measured)):
+        return gpu_speed, (
+            f"this machine's GPU host, measured by calibrate's host probe ({gpu_speed:.2f}× the reference host's speed)"
+        )
     per_call = (measured or {}).get("per_call_s")
     if per_call:
         speed = REFERENCE_BENCH_CALL_S / float(per_call)

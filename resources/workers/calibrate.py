@@ -7,6 +7,7 @@ process). Each figure is the median of a few repetitions after a warm-up.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -387,7 +388,42 @@ def gpu(torch, i: int) -> dict:
         res["profile"] = profile(torch, dev)
     except RuntimeError as exc:  # out of memory on a small GPU: the matmul rates above still hold
         res["profile_error"] = str(exc).splitlines()[0]
+    res["host_probe_s"] = host_probe(torch, dev)
     return res
+
+
+def host_probe(torch, dev) -> float:
+    """The median training step of the host probe (resources/host_probe.json) on ``dev``: a step whose
+    kernels take microseconds on a GPU, so it times this machine's host (core/estimate/host_probe.py)."""
+    import train  # the trainer worker beside this file: its builders never import the app
+
+    with open(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host_probe.json"), encoding="utf-8"
+    ) as fh:
+        probe = json.load(fh)
+    torch.manual_seed(0)
+    shape = [int(v) for v in probe["model"]["input_shape"]]
+    module = train.build_model(torch, shape, probe["model"]["layers"])[0].to(dev)
+    opt = train.make_optimizer(torch, probe["optimizer"], module.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batch = int(probe["batch_size"])
+
+    def step() -> None:  # as benchmarks/accuracy_cuda.py measures its first case
+        x = torch.randn(batch, *shape, device=dev)
+        loss = loss_fn(module(x).float(), torch.zeros(batch, dtype=torch.long, device=dev))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        sync(torch, dev)
+
+    for _ in range(int(probe["warmup_steps"])):
+        step()
+    times = []
+    for _ in range(int(probe["timed_steps"])):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":
