@@ -388,7 +388,10 @@ def gpu(torch, i: int) -> dict:
         res["profile"] = profile(torch, dev)
     except RuntimeError as exc:  # out of memory on a small GPU: the matmul rates above still hold
         res["profile_error"] = str(exc).splitlines()[0]
-    res["host_probe_s"] = host_probe(torch, dev)
+    try:
+        res["host_probe_s"] = host_probe(torch, dev)
+    except (RuntimeError, OSError, ValueError, KeyError) as exc:  # the rates above still hold; say why
+        res["host_probe_error"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return res
 
 
