@@ -171,6 +171,7 @@ def pass_kernels(
     cudnn_benchmark: bool = False,
     autocast: bool = True,
     fp32_accesses: Mapping[str, float] | None = None,
+    host_speed: float = 1.0,
 ) -> PassKernels:
     """The forward and backward kernels at batch ``b``, op by op: the same prices as matrix_op_s,
     rnn_op_s, attention_op_s and elementwise_s, over arrays built once per op list; convolutions and
@@ -181,7 +182,8 @@ def pass_kernels(
     precision runs under torch.autocast (the weights fp32, training.precision_layout "autocast"): the
     tensors the graph keeps in fp32 move 4 bytes an element (at ``fp32_accesses`` where a kind's kernels
     move other accesses on fp32 tensors: an op variant's), and each matrix product casts an fp32 input to
-    half and its gradient back (autocast_cast_s)."""
+    half and its gradient back (autocast_cast_s). ``host_speed``: the host's, for the launch chain of a
+    recurrent layer's time steps."""
     gpu = figures(device, measured)
     nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
     mo = _matrix_ops(ops)
@@ -252,7 +254,7 @@ def pass_kernels(
         )
     for i, op in zip(mo.others_at, mo.others, strict=True):
         if op.rnn:
-            add(comp_f, comp_b, i, rnn_op_s(op, b, precision, gpu, cudnn_tf32))
+            add(comp_f, comp_b, i, rnn_op_s(op, b, precision, gpu, cudnn_tf32, host_speed))
         elif attention in ("math", "eager") and op.scores:
             matmuls, scores = unfused_attention_s(op, b, precision, gpu, checkpointing, attention)
             add(comp_f, comp_b, i, matmuls)

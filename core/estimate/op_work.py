@@ -311,6 +311,7 @@ def op_times(
     cudnn_tf32: bool = False,
     cudnn_benchmark: bool = False,
     autocast: bool = True,
+    host_speed: float = 1.0,
 ) -> tuple[float, float, float]:
     """Seconds of matrix products, of memory-bound work (elementwise layers, loss) and of the
     optimizer's memory-bound work over the trainable tensors of ``tensor_sizes`` elements, at batch
@@ -323,7 +324,9 @@ def op_times(
     precision ``autocast`` (fp32 weights under torch.autocast: fp32 residual stream and casts)."""
     model, ops, device, kind, precision, optimizer, checkpointing, peak_rate, cal = setup.parts()
     if uses_gpu_kernels(setup):
-        g = gpu_pass(setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32, cudnn_benchmark, autocast)
+        g = gpu_pass(
+            setup, b, memory_format, compile_model, fp8, attention, cudnn_tf32, cudnn_benchmark, autocast, host_speed
+        )
         return g.compute, g.memory, g.optimizer
     act_bytes = PRECISION_BYTES[precision][2]
     speed = cal.get("half_speedup", 1.0) if precision.endswith("_mixed") else 1.0
@@ -442,6 +445,7 @@ def gpu_pass(
     cudnn_tf32: bool = False,
     cudnn_benchmark: bool = False,
     autocast: bool = True,
+    host_speed: float = 1.0,
 ) -> GpuPass:
     """op_times on an NVIDIA GPU from its kernels (core/estimate/gpu_kernels.py): matrix products and
     attention (at the efficiency `calibrate` measured for the GPU's class, when it has); elementwise
@@ -477,6 +481,7 @@ def gpu_pass(
         cudnn_benchmark,
         autocast,
         variant_accesses(4),  # a variant on the fp32 tensors of autocast: its fp32 kernels' bytes
+        host_speed,
     )
     loss = gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_step.matrix_weights(ops)
