@@ -12,6 +12,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,24 +54,36 @@ def conv_halves(lines: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], li
     return seeded_halves([m for m in lines if m["family"] in CONV_FAMILIES], seed)
 
 
-def host_calibration(path: Path) -> dict:
-    """What calibrate's host probe would give on the host that recorded ``path`` (hosts.json): the
-    calibration's host figures, {SPEED_KEY: speed}."""
-    run = json.loads(HOSTS.read_text(encoding="utf-8"))["runs"][path.name]
-    speed, note = probe_speed(run["host_probe_s"], find_device(run["device"], tuple(load_catalogue())))
+def host_calibration(path: Path, probe_s: float | None = None, device: str | None = None) -> dict:
+    """What calibrate's host probe would give on the host that recorded ``path``: the calibration's host
+    figures, {SPEED_KEY: speed}, from ``probe_s`` on the catalogue ``device`` (a line's own probe, as
+    gpu_suite now times it) or else from the lease's probe in hosts.json."""
+    if probe_s is None:
+        runs = json.loads(HOSTS.read_text(encoding="utf-8"))["runs"]
+        if path.name not in runs:
+            raise ValueError(f"{path.name}: its lines carry no host probe and tests/fixtures/gpu/hosts.json has none")
+        probe_s, device = runs[path.name]["host_probe_s"], runs[path.name]["device"]
+    return {"host": {SPEED_KEY: _speed(float(probe_s), str(device))}}
+
+
+@lru_cache(maxsize=64)
+def _speed(probe_s: float, device: str) -> float:
+    speed, note = probe_speed(probe_s, find_device(device, tuple(load_catalogue())))
     if speed is None:
         raise ValueError(note)
-    return {"host": {SPEED_KEY: speed}}
+    return speed
 
 
 def cases(path: Path = DEFAULT, lines: list[dict] | None = None, calibrated: bool = False) -> list[dict]:
     """Each recorded step with the prediction for its GPU (tensors already on the device, as measured);
     ``calibrated``: with the recording host's speed from its host probe (host_calibration)."""
     cat = tuple(load_catalogue())
-    cal = host_calibration(path) if calibrated else None
     out = []
     for m in lines if lines is not None else recorded(path):
         doc = m["workload"]
+        cal = None
+        if calibrated:
+            cal = host_calibration(path, m.get("host_probe_s"), DEVICES[m["device"]])
         step = size_candidate(parse_workload(doc), find_device(DEVICES[m["device"]], cat), 1, calibrated=cal).step
         out.append(
             {
@@ -98,7 +111,11 @@ def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     worst = int(sys.argv[sys.argv.index("--worst") + 1]) if "--worst" in sys.argv else 15
     path = Path(args[0]) if args and not args[0].isdigit() else DEFAULT
-    rows = cases(path, calibrated="--calibrated" in sys.argv)
+    try:
+        rows = cases(path, calibrated="--calibrated" in sys.argv)
+    except ValueError as exc:
+        print(f"accuracy_suite_recorded: {exc}", file=sys.stderr)
+        return 2
     groups: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         groups[f"family: {r['family']}"].append(r["error"])

@@ -20,6 +20,12 @@ workload's ``training.cudnn_tf32`` true), tf32 turns it on for both; ``cudnn.ben
 steps are each timed with a synchronisation on both ends: ``step_time_s`` is
 the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
 ``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU).
+
+On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the
+seed MLP's step, all host work) timed in this process before the first case and again every
+``PROBE_EVERY`` cases, so the steps can be sized at the host's measured speed as calibrate would size
+them there (benchmarks/accuracy_suite_recorded.py --calibrated; a lent H100's small networks ran
+slower inside the suite's long process than in accuracy_cuda.py's, docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -39,6 +45,17 @@ sys.path.insert(0, str(ROOT))
 from core.network.presets import accuracy_models  # noqa: E402
 
 PRECISIONS = ("fp32", "tf32", "bf16_mixed", "fp16_mixed")
+PROBE_EVERY = 25  # cases between two timings of the host probe
+
+
+def host_probe_s(device: str) -> float:
+    """calibrate's host probe on ``device``, timed by the calibration worker's own function."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "resources" / "workers"))
+    import calibrate  # resources/workers/calibrate.py
+
+    return float(calibrate.host_probe(torch, torch.device(device)))
 
 
 def mlp(widths: list[int], features: int = 256, classes: int = 10) -> dict[str, Any]:
@@ -425,7 +442,11 @@ def main(argv: list[str] | None = None) -> int:
     sink = args.out.open("a", encoding="utf-8") if args.out else None
     failed = 0
     started = time.monotonic()
+    probe = None
     for i, case in enumerate(todo, 1):
+        if args.device.startswith("cuda") and (i - 1) % PROBE_EVERY == 0:
+            probe = host_probe_s(args.device)
+            print(f"gpu_suite: host probe {probe * 1e3:.2f} ms", file=sys.stderr)
         if args.budget_s is not None and time.monotonic() - started > args.budget_s:
             print(
                 f"gpu_suite: the {args.budget_s:.0f} s budget is spent: {i - 1} of {len(todo)} cases run",
@@ -441,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             continue
+        if probe is not None:
+            line["host_probe_s"] = probe
         text = json.dumps(line)
         if sink:
             sink.write(text + "\n")

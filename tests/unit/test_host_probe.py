@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from benchmarks.accuracy_suite_recorded import DEFAULT as H200_SUITE
-from benchmarks.accuracy_suite_recorded import H100_SUITE, cases, host_calibration
+from benchmarks.accuracy_suite_recorded import H100_SUITE, cases, host_calibration, recorded
 from benchmarks.measure_scale import h100_h200
 from core.estimate.calibration import calibrated_rates, host_figures, what_calibration_applies
 from core.estimate.host_probe import SPEED_KEY, predicted_probe_s, probe_spec, probe_speed
@@ -170,3 +170,15 @@ def test_a_recurrent_layers_time_steps_are_launched_by_the_host() -> None:
     slow, fast = (rnn_op_s(lstm, 4, "bf16_mixed", gpu, host_speed=s) for s in (1.0, 2.0))
     dirs, _, _, steps = lstm.rnn
     assert slow - fast == pytest.approx(dirs * steps * 2 * RNN_STEP_FLOOR_S / 2)
+
+
+def test_a_suite_line_sized_at_the_host_probe_it_carries() -> None:
+    # gpu_suite now times the probe in its own process and writes it on every line
+    line = next(
+        m for m in recorded(H100_SUITE) if m["name"] == "seed-mlp" and m["workload"]["training"]["batch_size"] == 256
+    )
+    at_reference = cases(H100_SUITE, [{**line, "host_probe_s": 0.0016909710000021505}], calibrated=True)[0]
+    assert at_reference["predicted_s"] == pytest.approx(cases(H100_SUITE, [line])[0]["predicted_s"], rel=1e-3)
+    own = cases(H100_SUITE, [{**line, "host_probe_s": 1.10e-3}], calibrated=True)[0]
+    assert own["predicted_s"] == pytest.approx(cases(H100_SUITE, [line], calibrated=True)[0]["predicted_s"])
+    assert own["predicted_s"] < at_reference["predicted_s"] / 1.4  # a host-bound step at 1.54 × the speed
