@@ -241,3 +241,17 @@ def test_a_calibration_on_a_busy_machine_is_reported_with_its_change(qtbot, main
     text = w.inventory_tab.torch_status.text()
     assert text.startswith("Calibrated in 41.0 s: training steps reach 80 GFLOP/s on linear")
     assert "speed changed by -40% during the calibration" in text and "calibrate again when the machine is idle" in text
+
+
+def test_a_gpu_machines_calibration_says_the_host_speed_its_sizings_use(qtbot, main_window) -> None:
+    w = main_window()
+    qtbot.waitUntil(lambda: w.inventory_tab.inventory is not None, timeout=10000)
+    from tests.unit.test_calibration import CAL
+
+    # as telemetry.calibrate.measure_gpu_host keeps it: a lent H100's host probe of 1.10 ms
+    result = {**CAL, "seconds": 95.0, "measured_at": "2026-11-26T09:00:00+00:00"}
+    result["host"] = {**(CAL.get("host") or {}), "gpu_host_speed": 1.537, "gpu_host_note": "…"}
+    w.inventory_tab._calibrated(result, "fingerprint-of-a-test")
+    text = w.inventory_tab.torch_status.text()
+    assert "its GPU's host: the host probe's step measured 1.54× the reference host's speed" in text
+    assert w.sizing_tab.calibration["host"]["gpu_host_speed"] == 1.537  # what this machine's sizings are given

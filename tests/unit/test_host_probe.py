@@ -134,6 +134,17 @@ def test_the_h100_suite_on_a_faster_host_holds_once_its_host_is_calibrated() -> 
     assert sum(abs(r["error"]) <= 0.25 for r in rnn) >= 10  # of 12; 6 with the floor at the reference host's
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="152 of 173 lent-H100 suite steps within 25 % with its host calibrated (bar: 90 %), mean 14.2 % (bar: "
+    "15 %, met): its small host-bound networks read −25 … −43 % at the probe's 1.54 ×, as if the suite's long process "
+    "ran them at 1.25 ×; 93 (54 %) at the reference host's speed (docs/accuracy.md, 'CUDA: a lent NVIDIA H100')",
+)
+def test_the_h100_suite_meets_spec_9_once_its_host_is_calibrated() -> None:
+    errors = [abs(r["error"]) for r in cases(H100_SUITE, calibrated=True)]
+    assert sum(e <= 0.25 for e in errors) >= 0.9 * len(errors) and statistics.mean(errors) <= 0.15
+
+
 def test_the_h200_suite_holds_with_its_hosts_probe() -> None:
     within, mean = _summary(cases(H200_SUITE, calibrated=True))
     assert within >= 171 and mean <= 0.145  # 173 of 201 (86 %), 14.0 %; 167 and 14.8 % at the reference
