@@ -71,6 +71,19 @@ def open_store(args: argparse.Namespace, db_path: Path) -> Store | None:
     return None
 
 
+def stop_children_on_sigterm() -> object:
+    """A command stopped with SIGTERM (``kill``, ``timeout``, a service manager) stops as Ctrl-C stops it:
+    a KeyboardInterrupt, on which a worker it waits for is killed (subprocess.run) or its run cancelled
+    (``run``), rather than dying at once and leaving the worker measuring on (calibrate's did, for
+    minutes, on a lent GPU's host)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
+        return None
+    return signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     from core.errors import StoreError, TrainRigError
     from core.paths import default_db_path
@@ -91,10 +104,14 @@ def main(argv: list[str] | None = None) -> int:
         from gui.app import run_app
 
         return run_app(db_path)
+    previous = stop_children_on_sigterm()
     store = None
     try:
         store = open_store(args, db_path)
         return int(args.func(args, store))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers are stopped, the database closed below
+        print(f"trainrig {args.command}: interrupted", file=sys.stderr)
+        return 130
     except StoreError as exc:
         print(f"trainrig: database: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -118,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if store is not None:
             store.close()
+        if previous is not None:  # main() called in-process (tests, scripts) leaves the caller's handler
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

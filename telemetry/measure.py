@@ -130,6 +130,9 @@ class MeasureJob:
                     tail = [*tail[-4:], line.strip()]
             proc.wait()
             reader.join(5)
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): the worker, in its own session, stops too
+            proc.kill()
+            raise
         finally:
             timer.cancel()
         if self._cancelled:
