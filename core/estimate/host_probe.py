@@ -3,15 +3,17 @@
 Hosts differ more than their CPUs' ratings say: the same seed-MLP step (batch 512, Adam, fp32), all
 host work, took 1.69 ms on the shared fit set's H100 host, 2.36 ms on another H100 host (2026-11-22),
 1.62 ms on a lent H200's and 1.10 ms on a lent H100's (2026-11-26); the host-bound steps of each
-lease moved with it (docs/accuracy.md, "The host of a lent GPU"). The rating of a CPU by its clock
+lease moved with it (docs/accuracy.md, "CUDA: a lent NVIDIA H100, … and the host of a lent GPU"). The
+rating of a CPU by its clock
 and core generation (resources/host_cpus.json) cannot see this: virtual machines report "Intel(R)
 Xeon(R) Processor" and no clock.
 
 So `calibrate` times the host probe (resources/host_probe.json) on each CUDA GPU of this machine, and
-this module solves for the host speed at which the engine's own step for the same workload on that
-GPU equals the measured step. The speed then scales every host cost of this machine's GPU (the
-reference's per operator, per step, per cuDNN call: core/estimate/host.py), in place of the speed
-from its CPU bench's cost per call (a CPU tensor's call, which leaves out CUDA's launch path).
+this module solves for the host speed at which the engine's own step for the same workload on the
+first of them equals the measured step. The speed then scales every host cost of this machine's GPU
+(the reference's per operator, per step, per cuDNN call: core/estimate/host.py; and the host's launch
+chain of a recurrent layer's time steps, gpu_kernels.rnn_op_s), in place of the speed from its CPU
+bench's cost per call (a CPU tensor's call, which leaves out CUDA's launch path).
 """
 
 from __future__ import annotations
