@@ -1,9 +1,15 @@
 """The engine's step times against a GPU suite's recorded steps (benchmarks/gpu_suite.py's JSON
 lines), by family and precision, with the worst cases. No GPU needed. Default: the 201 steps a lent
 H200 measured on 2026-11-26 (a shuffled, seeded sample of the suite and of 40 random architectures,
-seed 2026), none of which the model was fitted on.
+seed 2026), none of which the model was fitted on; a lent H100 measured 173 of the first 177 of the
+same order the same day (tests/fixtures/gpu/h100-suite-2026-11-26.jsonl).
 
-    python3 benchmarks/accuracy_suite_recorded.py [SUITE.jsonl] [--worst 15]
+``--calibrated``: as `calibrate` on that machine would size them, the host's speed from the host
+probe (core/estimate/host_probe.py) each line carries (gpu_suite.py now times it), else the one its
+lease measured (tests/fixtures/gpu/hosts.json); without it, at the reference host's speed, as a
+purchase of that GPU is sized.
+
+    python3 benchmarks/accuracy_suite_recorded.py [SUITE.jsonl] [--calibrated] [--worst 15]
 """
 
 from __future__ import annotations
