@@ -65,11 +65,17 @@ def host_calibration(path: Path, probe_s: float | None = None, device: str | Non
     figures, {SPEED_KEY: speed}, from ``probe_s`` on the catalogue ``device`` (a line's own probe, as
     gpu_suite now times it) or else from the lease's probe in hosts.json."""
     if probe_s is None:
-        runs = json.loads(HOSTS.read_text(encoding="utf-8"))["runs"]
-        if path.name not in runs:
-            raise ValueError(f"{path.name}: its lines carry no host probe and tests/fixtures/gpu/hosts.json has none")
-        probe_s, device = runs[path.name]["host_probe_s"], runs[path.name]["device"]
+        probe_s, device = _lease_probe(path.name)
     return {"host": {SPEED_KEY: _speed(float(probe_s), str(device))}}
+
+
+@lru_cache(maxsize=16)
+def _lease_probe(name: str) -> tuple[float, str]:
+    """The host probe hosts.json holds for the suite file ``name``, and its catalogue GPU."""
+    runs = json.loads(HOSTS.read_text(encoding="utf-8"))["runs"]
+    if name not in runs:
+        raise ValueError(f"{name}: its lines carry no host probe and tests/fixtures/gpu/hosts.json has none")
+    return float(runs[name]["host_probe_s"]), str(runs[name]["device"])
 
 
 @lru_cache(maxsize=64)

@@ -52,7 +52,9 @@ def host_probe_s(device: str) -> float:
     """calibrate's host probe on ``device``, timed by the calibration worker's own function."""
     import torch
 
-    sys.path.insert(0, str(ROOT / "resources" / "workers"))
+    workers = str(ROOT / "resources" / "workers")
+    if workers not in sys.path:
+        sys.path.insert(0, workers)
     import calibrate  # resources/workers/calibrate.py
 
     return float(calibrate.host_probe(torch, torch.device(device)))

@@ -61,10 +61,11 @@ def measure_gpu_host(result: dict[str, Any], gpu_memory: list[int | None]) -> No
     """This machine's GPU host speed from the host probe the worker timed on its first CUDA GPU
     (core/estimate/host_probe.py), kept under the result's "host"; an implausible one is refused,
     named under "refused", and not kept."""
+    catalogue = load_catalogue()
     for i, g in enumerate(result.get("gpus") or []):
         probe_s = g.get("host_probe_s")
         memory = gpu_memory[i] if i < len(gpu_memory) else None
-        gpu = match_detected_gpu(str(g.get("name", "")), memory, load_catalogue())
+        gpu = match_detected_gpu(str(g.get("name", "")), memory, catalogue)
         if probe_s is None or gpu is None:
             continue
         speed, note = probe_speed(probe_s, gpu)

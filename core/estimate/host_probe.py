@@ -39,6 +39,7 @@ def probe_spec() -> dict[str, Any]:
     return dict(json.loads(resource_path("host_probe.json").read_text(encoding="utf-8")))
 
 
+@lru_cache(maxsize=1)
 def probe_workload() -> Any:
     """The probe as a workload, measured as the worker runs it: random tensors made on the GPU, one
     synchronisation every step."""
