@@ -418,12 +418,20 @@ def main(argv: list[str] | None = None) -> int:
         "--shuffle", type=int, metavar="SEED", help="run the cases in a seeded random order (with --budget-s: a sample)"
     )
     ap.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        metavar="N",
+        help="leave out the first N cases of the order (a lease goes on where one stopped)",
+    )
+    ap.add_argument(
         "--budget-s", type=float, metavar="S", help="start no case after S seconds: what is measured by then is kept"
     )
     args = ap.parse_args(argv)
     todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(todo)
+    todo = todo[args.skip :]
     if args.list:
         for c in todo:
             flags = (

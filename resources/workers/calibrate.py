@@ -107,6 +107,15 @@ def sync(torch, dev) -> None:
         torch.cuda.synchronize(dev)
 
 
+def net_of_call(seconds: float, fixed: float) -> float:
+    """A layer's measured step time net of the framework's fixed cost per call (``fixed``, timed on a
+    layer with next to no work), at least a quarter of the measurement: on a many-core host a small
+    layer can take less than that fixed cost's measurement (a 16-core GPU host timed a 1 × 1
+    convolution's call at 0.51 ms and smaller 3 × 3 first layers below it), and the difference would
+    be zero or negative — a rate of 10⁸ GFLOP/s, which calibrate then refuses."""
+    return max(seconds - fixed, 0.25 * seconds)
+
+
 def train_rates(torch, dev) -> dict[str, Any]:
     """FLOP/s of a training step's forward and backward (3 × forward FLOPs; 2 × for a first layer,
     which computes no input gradient) of linear layers, as [forward FLOPs of one call, rate] pairs,
@@ -138,7 +147,7 @@ def train_rates(torch, dev) -> dict[str, Any]:
     for key, sizes, first in (("conv_train", CONV_SIZES, False), ("conv_first_train", FIRST_CONV_SIZES, True)):
         for batch, cin, cout, hw in sizes[dev.type]:
             fwd = 2 * batch * cout * hw * hw * cin * 9
-            seconds = max(conv_time(batch, cin, cout, hw, 3, first) - call, 1e-9)
+            seconds = net_of_call(conv_time(batch, cin, cout, hw, 3, first), call)
             curves[key].append([cin * cout * 9, (2 if first else 3) * fwd / seconds])
     for key, grids, first in (("conv_grid", CONV_GRID, False), ("conv_first_grid", FIRST_CONV_GRID, True)):
         if dev.type not in grids:
@@ -149,7 +158,7 @@ def train_rates(torch, dev) -> dict[str, Any]:
             for k in g["k"]:
                 for cout in g["cout"]:
                     fwd = 2 * g["batch"] * cout * g["hw"] ** 2 * cin * k * k
-                    seconds = max(conv_time(g["batch"], cin, cout, g["hw"], k, first) - call, 1e-9)
+                    seconds = net_of_call(conv_time(g["batch"], cin, cout, g["hw"], k, first), call)
                     curves[key].append([cin, cout, k, (2 if first else 3) * fwd / seconds])
     return curves
 
@@ -182,7 +191,7 @@ def linear_grid(torch, dev, grid: dict) -> list[list[float]]:
         for width in grid["width"]:
             seconds = linear_step_time(torch, dev, rows, width, width)
             fwd = 2 * rows * width * width
-            points.append([rows, width, 1, 3 * fwd / max(seconds - empty, 0.25 * seconds)])
+            points.append([rows, width, 1, 3 * fwd / net_of_call(seconds, empty)])
     return points
 
 

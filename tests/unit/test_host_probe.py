@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from benchmarks.accuracy_suite_recorded import DEFAULT as H200_SUITE
-from benchmarks.accuracy_suite_recorded import H100_SUITE, cases, host_calibration, recorded
+from benchmarks.accuracy_suite_recorded import H100_FRESH, H100_SUITE, cases, host_calibration, recorded
 from benchmarks.measure_scale import h100_h200
 from core.estimate.calibration import calibrated_rates, host_figures, what_calibration_applies
 from core.estimate.host_probe import SPEED_KEY, predicted_probe_s, probe_spec, probe_speed
@@ -38,7 +38,7 @@ def test_the_probe_is_the_seed_mlp_step_every_lease_recorded() -> None:
     spec = probe_spec()
     assert spec["model"] == accuracy_models()["seed-mlp"]
     assert (spec["batch_size"], spec["optimizer"], spec["precision"]) == (512, "adam", "fp32")
-    for name in ("h100-2026-11-22.json", "h200-2026-11-26.json", "h100-2026-11-26.json"):
+    for name in ("h100-2026-11-22.json", "h200-2026-11-26.json", "h100-2026-11-26.json", "h100-2026-11-26c.json"):
         first = json.loads((GPU / name).read_text())["cases"][0]
         assert (first["model"], first["batch"], first["optimizer"], first["precision"]) == (
             "seed-mlp",
@@ -141,15 +141,42 @@ def test_the_h100_suite_on_a_faster_host_holds_once_its_host_is_calibrated() -> 
     assert within >= 10  # of 12; 6 with the floor at the reference host's
 
 
+def test_a_third_h100_lease_on_fresh_cases_holds_with_the_probe_on_each_line() -> None:
+    # cases 203–396 of the H200's shuffled order, never measured before; gpu_suite timed calibrate's probe
+    # in its own process every 25 cases (1.06–1.30 ms) and wrote it on each line
+    lines = recorded(H100_FRESH)
+    assert len(lines) == 194 and all(1.0e-3 < m["host_probe_s"] < 1.35e-3 for m in lines)
+    at_reference, _ = _summary(cases(H100_FRESH))
+    assert at_reference <= 120  # 114 (59 %), mean 25 %: a host 1.3–1.6 × the reference's priced as the reference
+    within, mean = _summary(list(_calibrated(H100_FRESH)))
+    assert within >= 160 and mean <= 0.145  # 163 of 194 (84 %), 14.3 %
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="152 of 173 lent-H100 suite steps within 25 % with its host calibrated (bar: 90 %), mean 14.2 % (bar: "
-    "15 %, met): its small host-bound networks read −25 … −43 % at the probe's 1.54 ×, as if the suite's long process "
-    "ran them at 1.25 ×; 93 (54 %) at the reference host's speed (docs/accuracy.md, 'CUDA: a lent NVIDIA H100')",
+    reason="the lent H100's suites with their host calibrated: 152 of 173 and 163 of 194 steps within 25 % (bar: "
+    "90 %), mean 14.2 and 14.3 % (bar: 15 %, met); the misses: small host-bound networks (−25 … −63 %, the host's "
+    "noise over a lease), IEEE fp32 3 × 3 convolutions under cuDNN's search (ResNet-18/34 −38 %) and NCHW "
+    "half-precision CNNs of few channels at batch 256 (−38 … −53 %) (docs/accuracy.md, 'CUDA: a lent NVIDIA H100')",
 )
-def test_the_h100_suite_meets_spec_9_once_its_host_is_calibrated() -> None:
-    within, mean = _summary(list(_calibrated(H100_SUITE)))
-    assert within >= 0.9 * len(_calibrated(H100_SUITE)) and mean <= 0.15
+@pytest.mark.parametrize("suite", [H100_SUITE, H100_FRESH], ids=["first-177", "fresh-194"])
+def test_the_h100_suites_meet_spec_9_once_their_host_is_calibrated(suite: Path) -> None:
+    within, mean = _summary(list(_calibrated(suite)))
+    assert within >= 0.9 * len(_calibrated(suite)) and mean <= 0.15
+
+
+def test_calibrate_measured_a_lent_h100s_host_end_to_end() -> None:
+    # `python main.py calibrate --json` on the third lease, as recorded: the worker timed the probe on the
+    # GPU (1.06 ms) and calibrate stored the speed that solves the engine's step for it
+    record = json.loads((GPU / "h100-calibration-2026-11-26c.json").read_text(encoding="utf-8"))
+    speed = record["host"][SPEED_KEY]
+    assert speed == pytest.approx(probe_speed(record["gpus"][0]["host_probe_s"], H100)[0])
+    assert speed == pytest.approx(1.60, abs=0.01) and "1.06 ms" in record["host"]["gpu_host_note"]
+    assert host_figures(record)[SPEED_KEY] == pytest.approx(speed)
+    assert "its GPU's host: the host probe's step measured 1.60×" in what_calibration_applies(record)
+    # the lease's accuracy_cuda seed MLP, timed right after by another script, read 1.14 ms: 7 % apart
+    seed = json.loads((GPU / "h100-2026-11-26c.json").read_text(encoding="utf-8"))["cases"][0]
+    assert seed["step_ms"] / 1e3 == pytest.approx(record["gpus"][0]["host_probe_s"], rel=0.1)
 
 
 def test_the_h200_suite_holds_with_its_hosts_probe() -> None:

@@ -16,6 +16,7 @@ from core.hardware.catalogue import load_catalogue
 from telemetry import calibrate
 
 CATALOGUE = load_catalogue()
+GPU_HOST = Path(__file__).resolve().parents[1] / "fixtures" / "gpu" / "h100-calibration-2026-11-26c.json"
 # a 16-core AVX-512 host at 3.5 GHz: 16 × 3.5 GHz × 64 × 1.5 = 5.4 TFLOP/s at most
 CPU_PEAK = cpu_peak_flops(16, 3.5e9, 64)
 # what the issue saw on a 16-core GPU host: convolution rates of 226,492,416 and 2,774,532,096 GFLOP/s
@@ -126,3 +127,26 @@ def test_a_calibration_during_which_the_machine_slowed_says_so(monkeypatch: pyte
     assert "unsteady" not in result
     result, _ = run_with(monkeypatch, [sane])  # a worker from before the second measurement
     assert "unsteady" not in result
+
+
+def test_a_layer_faster_than_the_calls_fixed_cost_gives_a_possible_rate() -> None:
+    """The cause of the issue's figures: calibrate measured a small convolution's step net of the fixed
+    cost of a call timed on a 1 × 1 layer, and on a 16-core GPU host (a lent H100's, 2026-11-26) that
+    fixed cost (0.51 ms) exceeded small 3 × 3 first layers' whole step: 226,492,416 GFLOP/s again, refused
+    12 times (tests/fixtures/gpu/h100-calibration-2026-11-26c.json)."""
+    import sys
+
+    from core.paths import resource_path
+
+    sys.path.insert(0, str(resource_path("workers")))
+    import calibrate as worker  # resources/workers/calibrate.py, as the app runs it
+
+    record = GPU_HOST.read_text(encoding="utf-8")
+    assert record.count("impossible, refused") == 12 and "226,492,416 G/s" in record
+    call = 0.509e-3  # the record's conv_call_s
+    flops = 2 * 2 * 16 * 128 * 32 * 32 * 3 * 9  # the first grid's 3 → 128 channels, 3 × 3, batch 16, 32 × 32
+    for step_s in (0.2e-3, 0.4e-3, 0.509e-3):  # a step at or below the fixed cost's measurement
+        rate = flops / worker.net_of_call(step_s, call)
+        assert rate == pytest.approx(flops / (0.25 * step_s))
+        assert rate < cpu_peak_flops(16, 3.5e9, 64)  # possible: 4.5 TFLOP/s at most
+    assert worker.net_of_call(2e-3, call) == pytest.approx(2e-3 - call)  # a larger layer: its time net of the call
