@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.estimate.gemm import gemm_s
+from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_conv
 from core.estimate.published_rates import matmul_factors
 from core.hardware.catalogue import DeviceSpec
 
@@ -69,12 +70,14 @@ CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
 # transforms). The three (which kernel areas, 0.30–1.00 by 0.02, 1.0–4.0 by 0.1) are TrainRig's least
 # mean squared log error on a seeded half (seed 2026) of the 188 published layers plus that on a seeded
 # half of a lent H200's IEEE fp32 convolutional steps, held out on the other halves and on Lambda's V100 fp32
-# ResNet-50 (benchmarks/accuracy_deepbench.py --fit-conv, docs/accuracy.md); with 5 × 5 layers too, the
-# H200's random CNN with two of them read −45 %. Tensor-core precisions keep the efficiencies above,
-# fitted on steps that ran with the benchmark on.
-CONV_SEARCH_EFFICIENCY = 0.86
-WINOGRAD_SPEEDUP = 2.2
-WINOGRAD_KERNEL_AREAS = (9,)  # 3 × 3 (square, stride 1, undilated, ungrouped: graph.Op.winograd_shape)
+# ResNet-50 (benchmarks/accuracy_deepbench.py --fit-conv, docs/accuracy.md). On Hopper the 3 × 3 stride-1
+# and 1 × 1 layers are priced by core/estimate/gpu_convs.py instead (measured on an H100, search or not),
+# so the H200's steps now speak here for their 5 × 5, 7 × 7 and strided layers only: refitted so, 5 × 5
+# layers joined the 3 × 3 ones and the speed-up went 2.2 → 1.9 (cuDNN's non-fused Winograd takes both).
+# Tensor-core precisions keep the efficiencies above, fitted on steps that ran with the benchmark on.
+CONV_SEARCH_EFFICIENCY = 0.88
+WINOGRAD_SPEEDUP = 2.0
+WINOGRAD_KERNEL_AREAS = (9, 25)  # 3 × 3 and 5 × 5 (square, stride 1, undilated, ungrouped: graph.Op.winograd_shape)
 # Hopper's and Blackwell's fast matrix-product kernels (wgmma fed by the tensor memory accelerator:
 # cuBLAS's nvjet family) need each operand's rows to start on 16 bytes. A dimension of a half-precision
 # product that is not a multiple of 8 elements (of 4 in TF32) sends cuBLAS to Turing-era CUTLASS
@@ -318,11 +321,14 @@ def conv_search(precision: str, gpu: GpuFigures, cudnn_benchmark: bool) -> bool:
     return bool(cudnn_benchmark) and not gpu.tensor_cores(precision)
 
 
-def winograd(kernel_area: Any, square_unit: Any) -> Any:
+def winograd(kernel_area: Any, square_unit: Any, gpu: GpuFigures) -> Any:
     """Whether convolutions (one, or arrays of them) are those cuDNN's search runs on Winograd kernels:
     WINOGRAD_KERNEL_AREAS among the square, stride-1, undilated and ungrouped ones (``square_unit``:
-    graph.Op.winograd_shape)."""
-    return np.isin(np.asarray(kernel_area), WINOGRAD_KERNEL_AREAS) & np.asarray(square_unit, dtype=bool)
+    graph.Op.winograd_shape); on Hopper 3 × 3 only (core/estimate/gpu_convs.py prices those): its cuDNN 9
+    ran 5 × 5 layers slower than Winograd (random CNNs with two of them −27 … −45 % so priced, on the
+    H200 and the H100), where cuDNN 7.6 on DeepBench's V100 and T4 ran them on Winograd or FFT."""
+    areas = (9,) if gpu.hopper else WINOGRAD_KERNEL_AREAS
+    return np.isin(np.asarray(kernel_area), areas) & np.asarray(square_unit, dtype=bool)
 
 
 def nchw_transposes(precision: str, gpu: GpuFigures, memory_format: str) -> str:
@@ -364,7 +370,14 @@ def matrix_op_s(
     m = rows * b
     if not conv:  # cuDNN pads a convolution's channels itself
         eff = float(aligned_efficiency(eff, (m, n, k), precision, gpu))
-    if search and winograd(op.kernel_area, op.winograd_shape):
+    fits = bool(hopper_3x3(op.kernel_area, op.winograd_shape))
+    if conv and hopper_fp32_conv(precision, gpu) and (fits or op.pointwise):
+        # a 3 × 3 stride-1 or 1 × 1 layer as Hopper's cuDNN 9 runs it, search or not (gpu_convs.py)
+        one = [np.array([float(v)]) for v in (m, n, k, rows, op.in_elems + op.out_elems)]
+        eff_cuda = np.array([matmul_efficiency(precision, gpu)])
+        fwd, dgrad, wgrad = (float(v) for v in hopper_conv_passes(*one, np.array([fits]), b, gpu, eff_cuda))
+        return fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
+    if search and winograd(op.kernel_area, op.winograd_shape, gpu):
         k /= WINOGRAD_SPEEDUP
     tiles = not conv or search  # tiles fitted to the output's sides (cuBLAS, cuDNN's search)
     fwd = gemm_s(m, n, k, peak, gpu, nbytes, eff, tiles)

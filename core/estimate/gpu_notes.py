@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from core.estimate.gpu_kernels import figures
 from core.estimate.published_rates import published_note
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph
@@ -71,7 +72,14 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
             "PyTorch's default lets cuDNN run them on TF32 tensor cores: training.cudnn_tf32 true if your "
             "code keeps it"
         )
-    if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops):
+    if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops) and figures(device).hopper:
+        out.append(
+            "IEEE fp32 3 × 3 and 1 × 1 convolutions as Hopper's cuDNN 9 runs them, with or without its algorithm "
+            "search (training.cudnn_benchmark): its heuristics pick what the search finds (68 convolutions on a "
+            "lent H100, 0.98–1.14 × apart); each pass the faster of an implicit GEMM and Winograd with its "
+            "transforms (docs/sizing.md §4c)"
+        )
+    elif t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops):
         out.append(
             "IEEE fp32 convolutions as cuDNN's algorithm search runs them (training.cudnn_benchmark true): "
             "Winograd kernels for the 3 × 3 ones, tiles fitted to small channel counts (DeepBench V100/T4)"

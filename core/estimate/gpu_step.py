@@ -15,6 +15,7 @@ import numpy as np
 from core.estimate import gpu_kernels
 from core.estimate.gemm import gemm_array
 from core.estimate.gpu_attention import attention_op_s, unfused_attention_s
+from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_conv
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
@@ -218,7 +219,7 @@ def pass_kernels(
     k, tiles = mo.k, ~mo.is_conv  # tiles fitted to the output's sides: cuBLAS's, and cuDNN's search
     if conv_search(cudnn, gpu, cudnn_benchmark):
         eff = np.where(mo.is_conv, conv_base * gpu_kernels.CONV_SEARCH_EFFICIENCY, eff)
-        k = np.where(winograd(mo.kernel_area, mo.winograd_shape), mo.k / gpu_kernels.WINOGRAD_SPEEDUP, mo.k)
+        k = np.where(winograd(mo.kernel_area, mo.winograd_shape, gpu), mo.k / gpu_kernels.WINOGRAD_SPEEDUP, mo.k)
         tiles = np.ones(count, dtype=bool)
     # forward, input gradient and weight gradient GEMMs of every op in one array call
     three = gemm_array(
@@ -231,6 +232,11 @@ def pass_kernels(
         np.concatenate((eff, eff, eff)),
         np.tile(tiles, 3),
     )
+    if count and mo.is_conv.any() and hopper_fp32_conv(cudnn, gpu):  # Hopper's cuDNN 9, search or not
+        fits = hopper_3x3(mo.kernel_area, mo.winograd_shape)  # 3 × 3 stride 1, the layers measured
+        passes = hopper_conv_passes(m, mo.n, mo.k, mo.rows, mo.io_elems, fits, b, gpu, np.full(count, conv_base))
+        priced = fits | (mo.is_conv & ~mo.conv)  # and 1 × 1 layers: the same implicit GEMM, no Winograd
+        three = np.where(np.tile(priced, 3), passes, three)
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     comp_f[mo.shaped_at] += fwd
     comp_b[mo.shaped_at] += fwd * (1 if checkpointing else 0) + wgrad + np.where(mo.first, 0.0, dgrad)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from core.network.presets import get_preset
 
 LLAMA = {
@@ -201,17 +203,19 @@ def test_ticking_cudnn_tf32_speeds_an_fp32_cnn_as_pytorchs_default_would(qtbot, 
     assert "cudnn_tf32" not in stored["training"]
 
 
-def test_ticking_cudnn_benchmark_prices_an_fp32_cnn_as_cudnns_search_runs_it(qtbot, main_window) -> None:
+def test_ticking_cudnn_benchmark_on_an_h100_says_hoppers_cudnn_finds_the_same_kernels(qtbot, main_window) -> None:
     # PyTorch's default leaves cuDNN's algorithm search off and so does TrainRig; a user whose code turns it
-    # on ticks the box: in IEEE fp32 the 3 × 3 convolutions then run on Winograd kernels and the step shrinks
+    # on ticks the box. On Hopper cuDNN 9's heuristics pick what the search finds for the 3 × 3 and 1 × 1
+    # layers (a lent H100 timed 68 convolutions both ways), so the step barely moves (only ResNet-50's
+    # 7 × 7 stem and strided layers, not measured, keep the two prices) and the assumption says why
     wiz, heuristics = _fp32_resnet_on_an_h100(main_window)
-    assert any("cuDNN's heuristics pick" in a for a in heuristics.assumptions)
+    assert any("with or without its algorithm search" in a for a in heuristics.assumptions)
     box, training = _tick_kernel_option(wiz, "cudnn_benchmark")
     assert "cudnn.benchmark" in box.toolTip() and training["cudnn_benchmark"] is True
     wiz.go(5)
     (searched,) = wiz.result.candidates
-    assert any("cuDNN's algorithm search runs them" in a for a in searched.assumptions)
-    assert heuristics.step.compute_s > 1.5 * searched.step.compute_s
+    assert any("with or without its algorithm search" in a for a in searched.assumptions)
+    assert searched.step.compute_s == pytest.approx(heuristics.step.compute_s, rel=0.15)
     # unticked, the key leaves the workload again
     wiz.go(3)
     box.setChecked(False)
