@@ -6,7 +6,7 @@ tests/fixtures/gpu/h100-fp32-convs-2026-11-26c.jsonl; no GPU needed to read it.
 
     python3 benchmarks/fp32_convs.py                  # the recorded H100 run against the engine
     python3 benchmarks/fp32_convs.py --fit            # refit core/estimate/gpu_convs.py's two constants
-    python3 benchmarks/fp32_convs.py --measure OUT.jsonl [--budget-s 140]   # on a CUDA GPU
+    python3 benchmarks/fp32_convs.py --measure OUT.jsonl [--budget-s 140] [--others]   # on a CUDA GPU
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from core.estimate.op_work import OpWork  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 
 RECORDED = ROOT / "tests/fixtures/gpu/h100-fp32-convs-2026-11-26c.jsonl"
+# the same lease's other layers (1 × 1, strided 3 × 3, the 7 × 7 stem, 5 × 5), never fitted on
+OTHERS = ROOT / "tests/fixtures/gpu/h100-fp32-convs-others-2026-11-26c.jsonl"
 DEVICE_BOUND_S = 1e-3  # shorter steps carry the host's launches (0.2–0.3 ms here), which the price leaves out
 FIT_SEED = 2026
 
@@ -71,53 +73,88 @@ def shapes() -> list[tuple[int, int, int, int, str]]:
     return out
 
 
-def measure(path: Path, budget_s: float) -> None:
+def other_shapes() -> list[tuple[int, int, int, int, str, int, int]]:
+    """(batch, in, out, side, family, kernel, stride) of the layers gpu_convs.py prices unmeasured or
+    leaves to gpu_kernels: ResNet-50's 1 × 1 layers and its 7 × 7 stem and strided 3 × 3 ones, and
+    5 × 5 layers of the random CNNs' kind, at batch 32 (and 8 for ResNet-50's)."""
+    out = []
+    for n in (8, 32):
+        out += [
+            (n, c, k, hw, "resnet50-1x1", 1, 1)
+            for c, k, hw in ((64, 256, 56), (256, 64, 56), (256, 128, 56), (512, 128, 28), (128, 512, 28),
+                             (1024, 256, 14), (256, 1024, 14), (2048, 512, 7), (512, 2048, 7))
+        ]  # fmt: skip
+        out += [(n, 3, 64, 224, "resnet50-stem", 7, 2), (n, 128, 128, 56, "resnet50-s2", 3, 2)]
+        out += [(n, 256, 256, 28, "resnet50-s2", 3, 2), (n, 512, 512, 14, "resnet50-s2", 3, 2)]
+    out += [
+        (32, c, k, hw, "5x5", 5, 1)
+        for c, k, hw in ((3, 64, 32), (64, 64, 32), (64, 256, 32), (256, 64, 16), (32, 32, 64))
+    ]
+    out += [(128, c, k, hw, "5x5", 5, 1) for c, k, hw in ((32, 32, 32), (64, 64, 16), (128, 128, 8))]
+    return out
+
+
+def measure(path: Path, budget_s: float, others: bool = False, device: str = "cuda") -> None:
     import torch
 
-    dev = torch.device("cuda")
+    dev = torch.device(device)
+
+    def sync() -> None:
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
-    def timed(n: int, c: int, k: int, hw: int, search: bool) -> float:
+    def timed(n: int, c: int, k: int, hw: int, search: bool, kernel: int = 3, stride: int = 1) -> float:
         torch.backends.cudnn.benchmark = search
-        conv = torch.nn.Conv2d(c, k, 3, padding=1, bias=False).to(dev)
+        conv = torch.nn.Conv2d(c, k, kernel, stride=stride, padding=kernel // 2, bias=False).to(dev)
         x = torch.randn(n, c, hw, hw, device=dev, requires_grad=True)
-        g = torch.randn(n, k, hw, hw, device=dev)
+        side = (hw + 2 * (kernel // 2) - kernel) // stride + 1
+        g = torch.randn(n, k, side, side, device=dev)
         for _ in range(3):
             conv(x).backward(g)
-        torch.cuda.synchronize(dev)
+        sync()
         times = []
         for _ in range(10):
             t = time.perf_counter()
             conv(x).backward(g)
-            torch.cuda.synchronize(dev)
+            sync()
             times.append(time.perf_counter() - t)
         return statistics.median(times)
 
     started = time.monotonic()
     with path.open("w", encoding="utf-8") as sink:
-        for n, c, k, hw, family in shapes():
+        for n, c, k, hw, family, *ks in other_shapes() if others else shapes():
             if time.monotonic() - started > budget_s:
                 break
+            kernel, stride = ks or (3, 1)
             line = {"family": family, "n": n, "c": c, "k": k, "hw": hw}
-            line.update(search_s=timed(n, c, k, hw, True), heuristic_s=timed(n, c, k, hw, False))
+            if ks:
+                line.update(kernel=kernel, stride=stride)
+            line.update(
+                search_s=timed(n, c, k, hw, True, kernel, stride), heuristic_s=timed(n, c, k, hw, False, kernel, stride)
+            )
             sink.write(json.dumps(line) + "\n")
+            sink.flush()
 
 
 def priced(row: dict[str, Any], search: bool, gpu: Any = None) -> float:
     """The engine's seconds for one recorded convolution's forward and both gradients."""
     n, c, k, hw = row["n"], row["c"], row["k"], row["hw"]
+    kernel, stride = row.get("kernel", 3), row.get("stride", 1)
+    side = (hw + 2 * (kernel // 2) - kernel) // stride + 1
     op = OpWork(
         rate="conv",
-        pointwise=False,
-        kernel_area=9,
-        winograd_shape=True,
-        flops=2.0 * hw * hw * k * c * 9,
-        gemm_rows=float(hw * hw),
+        pointwise=kernel == 1,
+        kernel_area=kernel * kernel,
+        winograd_shape=stride == 1,
+        flops=2.0 * side * side * k * c * kernel * kernel,
+        gemm_rows=float(side * side),
         gemm_n=float(k),
-        gemm_k=float(c * 9),
+        gemm_k=float(c * kernel * kernel),
         in_elems=float(c * hw * hw),
-        out_elems=float(k * hw * hw),
+        out_elems=float(k * side * side),
     )
     gpu = gpu or gpu_kernels.figures(find_device("H100 SXM", tuple(load_catalogue())))
     return gpu_kernels.matrix_op_s(op, n, "fp32", gpu, False, "contiguous", cudnn_benchmark=search)
@@ -165,7 +202,8 @@ def summary(errs: list[float]) -> str:
 def main() -> int:
     if "--measure" in sys.argv:
         budget = float(sys.argv[sys.argv.index("--budget-s") + 1]) if "--budget-s" in sys.argv else 140.0
-        measure(Path(sys.argv[sys.argv.index("--measure") + 1]), budget)
+        device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cuda"
+        measure(Path(sys.argv[sys.argv.index("--measure") + 1]), budget, "--others" in sys.argv, device)
         return 0
     if "--fit" in sys.argv:
         committed = gpu_convs.HOPPER_FP32_CONV_EFFICIENCY, gpu_convs.HOPPER_WINOGRAD_SPEEDUP

@@ -1,5 +1,6 @@
-"""IEEE fp32 3 × 3 convolutions as Hopper's cuDNN runs them (PyTorch 2.11, cuDNN 9): one price with or
-without ``cudnn.benchmark``, each pass the faster of an implicit GEMM and Winograd with its transforms.
+"""IEEE fp32 3 × 3 and 1 × 1 convolutions as Hopper's cuDNN runs them (PyTorch 2.11, cuDNN 9): one price
+with or without ``cudnn.benchmark``, each pass the faster of an implicit GEMM and Winograd with its
+transforms.
 
 A lent H100 SXM timed 68 shapes of 3 × 3 stride-1 convolutions in IEEE fp32 (TF32 off), forward and
 both gradients, with cuDNN's algorithm search on and off (benchmarks/fp32_convs.py,
@@ -13,15 +14,15 @@ the 29 was within 25 % (median −45 %); by the heuristics' efficiency (CONV_EFF
 - Winograd F(4×4, 3×3): its batched products do HOPPER_WINOGRAD_SPEEDUP × fewer multiplications over
   outputs padded to 4 × 4 tiles, plus its input and output transforms' traffic
   (WINOGRAD_TRANSFORM_ACCESSES per element).
-Priced so: 3 × 3 stride-1 layers (hopper_3x3), the layers measured, and 1 × 1 layers, the
-same implicit GEMM without Winograd (ResNet-50 fp32 at batch 32 on an H100 then reads +10 %, measured
-44.5 ms; −27 % with them at a GEMM's efficiency). 5 × 5, 7 × 7 and strided 3 × 3 layers (cuDNN's FFT and
-other kernels, not measured here) keep gpu_kernels' prices, as do other GPUs (fitted on DeepBench's
-V100 and T4, cuDNN 7). The two
-constants are TrainRig's least mean squared log error on a seeded half (seed 2026) of the 29
-device-bound shapes, held out on the other half and on every lent GPU's suite (docs/accuracy.md,
-"IEEE fp32 3 × 3 convolutions on Hopper"). ``GpuFigures.hopper`` covers Blackwell too, priced alike
-unmeasured."""
+Priced so: 3 × 3 stride-1 layers (hopper_3x3), the layers fitted on, and 1 × 1 layers, the same
+implicit GEMM without Winograd (34 more layers timed on the lease, never fitted on: ResNet-50's 1 × 1
+ones at batch 32 7 of 8 within 25 %). 5 × 5, 7 × 7 and strided layers (cuDNN's FFT and other kernels)
+keep the search's price (gpu_kernels.CONV_SEARCH_EFFICIENCY), which on Hopper applies with or without
+cudnn.benchmark (gpu_kernels.conv_search): those ran alike both ways too. Other GPUs keep gpu_kernels'
+prices (fitted on DeepBench's V100 and T4, cuDNN 7). The two constants are TrainRig's least mean
+squared log error on a seeded half (seed 2026) of the 29 device-bound shapes, held out on the other half
+and on every lent GPU's suite (docs/accuracy.md, "IEEE fp32 3 × 3 convolutions on Hopper").
+``GpuFigures.hopper`` covers Blackwell too, priced alike unmeasured."""
 
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ def hopper_3x3(kernel_area: Any, square_unit: Any) -> Any:
     """Whether convolutions (one, or arrays of them) are the 3 × 3 stride-1 layers measured: square,
     stride 1, undilated, ungrouped (graph.Op.winograd_shape) — F(4×4, 3×3)'s."""
     return (np.asarray(kernel_area) == 9) & np.asarray(square_unit, dtype=bool)
+
+
+def hopper_priced(kernel_area: Any, square_unit: Any) -> Any:
+    """Whether convolutions are priced here on Hopper: 3 × 3 stride-1 layers (hopper_3x3) and 1 × 1 ones,
+    the same implicit GEMM without Winograd (the lease's 1 × 1 layers of ResNet-50 at batch 32: −19 … +40 %,
+    never fitted on). The rest — strided, 7 × 7, 5 × 5 — keep the search's price (gpu_kernels.conv_search,
+    on Hopper with or without cudnn.benchmark): their 20 timed on the lease ran at 14–61 TFLOP/s, neither
+    the implicit GEMM's 18 nor one other rate."""
+    area = np.asarray(kernel_area)
+    return hopper_3x3(area, square_unit) | (area == 1)
 
 
 def hopper_fp32_conv(precision: str, gpu: GpuFigures) -> bool:

@@ -44,7 +44,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.estimate.gemm import gemm_s
-from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_conv
+from core.estimate.gpu_convs import (
+    HOPPER_FP32_CONV_EFFICIENCY,
+    hopper_3x3,
+    hopper_conv_passes,
+    hopper_fp32_conv,
+    hopper_priced,
+)
 from core.estimate.published_rates import matmul_factors
 from core.hardware.catalogue import DeviceSpec
 
@@ -73,7 +79,8 @@ CONV_EFFICIENCY = {"tensor": 0.80, "cuda": 0.42}
 # ResNet-50 (benchmarks/accuracy_deepbench.py --fit-conv, docs/accuracy.md). On Hopper the 3 × 3 stride-1
 # and 1 × 1 layers are priced by core/estimate/gpu_convs.py instead (measured on an H100, search or not),
 # so the H200's steps now speak here for their 5 × 5, 7 × 7 and strided layers only: refitted so, 5 × 5
-# layers joined the 3 × 3 ones and the speed-up went 2.2 → 1.9 (cuDNN's non-fused Winograd takes both).
+# layers joined the 3 × 3 ones (cuDNN's non-fused Winograd takes both; not on Hopper: winograd()), the
+# efficiency went 0.86 → 0.88 and the speed-up 2.2 → 2.0.
 # Tensor-core precisions keep the efficiencies above, fitted on steps that ran with the benchmark on.
 CONV_SEARCH_EFFICIENCY = 0.88
 WINOGRAD_SPEEDUP = 2.0
@@ -317,8 +324,10 @@ def conv_efficiency(precision: str, gpu: GpuFigures) -> float:
 
 def conv_search(precision: str, gpu: GpuFigures, cudnn_benchmark: bool) -> bool:
     """Whether cuDNN's algorithm search prices the convolutions: with ``cudnn_benchmark`` (the
-    workload's training.cudnn_benchmark) on CUDA cores (``precision`` as cudnn_precision gives it)."""
-    return bool(cudnn_benchmark) and not gpu.tensor_cores(precision)
+    workload's training.cudnn_benchmark) on CUDA cores (``precision`` as cudnn_precision gives it); on
+    Hopper always, whose cuDNN 9 heuristics pick what its search finds (a lent H100 timed 102 IEEE fp32
+    convolutions of every kind both ways; core/estimate/gpu_convs.py)."""
+    return (bool(cudnn_benchmark) or gpu.hopper) and not gpu.tensor_cores(precision)
 
 
 def winograd(kernel_area: Any, square_unit: Any, gpu: GpuFigures) -> Any:
@@ -365,14 +374,16 @@ def matrix_op_s(
     shape = _gemm_shape(op)
     passes = (2 if op.first else 3) + (1 if checkpointing else 0)
     if shape is None:  # a traced op: FLOPs only
+        if conv and hopper_fp32_conv(precision, gpu):  # its kernel unknown: Hopper's implicit GEMM (gpu_convs.py)
+            eff = matmul_efficiency(precision, gpu) * HOPPER_FP32_CONV_EFFICIENCY
         return passes * op.flops * b / (peak * eff)
     rows, n, k = shape
     m = rows * b
     if not conv:  # cuDNN pads a convolution's channels itself
         eff = float(aligned_efficiency(eff, (m, n, k), precision, gpu))
     fits = bool(hopper_3x3(op.kernel_area, op.winograd_shape))
-    if conv and hopper_fp32_conv(precision, gpu) and (fits or op.pointwise):
-        # a 3 × 3 stride-1 or 1 × 1 layer as Hopper's cuDNN 9 runs it, search or not (gpu_convs.py)
+    if conv and hopper_fp32_conv(precision, gpu) and hopper_priced(op.kernel_area, op.winograd_shape):
+        # as Hopper's cuDNN 9 runs the layer, search or not (gpu_convs.py)
         one = [np.array([float(v)]) for v in (m, n, k, rows, op.in_elems + op.out_elems)]
         eff_cuda = np.array([matmul_efficiency(precision, gpu)])
         fwd, dgrad, wgrad = (float(v) for v in hopper_conv_passes(*one, np.array([fits]), b, gpu, eff_cuda))

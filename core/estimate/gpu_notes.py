@@ -74,10 +74,10 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
         )
     if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops) and figures(device).hopper:
         out.append(
-            "IEEE fp32 3 × 3 and 1 × 1 convolutions as Hopper's cuDNN 9 runs them, with or without its algorithm "
-            "search (training.cudnn_benchmark): its heuristics pick what the search finds (68 convolutions on a "
-            "lent H100, 0.98–1.14 × apart); each pass the faster of an implicit GEMM and Winograd with its "
-            "transforms (docs/sizing.md §4c)"
+            "IEEE fp32 convolutions as Hopper's cuDNN 9 runs them, with or without its algorithm search "
+            "(training.cudnn_benchmark): its heuristics pick what the search finds (102 convolutions on a lent "
+            "H100, 0.98–1.14 × apart); a 3 × 3 layer's passes each the faster of an implicit GEMM and Winograd "
+            "with its transforms (docs/sizing.md §4c)"
         )
     elif t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops):
         out.append(

@@ -15,7 +15,7 @@ import numpy as np
 from core.estimate import gpu_kernels
 from core.estimate.gemm import gemm_array
 from core.estimate.gpu_attention import attention_op_s, unfused_attention_s
-from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_conv
+from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_conv, hopper_priced
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
@@ -235,7 +235,7 @@ def pass_kernels(
     if count and mo.is_conv.any() and hopper_fp32_conv(cudnn, gpu):  # Hopper's cuDNN 9, search or not
         fits = hopper_3x3(mo.kernel_area, mo.winograd_shape)  # 3 × 3 stride 1, the layers measured
         passes = hopper_conv_passes(m, mo.n, mo.k, mo.rows, mo.io_elems, fits, b, gpu, np.full(count, conv_base))
-        priced = fits | (mo.is_conv & ~mo.conv)  # and 1 × 1 layers: the same implicit GEMM, no Winograd
+        priced = mo.is_conv & hopper_priced(mo.kernel_area, mo.winograd_shape)  # 3 × 3 stride 1 and 1 × 1
         three = np.where(np.tile(priced, 3), passes, three)
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     comp_f[mo.shaped_at] += fwd

@@ -88,3 +88,21 @@ def test_the_fresh_h100_suites_fp32_convolutional_steps_hold() -> None:
     rows = cases(H100_FRESH, calibrated=True)
     assert len(fp32) == 16
     assert _within([rows[i]["error"] for i in fp32]) >= 15  # was 9 of 16 (ResNet-18/34 −38 %, VGG-16 −47 %)
+
+
+def test_hoppers_other_convolutions_are_priced_as_the_search_runs_them_search_or_not() -> None:
+    # the same lease timed 34 more layers both ways, never fitted on (h100-fp32-convs-others-2026-11-26c.jsonl):
+    # ResNet-50's 1 × 1 layers, its 7 × 7 stem and strided 3 × 3 ones, and 5 × 5 layers
+    from benchmarks.fp32_convs import OTHERS
+
+    rows = recorded_convs(OTHERS)
+    timed = [r for r in rows if r["search_s"] >= 0.5e-3]  # shorter ones are the host's launches
+    assert len(rows) == 34 and len(timed) == 18
+    assert statistics.median(r["search_s"] / r["heuristic_s"] for r in timed) == pytest.approx(1.0, abs=0.05)
+    h100 = figures(find_device("H100 SXM", CATALOGUE))
+    for r in rows:  # priced alike with or without the search, as measured
+        assert priced(r, True, h100) == pytest.approx(priced(r, False, h100))
+    pointwise = [r["search_error"] for r in timed if r["kernel"] == 1]
+    assert len(pointwise) == 8 and _within(pointwise) >= 7  # Hopper's implicit GEMM, held out: −19 … +31 %
+    five = [r["search_error"] for r in timed if r["kernel"] == 5]
+    assert len(five) == 6 and _within(five) >= 3  # the search's price: +5 … +38 % and −16 … −58 %
