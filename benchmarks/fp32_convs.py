@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fitting import seeded_halves  # noqa: E402
+from benchmarks.gpu_suite import step_times_s  # noqa: E402
 from core.estimate import gpu_convs, gpu_kernels  # noqa: E402
 from core.estimate.op_work import OpWork  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
@@ -98,11 +99,6 @@ def measure(path: Path, budget_s: float, others: bool = False, device: str = "cu
     import torch
 
     dev = torch.device(device)
-
-    def sync() -> None:
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
@@ -112,16 +108,7 @@ def measure(path: Path, budget_s: float, others: bool = False, device: str = "cu
         x = torch.randn(n, c, hw, hw, device=dev, requires_grad=True)
         side = (hw + 2 * (kernel // 2) - kernel) // stride + 1
         g = torch.randn(n, k, side, side, device=dev)
-        for _ in range(3):
-            conv(x).backward(g)
-        sync()
-        times = []
-        for _ in range(10):
-            t = time.perf_counter()
-            conv(x).backward(g)
-            sync()
-            times.append(time.perf_counter() - t)
-        return statistics.median(times)
+        return statistics.median(step_times_s(torch, dev, lambda: conv(x).backward(g)))
 
     started = time.monotonic()
     with path.open("w", encoding="utf-8") as sink:

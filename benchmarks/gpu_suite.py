@@ -48,6 +48,31 @@ PRECISIONS = ("fp32", "tf32", "bf16_mixed", "fp16_mixed")
 PROBE_EVERY = 25  # cases between two timings of the host probe
 
 
+def step_times_s(
+    torch: Any, dev: Any, step: Any, warmup: int = 3, steps: int = 10, after_warmup: Any = None
+) -> list[float]:
+    """Seconds of ``steps`` synchronised calls of ``step`` after ``warmup`` (cuDNN's search runs in the
+    first), ``after_warmup()`` called in between (a peak-memory reset); benchmarks/fp32_convs.py and
+    nchw_convs.py time their single layers so too."""
+
+    def sync() -> None:
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
+    for _ in range(warmup):
+        step()
+    sync()
+    if after_warmup:
+        after_warmup()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t)
+    return times
+
+
 def host_probe_s(device: str) -> float:
     """calibrate's host probe on ``device``, timed by the calibration worker's own function."""
     import torch
@@ -347,10 +372,6 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     if x.dim() == 4:
         x = x.contiguous(memory_format=fmt)
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(dev)
-
     def step() -> None:
         with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
             out = module(x)
@@ -361,17 +382,8 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         scaler.update()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(warmup):
-        step()
-    sync()
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(dev)
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t)
+    reset = (lambda: torch.cuda.reset_peak_memory_stats(dev)) if cuda else None
+    times = step_times_s(torch, dev, step, warmup, steps, reset)
     return {
         "name": case["name"]
         + ("" if case["memory_format"] == "contiguous" else " channels_last")

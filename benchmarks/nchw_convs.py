@@ -15,6 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.gpu_suite import step_times_s
+
 # (batch, in channels, out channels, side, kernel, stride, family)
 SHAPES = [
     (256, 3, 32, 128, 5, 1, "random-2026-25"),
@@ -46,10 +50,6 @@ def measure(path: Path, budget_s: float, device: str = "cuda") -> None:
     dev = torch.device(device)
     torch.backends.cudnn.benchmark = True
 
-    def sync() -> None:
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-
     def timed(n: int, c: int, k: int, hw: int, kernel: int, stride: int, fmt: torch.memory_format) -> float:
         conv = torch.nn.Conv2d(c, k, kernel, stride=stride, padding=kernel // 2, bias=False).to(dev, memory_format=fmt)
         x = torch.randn(n, c, hw, hw, device=dev).to(memory_format=fmt).requires_grad_(True)
@@ -59,16 +59,7 @@ def measure(path: Path, budget_s: float, device: str = "cuda") -> None:
                 y = conv(x)
             y.float().sum().backward()
 
-        for _ in range(3):
-            step()
-        sync()
-        times = []
-        for _ in range(10):
-            t = time.perf_counter()
-            step()
-            sync()
-            times.append(time.perf_counter() - t)
-        return statistics.median(times)
+        return statistics.median(step_times_s(torch, dev, step))
 
     started = time.monotonic()
     with path.open("w", encoding="utf-8") as sink:

@@ -215,6 +215,13 @@ def matmul_rate(device: DeviceSpec, precision: str) -> float:
     return matmul_peak(precision, gpu)[0] * matmul_efficiency(precision, gpu)
 
 
+def hopper_class(device: DeviceSpec) -> bool:
+    """Whether ``device`` is a Hopper or Blackwell GPU (its catalogue architecture): the fast kernels'
+    16-byte alignment, and IEEE fp32 convolutions priced as cuDNN 9 runs them (gpu_convs.py)."""
+    arch = str(device.extra.get("architecture", "")).lower()
+    return "hopper" in arch or "blackwell" in arch
+
+
 def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> GpuFigures:
     """The datasheet figures of ``device``; SMs from the catalogue, else CUDA cores / 128 (Ampere
     GA10x, Ada, Hopper, Blackwell; 64 on Volta, Turing and A100 give twice the SMs — an upper
@@ -226,7 +233,6 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
     # this machine's own measurement of its class replaces the published figures whole
     m = dict(measured) if calibrated else {**published_efficiency(device), **(measured or {})}
     sms = device.sm_count or max(1, round((device.cuda_cores or 128 * 80) / 128))
-    arch = str(device.extra.get("architecture", "")).lower()
     clock = power_factor(device)
     return GpuFigures(
         sms=sms,
@@ -235,7 +241,7 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         half=(device.half_flops or device.fp32_flops) * clock,
         fp8=(device.fp8_flops or 0.0) * clock,
         bandwidth=(device.bandwidth or 50e9) * BANDWIDTH_EFFICIENCY,
-        hopper="hopper" in arch or "blackwell" in arch,
+        hopper=hopper_class(device),
         eff_tensor=float(m.get("tensor", GEMM_EFFICIENCY["tensor"])),
         eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
         eff_tf32=float(m["tf32"]) if m.get("tf32") else None,
@@ -381,9 +387,9 @@ def matrix_op_s(
     m = rows * b
     if not conv:  # cuDNN pads a convolution's channels itself
         eff = float(aligned_efficiency(eff, (m, n, k), precision, gpu))
-    fits = bool(hopper_3x3(op.kernel_area, op.winograd_shape))
     if conv and hopper_fp32_conv(precision, gpu) and hopper_priced(op.kernel_area, op.winograd_shape):
         # as Hopper's cuDNN 9 runs the layer, search or not (gpu_convs.py)
+        fits = bool(hopper_3x3(op.kernel_area, op.winograd_shape))
         one = [np.array([float(v)]) for v in (m, n, k, rows, op.in_elems + op.out_elems)]
         eff_cuda = np.array([matmul_efficiency(precision, gpu)])
         fwd, dgrad, wgrad = (float(v) for v in hopper_conv_passes(*one, np.array([fits]), b, gpu, eff_cuda))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.estimate.gpu_kernels import figures
+from core.estimate.gpu_kernels import hopper_class
 from core.estimate.published_rates import published_note
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph
@@ -72,7 +72,7 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
             "PyTorch's default lets cuDNN run them on TF32 tensor cores: training.cudnn_tf32 true if your "
             "code keeps it"
         )
-    if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops) and figures(device).hopper:
+    if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops) and hopper_class(device):
         out.append(
             "IEEE fp32 convolutions as Hopper's cuDNN 9 runs them, with or without its algorithm search "
             "(training.cudnn_benchmark): its heuristics pick what the search finds (102 convolutions on a lent "
