@@ -34,7 +34,9 @@ def attention_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpoi
     return max(passes * flops / rate, 2 * KERNEL_FLOOR_S)
 
 
-def score_bytes(attention: str, half: bool, causal: bool, dropout: bool) -> tuple[float, float, int]:
+def score_bytes(
+    attention: str, half: bool, causal: bool, dropout: bool, autocast: bool = True
+) -> tuple[float, float, int]:
     """(forward, backward) bytes per L×L score element that an unfused attention's elementwise
     kernels move, and their kernels, the matrix products' own reads and writes of the scores left
     to them. ``attention`` "math": PyTorch's SDPA math kernel in the input's precision p (the scale
@@ -43,10 +45,14 @@ def score_bytes(attention: str, half: bool, causal: bool, dropout: bool) -> tupl
     writes a bool mask, its backward reads the gradient and the mask and writes p). "eager": the
     attention written out in Python as Hugging Face's eager attention and NVIDIA's BERT
     (DeepLearningExamples' BertSelfAttention): the scores divided by √d and the mask added (each
-    read and write p, the division's backward again), softmax in fp32 under autocast (read p, write
+    read and write p, the division's backward again), softmax in fp32 in half precision (read p, write
     4; backward reads 4 + 4, writes p) and dropout in fp32 (read and write 4, a bool mask), and the
     probabilities cast back to p for the second product (read 4, write p; the gradient's cast read
-    p, write 4); without autocast p = 4 and there are no casts."""
+    p, write 4); in fp32 p = 4 and there are no casts. Under torch.autocast (``autocast``: the weights
+    in fp32) the mask is fp32 too (built in the embeddings' dtype), so the masked scores are promoted
+    to fp32: the addition writes 4 and softmax reads 4; in backward softmax writes 4 and the sum's
+    gradient is cast back to p (read 4, write p). The recorded eager steps under autocast ran so
+    (docs/accuracy.md); a model held in half (apex's O2, DeepSpeed) keeps its mask in half."""
     p = 2.0 if half else 4.0
     f = 4.0 if attention == "eager" else p  # softmax and dropout run in fp32 under autocast
     forward, backward, kernels = p + f, 2 * f + p, 2  # softmax, its backward
@@ -62,6 +68,10 @@ def score_bytes(attention: str, half: bool, causal: bool, dropout: bool) -> tupl
             forward += f + p
             backward += p + f
             kernels += 2
+        if half and autocast:  # the fp32 mask promotes the sum: written and read back in fp32
+            forward += 2 * (f - p)
+            backward += (f - p) + (f + p)  # softmax's gradient in fp32; the sum's gradient cast to p
+            kernels += 1
     elif causal:
         forward += 2 * p
         kernels += 1
@@ -69,14 +79,15 @@ def score_bytes(attention: str, half: bool, causal: bool, dropout: bool) -> tupl
 
 
 def unfused_attention_s(
-    op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, attention: str
+    op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, attention: str, autocast: bool = True
 ) -> tuple[float, float]:
     """(matrix products, elementwise kernels) seconds of one attention's forward and backward
     computed unfused ("math": PyTorch's SDPA math kernel; "eager": written out in Python): the
     batched products Q·Kᵀ and P·V and their four gradients over batch × heads, each writing or
     reading the L×L scores (at the bandwidth when their reduction over the head dimension is short),
     and the softmax, mask and dropout kernels over the scores (``score_bytes``); full checkpointing
-    runs the forward again. Causal masks are applied, not skipped: every score is computed."""
+    runs the forward again. Causal masks are applied, not skipped: every score is computed.
+    ``autocast``: half precision under torch.autocast (score_bytes)."""
     heads = max(op.heads, 1)
     length = math.sqrt(op.scores / heads)
     head_dim = op.flops / (4 * op.scores)  # two products of 2·L²·d FLOPs per head
@@ -88,7 +99,7 @@ def unfused_attention_s(
     reduce_gemm = gemm_s(rows, head_dim, length, peak, gpu, nbytes, eff, True)  # P·V, dS·K, dSᵀ·Q, Pᵀ·dO
     forward = scores_gemm + reduce_gemm
     backward = scores_gemm + 3 * reduce_gemm
-    fwd_bytes, bwd_bytes, kernels = score_bytes(attention, nbytes == 2, op.causal, op.attn_dropout)
+    fwd_bytes, bwd_bytes, kernels = score_bytes(attention, nbytes == 2, op.causal, op.attn_dropout, autocast)
     elems = op.scores * b
     recompute = 1.0 if checkpointing else 0.0
     moved = ((1 + recompute) * fwd_bytes + bwd_bytes) * elems / gpu.bandwidth

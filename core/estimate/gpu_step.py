@@ -262,7 +262,7 @@ def pass_kernels(
         if op.rnn:
             add(comp_f, comp_b, i, rnn_op_s(op, b, precision, gpu, cudnn_tf32, host_speed))
         elif attention in ("math", "eager") and op.scores:
-            matmuls, scores = unfused_attention_s(op, b, precision, gpu, checkpointing, attention)
+            matmuls, scores = unfused_attention_s(op, b, precision, gpu, checkpointing, attention, autocast)
             add(comp_f, comp_b, i, matmuls)
             add(fwd_s, bwd_s, i, scores)
         else:
