@@ -19,7 +19,10 @@ workload's ``training.cudnn_tf32`` true), tf32 turns it on for both; ``cudnn.ben
 ``zero_grad(set_to_none=True)``. ``--warmup`` steps, then the peak memory is reset and ``--steps``
 steps are each timed with a synchronisation on both ends: ``step_time_s`` is
 the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
-``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU).
+``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU), and
+``allocated_before`` what was allocated before the case was built, after a garbage collection (lines
+recorded before 2026-11-26 (a fifth session) lack it: their peaks carried earlier networks' embeddings,
+which torchbridge's builder then kept in a reference cycle, hundreds of MiB by the suites' end).
 
 On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the
 seed MLP's step, all host work) timed in this process before the first case and again every
@@ -31,6 +34,7 @@ slower inside the suite's long process than in accuracy_cuda.py's, docs/accuracy
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import statistics
@@ -359,7 +363,11 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     torch.manual_seed(0)
     dev = torch.device(device)
     cuda = dev.type == "cuda"
+    gc.collect()  # what earlier cases left in reference cycles, before this case's peak is taken
+    before = 0
     if cuda:
+        torch.cuda.empty_cache()
+        before = torch.cuda.memory_allocated(dev)
         set_tf32(torch, case["precision"], case.get("cudnn_tf32", False))
         torch.backends.cudnn.benchmark = case.get("cudnn_benchmark", True)
     fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
@@ -395,6 +403,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         "step_time_s": statistics.median(times),
         "step_time_min_s": min(times),
         "max_allocated": torch.cuda.max_memory_allocated(dev) if cuda else 0,
+        "allocated_before": before,  # live before the case was built: not the case's (0 but the probe's)
         "max_reserved": torch.cuda.max_memory_reserved(dev) if cuda else 0,
         "device": torch.cuda.get_device_name(dev) if cuda else "cpu",
         "torch": torch.__version__,

@@ -261,6 +261,10 @@ def build_module(model: Mapping[str, Any], attention: str = "auto") -> Any:
         return nn.Sequential(*mods), shape
 
     module, _ = seq(model["layers"], list(model["input_shape"]))
+    # the list sits in a closure cell that the classes above keep alive in a reference cycle: emptied, so
+    # the module's embeddings are freed with it, not at the next garbage collection (a long process such
+    # as gpu_suite's otherwise carried earlier networks' embeddings into later cases' peak memory)
+    embeddings.clear()
     return module
 
 
