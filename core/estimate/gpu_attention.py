@@ -16,22 +16,54 @@ if TYPE_CHECKING:
     from core.estimate.op_work import OpWork
 
 # Flash attention's share of the tensor peak: FlashAttention-2 (Dao 2023, arXiv 2307.08691) reaches
-# 50–73 % of the A100's peak forward and about 35 % of the H100's (335 TFLOP/s); PyTorch's built-in
-# kernel is FlashAttention-2. Head dimension 64 is at the low end.
-ATTENTION_EFFICIENCY = {"hopper": 0.30, "other": 0.45}
+# 50–73 % of the A100's peak forward; PyTorch's built-in kernel is FlashAttention-2. Head dimension 64 is
+# at the low end. On Hopper and Blackwell flash attention is priced by its parts instead (below).
+ATTENTION_EFFICIENCY = 0.45
 MEM_EFFICIENT_FP32_EFFICIENCY = 0.45
+# Flash attention on Hopper (PyTorch 2.11 runs cuDNN's SDPA kernels there), by what its kernels do per
+# score element and per query row (FlashAttention-3, Shah et al. 2024, arXiv 2407.08608: at head dimension
+# 64 an H100's exponentials take as long as its matrix products): the products Q·Kᵀ and P·V and, in
+# backward, five more at FLASH_MMA_EFFICIENCY of the tensor peak; one exponential a score forward and one
+# in backward's recompute on the special-function units (gpu_kernels.SFU_OPS_PER_SM_CLOCK); and per query
+# row FLASH_ROW_ACCESSES head-dimension vectors moved at the bandwidth (q, k, v, o and their gradients,
+# the backward's dO·O and its fp32 dQ converted). A causal mask skips the blocks above the diagonal: the
+# share 1/2 + FLASH_BLOCK/(2L) of the scores is computed. The two constants are the exact solution of the
+# attention kernels a lent H100 timed in two real profiles (BERT-base b64 at 128 tokens, GPT-2 small b8 at
+# 1,024, causal; benchmarks/flash_attention.py), held out on the H200's profiles of the same workloads and
+# on the GPU suites' steps (docs/accuracy.md).
+FLASH_MMA_EFFICIENCY = 0.277
+FLASH_ROW_ACCESSES = 15.8
+FLASH_BLOCK = 128
 
 
 def attention_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool) -> float:
-    """Seconds of one SDPA call's forward and backward at batch ``b``: flash in half precision, the
-    memory-efficient kernel in fp32/TF32 (PyTorch's choice where the mask and dropout allow)."""
+    """Seconds of one SDPA call's forward and backward at batch ``b``: flash in half precision (on Hopper
+    and Blackwell by flash_parts_s), the memory-efficient kernel in fp32/TF32 (PyTorch's choice where the
+    mask and dropout allow)."""
+    half = precision in ("fp16_mixed", "bf16_mixed")
+    if half and gpu.hopper:
+        return max(sum(flash_parts_s(op, b, gpu, checkpointing)), 2 * KERNEL_FLOOR_S)
     flops = op.flops * b * (0.5 if op.causal else 1.0)
     passes = 3.5 + (1.0 if checkpointing else 0.0)  # forward, backward recomputes scores: 2.5 ×
-    if precision in ("fp16_mixed", "bf16_mixed"):
-        rate = gpu.half * ATTENTION_EFFICIENCY["hopper" if gpu.hopper else "other"]
-    else:
-        rate = gpu.fp32 * MEM_EFFICIENT_FP32_EFFICIENCY
+    rate = gpu.half * ATTENTION_EFFICIENCY if half else gpu.fp32 * MEM_EFFICIENT_FP32_EFFICIENCY
     return max(passes * flops / rate, 2 * KERNEL_FLOOR_S)
+
+
+def flash_parts_s(op: OpWork, b: int, gpu: GpuFigures, checkpointing: bool) -> tuple[float, float, float]:
+    """(matrix products, exponentials, per-row traffic) seconds of one flash-attention call's forward and
+    backward at batch ``b`` on Hopper (FLASH_MMA_EFFICIENCY, FLASH_ROW_ACCESSES); full checkpointing runs
+    the forward again."""
+    heads = max(op.heads, 1)
+    length = math.sqrt(op.scores / heads)
+    head_dim = op.flops / (4 * op.scores)  # two products of 2·L·d FLOPs per score
+    share = min(1.0, 0.5 + FLASH_BLOCK / (2 * length)) if op.causal else 1.0
+    scores = op.scores * b * share
+    again = 1.0 if checkpointing else 0.0
+    products = (3.5 + again) * 4 * head_dim * scores / (gpu.half * FLASH_MMA_EFFICIENCY)
+    exponentials = (2 + again) * scores / gpu.sfu if gpu.sfu else 0.0  # no clock known: not priced
+    rows = b * heads * length
+    traffic = FLASH_ROW_ACCESSES * head_dim * 2 * rows / gpu.bandwidth
+    return products, exponentials, traffic
 
 
 def score_bytes(

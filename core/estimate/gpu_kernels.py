@@ -104,6 +104,10 @@ MISALIGNED_EFFICIENCY = {2: 0.11, 4: 0.26, 8: 0.24}
 # speed (the H200's host, where it was fitted, measured 1.04 × the reference by the host probe; a lent
 # H100's host at 1.54 × ran the suite's GRU at seq 128 in 0.72–0.76 × the H200's time, docs/accuracy.md).
 RNN_STEP_FLOOR_S = 22e-6
+# Special-function unit throughput (exp2, rcp, rsqrt, …) per SM per clock on compute capability 5.x–9.0:
+# 16 (NVIDIA CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table). Flash attention's
+# softmax runs its exponentials there, beside the tensor cores (core/estimate/gpu_attention.py).
+SFU_OPS_PER_SM_CLOCK = 16
 # Fraction of the datasheet bandwidth streaming kernels reach (STREAM-like copies reach 80–90 % of
 # HBM/GDDR peak; TrainRig estimate).
 BANDWIDTH_EFFICIENCY = 0.80
@@ -181,6 +185,7 @@ class GpuFigures:
     fp8: float = 0.0  # FLOP/s on FP8 tensor cores (0: none)
     nchw_native: bool = False  # NCHW half-precision convolutions without cuDNN's layout transposes
     tf32_cores: bool = False  # TF32 runs on tensor cores (Ampere and later), even where its peak is FP32's
+    sfu: float = 0.0  # special-function operations a second (exp, rcp: SFU_OPS_PER_SM_CLOCK × SMs × clock)
 
     def gemm_efficiency(self, tensor_cores: bool) -> float:
         return self.eff_tensor if tensor_cores else self.eff_cuda
@@ -248,7 +253,15 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         eff_fp16=float(m["fp16"]) if m.get("fp16") else None,
         nchw_native=str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES,
         tf32_cores=bool(device.tf32_flops),
+        sfu=SFU_OPS_PER_SM_CLOCK * sms * _clock_hz(device) * clock,
     )
+
+
+def _clock_hz(device: DeviceSpec) -> float:
+    """The boost clock from the catalogue, else from the FP32 rate (2 FLOPs per CUDA core per clock)."""
+    if device.clock_hz:
+        return float(device.clock_hz)
+    return device.fp32_flops / (2 * device.cuda_cores) if device.cuda_cores else 0.0
 
 
 def power_factor(device: DeviceSpec) -> float:

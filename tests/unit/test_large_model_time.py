@@ -132,11 +132,16 @@ def test_fp8_all_gather_halves_the_matmul_weights_fsdp_gathers() -> None:
     assert gathered.comm_s / plain.comm_s == pytest.approx((2 * (2 - share) + 4) / (2 * 2 + 4), rel=1e-3)
 
 
-def test_the_published_large_model_table_within_15_percent_but_torchtitans_compile_row() -> None:
+def test_the_published_large_model_table_within_15_percent_but_megatrons_fp8_row() -> None:
     rows = errors()
     outside = [(r["source"], r["label"]) for r, _tps, err in rows if abs(err) > 0.15]
-    # torch.compile's gains beyond fusing elementwise chains are not modelled (docs/accuracy.md): +16 %
-    assert outside == [("torchtitan-2025", "FSDP + torch.compile")]
+    # flash attention on Hopper is priced from cuDNN's kernels at head dimension 64 (two real H100 profiles,
+    # gpu_attention.FLASH_MMA_EFFICIENCY); Megatron's Transformer Engine runs Llama's head dimension 128 on
+    # larger tiles, which reach more: −19 % (−13 % at the old flat 30 % of the peak). torchtitan's H100 rows
+    # moved the other way: +10/+16/+14 % → +7/+12/+8 % (docs/accuracy.md)
+    assert outside == [("megatron-bridge-25.11", "Megatron-FSDP, Transformer Engine fp8 (current scaling)")]
     megatron = [err for r, _tps, err in rows if r["source"].startswith("megatron")]
-    assert len(megatron) == 1 and abs(megatron[0]) <= 0.15
+    assert len(megatron) == 1 and -0.22 <= megatron[0] < -0.15
+    titan = [err for r, _tps, err in rows if r["source"] == "torchtitan-2025"]
+    assert len(titan) == 3 and all(0 < e <= 0.13 for e in titan)
     assert sum(abs(e) for *_x, e in rows) / len(rows) <= 0.10
