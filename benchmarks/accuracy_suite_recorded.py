@@ -108,6 +108,7 @@ def cases(path: Path = DEFAULT, lines: list[dict] | None = None, calibrated: boo
                 "measured_s": m["step_time_s"],
                 "predicted_s": step.step_s,
                 "bound": step.bound,
+                "host_bound": step.host_bound,
                 "error": step.step_s / m["step_time_s"] - 1,
             }
         )

@@ -131,6 +131,7 @@ class HostTime:
     speed: float  # the host CPU's single-thread speed relative to the reference
     cpu: str  # what the speed is from
     loop: LoopSpec = field(default_factory=LoopSpec)
+    probed: bool = False  # the speed is this machine's GPU host as calibrate's host probe measured it
 
     @property
     def serial_s(self) -> float:
@@ -366,13 +367,19 @@ def host_costs(measured: Mapping[str, Any] | None, speed: float, kind: str) -> d
     return out
 
 
+def probed_host(measured: Mapping[str, Any] | None, kind: str) -> bool:
+    """Whether an accelerator's host speed comes from calibrate's host probe on this machine's GPU (a
+    calibration's host figures ``measured`` that hold a plausible one), not from a CPU's rating."""
+    return kind != "cpu" and gpu_host_speed(measured) is not None
+
+
 def host_speed(measured: Mapping[str, Any] | None, host_cpu: str | None, kind: str) -> tuple[float, str]:
     """The host CPU's single-thread speed relative to the reference host and what it is from: this
     machine's calibration (for its GPU, the host probe's step on it, core/estimate/host_probe.py; else its
     measured cost per call against the reference CPU's), else the host
     CPU's rating (resources/host_cpus.json). A CPU candidate is its own host: its measured or
     default costs are used as they are."""
-    if kind != "cpu" and (gpu_speed := gpu_host_speed(measured)):
+    if probed_host(measured, kind) and (gpu_speed := gpu_host_speed(measured)):
         return gpu_speed, (
             f"this machine's GPU host, measured by calibrate's host probe ({gpu_speed:.2f}× the reference host's speed)"
         )

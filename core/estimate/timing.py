@@ -203,6 +203,7 @@ def step_time(
     partitioned = sharding in SHARDS_OPTIMIZER_STATES or (large.precision_layout == "megatron" and sharding == "zero1")
     shards = (dp if partitioned else 1) * large.parallel.tensor * large.parallel.pipeline
     speed, cpu_text = host_model.host_speed(cal.get("host"), host_cpu, kind)
+    probed = host_model.probed_host(cal.get("host"), kind)
     # full checkpointing of every Nth block only (large.checkpoint_every): the kernels price no
     # whole-network recompute; parallel_time.large_terms adds the wrapped blocks' forward again
     whole = checkpointing and large.checkpoint_every <= 1
@@ -229,7 +230,7 @@ def step_time(
         log = costs["log_line_s"] / loop.log_every if loop.log_every else 0.0
         dispatch = p.overhead if optimizer_step else p.overhead_no_optimizer  # run_scale applied in pass_work
         r = float(cal.get("run_scale", 1.0))  # a local run measured the whole step, its host included
-        return HostTime(dispatch, loader * r, copy * r, sync * r, log * r, workers * r, speed, cpu_text, loop)
+        return HostTime(dispatch, loader * r, copy * r, sync * r, log * r, workers * r, speed, cpu_text, loop, probed)
 
     def paced(p: PassWork, h: HostTime | None, optimizer_step: bool, waits: bool = True) -> float:
         work = p.work if optimizer_step else p.work_no_optimizer

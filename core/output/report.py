@@ -22,6 +22,7 @@ from core.estimate.sizing import CandidateResult, SizingResult
 from core.estimate.timing import DEFAULT_EFFICIENCY, STORAGE_READ_BPS
 from core.hardware.catalogue import DeviceSpec
 from core.output.glossary import MEMORY_PER_DEVICE, verdict_text
+from core.output.sizing_report import step_accuracy_note
 from core.spec.workload import CostSpec
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 
@@ -310,6 +311,9 @@ def _assumptions(result: SizingResult, best: CandidateResult | None) -> tuple[tu
             + " of the datasheet bandwidth",
         ),
     ]
+    accuracy = step_accuracy_note(best) if best is not None else ""
+    if accuracy:  # the recommended GPU's step time against recorded and published measurements
+        out.append(("Step time against measurements", f"{best.device.name}: {accuracy}"))
     accumulating = [x for x in result.candidates if x.accumulation_steps > 1]
     if accumulating or result.workload.training.micro_batch_size is not None:
         out.append(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from core.advice.recommendation import Recommendation
@@ -10,6 +12,7 @@ from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.published_rates import PUBLISHED_NOTE
 from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
 from core.output.glossary import verdict_text
+from core.paths import resource_path
 from core.units import fmt_bytes, fmt_count, fmt_energy, fmt_money, fmt_seconds
 
 FLOP_CONVENTION = (
@@ -268,12 +271,58 @@ def sizing_to_text(rec: Recommendation) -> str:
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=1)
+def recorded_step_accuracy() -> dict[str, Any]:
+    """resources/step_accuracy.json: the GPU step model against the recorded GPU suites, by what bounds the
+    step (benchmarks/step_accuracy.py writes it; its test holds it to the model)."""
+    return dict(json.loads(resource_path("step_accuracy.json").read_text(encoding="utf-8")))
+
+
+def _recorded(group: str) -> str:
+    g = recorded_step_accuracy()["groups"][group]
+    nbsp = "\u00a0"  # a figure and its unit stay on one line where the report wraps the text
+    mean = f"{g['mean_abs_error'] * 100:.0f}{nbsp}%"
+    return f"within 25{nbsp}% in {g['within_25']:,} of {g['steps']:,} (mean error {mean})"
+
+
+def recorded_accuracy_note(c: CandidateResult) -> str:
+    """How close the step model came on recorded steps like this one (bound by the host or the device;
+    the host measured by calibrate or not), for an NVIDIA GPU; "" else."""
+    st = c.step
+    if c.device.kind != "gpu" or not c.device.runs_cuda or st.host is None:
+        return ""
+    where = "on steps recorded on a lent H200 and two lent H100s (held out)"
+    if not st.host_bound:
+        return f"This step is the GPU's work: {where}, device-bound steps came {_recorded('device_calibrated')}."
+    if st.bound == "host data loading":
+        return (
+            "This step is the host's data loading (the DataLoader's work in the main process and the copy it waits "
+            "for): the recorded GPU steps had their data on the GPU already, so they do not check it."
+        )
+    if st.bound != "framework overhead":  # paced by what the recorded steps did not have (input, collectives)
+        return ""
+    if st.host.probed:
+        return (
+            f"This step is the host's (its CPU dispatching the kernels), at the speed calibrate's host probe measured "
+            f"here: {where}, host-bound steps came {_recorded('host_calibrated')} once their host was measured so; "
+            "the same step varied by up to half between runs on one host."
+        )
+    return (
+        "This step is the host's (its CPU dispatching the kernels), priced at the reference host's speed: hosts "
+        f"differ by up to 2 ×, and {where} host-bound steps came {_recorded('host_reference')} at that speed, "
+        f"{_recorded('host_calibrated')} once calibrate measured their host. Where the machine that will train is "
+        "at hand, Calibrate measures its host."
+    )
+
+
 def step_accuracy_note(c: CandidateResult) -> str:
-    """How close the GPU step model has come to published measurements, for an NVIDIA GPU; "" else
-    (docs/accuracy.md: the Lambda benchmark's held-out throughputs and OpenXLA's GEMM table, 2026-11-25)."""
+    """How close the GPU step model has come to measurements, for an NVIDIA GPU: on recorded steps like this
+    one (recorded_accuracy_note) and on published ones; "" else (docs/accuracy.md: the lent GPUs' suites, the
+    Lambda benchmark's held-out throughputs and OpenXLA's GEMM table)."""
     if c.device.kind != "gpu" or not c.device.runs_cuda:
         return ""
-    text = (
+    recorded = recorded_accuracy_note(c)
+    text = (recorded + " " if recorded else "") + (
         "How close this model comes: against published training throughputs of 9 NVIDIA GPUs (ResNet-50 and "
         "BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on, 46 of 46 within "
         "25 %, mean error 9 %; single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -45,6 +46,11 @@ HEADERS = [term.label for term in COLUMN_TERMS]
 TOOLTIPS = [term.meaning[0].upper() + term.meaning[1:] for term in COLUMN_TERMS]
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def wrapped_tip(text: str) -> str:
+    """A long plain-text tooltip as rich text, which Qt word-wraps (a plain one is one line as wide as its text)."""
+    return "<qt>" + html.escape(text, quote=False).replace("\n", "<br>") + "</qt>"
 
 
 class CandidateTableModel(QAbstractTableModel):
@@ -99,8 +105,9 @@ class CandidateTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == COL_STEP:
                 note = step_accuracy_note(r)
-                return f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}" + (
-                    f"\n{note}" if note else ""
+                return wrapped_tip(
+                    f"{fmt_seconds(r.step.step_s)}, {r.step.bound}-bound: {step_breakdown(r)}"
+                    + (f"\n{note}" if note else "")
                 )
             if col == COL_BUY_OR_RENT:
                 return _buy_or_rent_tip(r)

@@ -1,0 +1,88 @@
+"""How close the GPU step model comes on the recorded GPU suites, by what bounds the step: the figures
+the sizing's step tooltip and the report quote (resources/step_accuracy.json, read by
+core/output/sizing_report.step_accuracy_note). No GPU needed.
+
+The suites are the 568 steps of benchmarks/gpu_suite.py that a lent H200 and two lent H100s measured on
+2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded halves some constants
+were fitted on, docs/accuracy.md). Three groups, as a user meets them:
+
+- host-bound, at the reference host's speed: a GPU sized for a purchase, its host not measured;
+- host-bound, after calibrate: the host's speed from calibrate's host probe on that machine;
+- device-bound, after calibrate (the host barely matters there).
+
+"Host-bound" is the model's own verdict (StepTime.host_bound), the one the tooltip is shown for.
+
+    python3 benchmarks/step_accuracy.py            # print the groups and whether the resource holds them
+    python3 benchmarks/step_accuracy.py --write    # and write resources/step_accuracy.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FRESH, H100_SUITE, cases  # noqa: E402
+
+OUT = ROOT / "resources" / "step_accuracy.json"
+SUITES = (DEFAULT, H100_SUITE, H100_FRESH)
+GROUPS = {
+    "host_reference": "host-bound steps at the reference host's speed",
+    "host_calibrated": "host-bound steps after calibrate measured their host",
+    "device_calibrated": "device-bound steps after calibrate",
+}
+
+
+def _figures(errors: list[float]) -> dict[str, Any]:
+    return {
+        "steps": len(errors),
+        "within_25": sum(abs(e) <= 0.25 for e in errors),
+        "mean_abs_error": round(statistics.mean(abs(e) for e in errors), 3),
+        "median_error": round(statistics.median(errors), 3),
+    }
+
+
+def groups() -> dict[str, dict[str, Any]]:
+    """Each group's steps, how many within 25 %, the mean |error| and the median error."""
+    errors: dict[str, list[float]] = {k: [] for k in GROUPS}
+    for path in SUITES:
+        errors["host_reference"] += [r["error"] for r in cases(path) if r["host_bound"]]
+        for r in cases(path, calibrated=True):
+            errors["host_calibrated" if r["host_bound"] else "device_calibrated"].append(r["error"])
+    return {k: {"what": GROUPS[k], **_figures(v)} for k, v in errors.items()}
+
+
+def document() -> dict[str, Any]:
+    return {
+        "about": "How close TrainRig's GPU step model comes on recorded steps it was not fitted on, by what bounds "
+        "the step (benchmarks/step_accuracy.py --write; docs/accuracy.md). Error: predicted / measured - 1.",
+        "source": "benchmarks/gpu_suite.py on a lent NVIDIA H200 (201 steps) and two lent H100 SXM (173 and 194), "
+        "PyTorch 2.11 + CUDA 13, 2026-11-26: " + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
+        "groups": groups(),
+    }
+
+
+def main() -> int:
+    doc = document()
+    for g in doc["groups"].values():
+        print(
+            f"{g['what']}: {g['within_25']} of {g['steps']} within 25 %, mean |error| {g['mean_abs_error']:.1%}, "
+            f"median {g['median_error']:+.1%}"
+        )
+    if "--write" in sys.argv:
+        OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {OUT.relative_to(ROOT)}")
+        return 0
+    current = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
+    held = current.get("groups") == doc["groups"]
+    print(f"{OUT.relative_to(ROOT)} {'holds these' if held else 'is out of date: run with --write'}")
+    return 0 if held else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
