@@ -21,7 +21,7 @@ steps are each timed with a synchronisation on both ends: ``step_time_s`` is
 the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
 ``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU), and
 ``allocated_before`` what was allocated before the case was built, after a garbage collection (lines
-recorded before 2026-11-26 (a fifth session) lack it: their peaks carried earlier networks' embeddings,
+recorded before 2026-11-26 (a sixth session) lack it: their peaks carried earlier networks' embeddings,
 which torchbridge's builder then kept in a reference cycle, hundreds of MiB by the suites' end).
 
 On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the

@@ -19,16 +19,16 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
   forward and backward and slower kernels (in TF32 the spatial convolutions only: ``nchw_transposes``);
   ``channels_last`` does not, nor do GPUs of compute capability 8.6 and 8.9
   (``NCHW_NATIVE_CAPABILITIES``: what the published GeForce throughputs show).
-* Elementwise ops, norms, pooling, the loss: the bytes their forward and backward kernels move at
-  the bandwidth reached; ``compile`` fuses each chain of elementwise ops into its neighbour so its
-  bytes are moved once.
+* Elementwise ops, norms, pooling, the loss, autocast's casts and the optimizer: the bytes their
+  kernels move at the bandwidth reached (core/estimate/gpu_memory.py); ``compile`` fuses each chain of
+  elementwise ops into its neighbour so its bytes are moved once.
 * Attention (``F.scaled_dot_product_attention``, and unfused attention): core/estimate/gpu_attention.py.
 * LSTM/GRU (cuDNN): the input projections of all time steps as one GEMM, then one small GEMM and
   one pointwise kernel per time step in forward and backward, which a small batch cannot fill.
 * Autocast copies the matrix weights to half precision every step (and their gradients back);
-  GradScaler (fp16) unscales and checks every gradient for inf/NaN.
+  GradScaler (fp16) unscales and checks every gradient for inf/NaN (gpu_memory.py).
 * The optimizer: PyTorch's foreach implementations (multi-tensor apply): the bytes of its states
-  at the bandwidth reached (op_work.OPTIMIZER_ACCESSES fp32 words per parameter).
+  at the bandwidth reached (gpu_memory.FOREACH_ACCESSES fp32 words per parameter).
 
 Constants are datasheet figures, published measurements (named with them) or TrainRig estimates
 checked on the recorded H100 steps (docs/accuracy.md, "GPU kernel model").
@@ -141,29 +141,6 @@ POWER_CLOCK_EXPONENT = 1 / 3
 # fp8 GEMMs (Transformer Engine, torchao float8) reach a lower share of their peak than bf16 ones:
 # the scaling and casts around them (TrainRig estimate)
 FP8_GEMM_EFFICIENCY = 0.85  # the memory-efficient kernel on CUDA cores (TrainRig estimate)
-# Under torch.autocast a matrix product casts an fp32 input to half (read 4 bytes, write 2 an element)
-# and autograd casts the input's half gradient back (read 2, write 4): one kernel each way
-AUTOCAST_CAST_BYTES = 6
-# Elementwise kinds: tensor elements read or written per element over forward and backward, and
-# kernels launched (op_work.ELEMENT_ACCESSES holds the accesses; the kernel counts are TrainRig's
-# from PyTorch's CUDA kernels: dropout forward and backward, layer norm forward, input-gradient
-# and weight-gradient kernels, embedding backward's sort and accumulate).
-KERNELS_PER_KIND = {
-    "relu": 2,
-    "tanh": 2,
-    "gelu": 2,
-    "softmax": 2,
-    "batchnorm": 2,
-    "layernorm": 3,
-    "maxpool": 2,
-    "avgpool": 2,
-    "dropout": 2,
-    "add": 2,
-    "embedding": 4,
-    "rmsnorm_fp32": 16,  # 7 forward (cast, pow, mean, add+rsqrt, mul, cast, mul), 9 backward
-    "rotary_half": 10,
-    "rotary_complex": 6,
-}
 
 
 @dataclass(frozen=True)
@@ -440,58 +417,3 @@ def rnn_op_s(
     recurrent = max(gemm_s(b, gh, hidden, peak, gpu, nbytes, eff), RNN_STEP_FLOOR_S / host_speed)
     step = recurrent + max(KERNEL_FLOOR_S, 10 * b * hidden * 4 / gpu.bandwidth)
     return big + dirs * steps * 2 * step  # forward and backward steps
-
-
-def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: bool, accesses: float) -> float:
-    """Seconds of an elementwise kind's forward and backward kernels over ``elems`` elements;
-    ``fused`` (torch.compile): its bytes are moved once with its neighbour's, about half."""
-    moved = accesses * nbytes * elems / gpu.bandwidth
-    kernels = KERNELS_PER_KIND.get(kind, 2)
-    if fused:
-        return moved * 0.5
-    return max(moved, kernels * KERNEL_FLOOR_S)
-
-
-def autocast_cast_s(elems: Any, gpu: GpuFigures, fused: bool = False, kernels: Any = 1) -> Any:
-    """Seconds of one direction of autocast's casts of ``elems`` elements (one, or an array) in
-    ``kernels`` casts: an fp32 input to half for a matrix product, or its gradient back; at least a
-    kernel's floor each. ``fused`` (torch.compile): folded into its neighbour's kernel as an
-    elementwise chain is, half its bytes."""
-    moved = AUTOCAST_CAST_BYTES * np.asarray(elems, dtype=float) / gpu.bandwidth
-    return 0.5 * moved if fused else np.maximum(moved, np.asarray(kernels) * KERNEL_FLOOR_S)
-
-
-def optimizer_s(params: float, gpu: GpuFigures, accesses: float) -> float:
-    """Seconds of a foreach optimizer step on the device: its fp32 words per parameter at the bandwidth
-    reached. Its multi-tensor-apply launches (a few per foreach op and chunk of tensors) are issued
-    back to back and cost the host, not the device, their time (core/estimate/pass_work.py's overhead);
-    they are not divided among shards when the states are sharded."""
-    return accesses * 4 * params / gpu.bandwidth
-
-
-def mixed_precision_s(precision: str, matmul_params: float, params: float, gpu: GpuFigures, n_weights: int) -> float:
-    """Autocast's per-step work: each matrix weight cast to half (read 4, write 2 bytes) in forward
-    and its gradient cast back (read 2, write 4), one kernel each; GradScaler (fp16): unscale and
-    inf/NaN check over every gradient (read and write 4 bytes) and its scale update."""
-    if precision not in ("fp16_mixed", "bf16_mixed"):
-        return 0.0
-    seconds = 2 * 6 * matmul_params / gpu.bandwidth + 2 * n_weights * KERNEL_FLOOR_S
-    if precision == "fp16_mixed":
-        seconds += 8 * params / gpu.bandwidth + 4 * KERNEL_FLOOR_S
-    return seconds
-
-
-# Cross-entropy's fp32 bytes per logit: log-softmax forward reads each row twice (max and sum, then
-# the output pass) and writes once (12); NLL's backward writes a dense gradient (4); log-softmax's
-# backward reads the gradient twice (its row sum, then the output pass) and the output once and
-# writes once (16). Half-precision logits add the cast to fp32 and back (autocast's, or the
-# `.float()` of Llama-style training code): read 2 write 4 forward, read 4 write 2 backward (12).
-LOSS_BYTES_FP32 = 32.0
-LOSS_CAST_BYTES = 12.0
-
-
-def loss_s(elems: float, gpu: GpuFigures, half_logits: bool = False) -> float:
-    """Cross-entropy over ``elems`` logits in fp32 (autocast runs it in fp32): log-softmax, NLL and
-    their backward in 4 kernels (6 with the casts of half-precision logits)."""
-    per_logit = LOSS_BYTES_FP32 + (LOSS_CAST_BYTES if half_logits else 0.0)
-    return max(per_logit * elems / gpu.bandwidth, (6 if half_logits else 4) * KERNEL_FLOOR_S)

@@ -19,10 +19,8 @@ from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
-    KERNELS_PER_KIND,
     NCHW_TRANSPOSE_ACCESSES,
     aligned_efficiency,
-    autocast_cast_s,
     conv_efficiency,
     conv_search,
     cudnn_precision,
@@ -34,6 +32,7 @@ from core.estimate.gpu_kernels import (
     rnn_op_s,
     winograd,
 )
+from core.estimate.gpu_memory import KERNELS_PER_KIND, autocast_cast_s
 from core.hardware.catalogue import DeviceSpec
 
 if TYPE_CHECKING:

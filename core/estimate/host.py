@@ -77,10 +77,11 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 # optimizer.step()'s Python, zero_grad, one synchronisation, counted apart as sync_s): the
 # least-squares fit of the shared H100 fit set's host-bound steps without convolutions (seed MLP,
 # BERT-base b64 bf16) through the whole step model, the device's waits included, with cudnn_call_s
-# (below) fitted beside them (benchmarks/fit_host_gpu.py --cudnn: 17.28 µs per operator + 0.350 ms
-# per step + 54 µs per cuDNN call, 52 µs before fp32 convolutions were priced as cuDNN's search runs
-# them; 17.12 µs + 0.477 ms when the fit set's small CNN was fitted too and a convolution's cuDNN calls
-# were not priced; docs/accuracy.md); the fit set's small CNN, the
+# (below) fitted beside them (benchmarks/fit_host_gpu.py --cudnn: 17.68 µs per operator + 0.320 ms
+# per step + 54 µs per cuDNN call since the device's casts and foreach optimizer were priced from real
+# profiles (17.28 µs + 0.350 ms before; 52 µs a cuDNN call before fp32 convolutions were priced as
+# cuDNN's search runs them; 17.12 µs + 0.477 ms when the fit set's small CNN was fitted too and a
+# convolution's cuDNN calls were not priced; docs/accuracy.md); the fit set's small CNN, the
 # steps recorded on another H100 host on 2026-11-22 and the rest of the H200's are held out (23.2 µs +
 # 0.69 ms when the 2026-11-22 steps were fitted too).
 # per_call: a framework call as a CPU's timing model counts them (3 per graph op), 15 µs, the CPU
@@ -91,14 +92,14 @@ OPTIMIZER_PYTHON_PER_TENSOR_S = 4e-6
 # single-thread speeds (×0.63).
 REFERENCE = {
     "per_call_s": 15e-6,
-    "per_operator_s": 17.28e-6,
+    "per_operator_s": 17.68e-6,
     # per call of cuDNN's convolution (forward, input gradient, weight gradient) beyond its operators'
     # price: the cuDNN frontend's host work (the execution plan's lookup by shape, its workspace, the
     # launch through cuDNN's graph API). Fitted on a seeded half of a lent H200's host-bound CNN steps,
     # the per-operator and per-step prices refitted on the fit set with it (benchmarks/fit_host_gpu.py
     # --cudnn); held out on the other half, the fit set and the 2026-11-22 host (docs/accuracy.md)
     "cudnn_call_s": 54e-6,
-    "per_step_s": {"cpu": 200e-6, "gpu": 0.350e-3},
+    "per_step_s": {"cpu": 200e-6, "gpu": 0.320e-3},
     "loader_batch_s": 63e-6,
     "loader_sample_s": 5.1e-6,
     "handoff_batch_s": 1.4e-3,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-from core.estimate import gpu_kernels, gpu_step
+from core.estimate import gpu_kernels, gpu_memory, gpu_step
 from core.estimate.measured_curves import grid_rate, interpolate_rate
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph, Op
@@ -104,8 +104,9 @@ def variant_bytes(kind: str, act_bytes: int) -> tuple[float, float]:
 # freeing it does not raise the threshold) is new memory every step.
 MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 GRAIN_SIZE = 32768  # PyTorch's at::internal::GRAIN_SIZE: elements per chunk of a parallel CPU kernel
-# fp32 words read or written per parameter by one optimizer step in PyTorch's default (foreach)
-# implementations: TrainRig estimates, in the ratios `calibrate` measured on a CPU.
+# fp32 words read or written per parameter by one optimizer step on a CPU before `calibrate` measures it:
+# TrainRig estimates, in the ratios `calibrate` measured on a CPU (a GPU's foreach kernels:
+# gpu_memory.FOREACH_ACCESSES, counted from PyTorch's code).
 OPTIMIZER_ACCESSES = {"sgd": 3, "sgd_momentum": 7, "adam": 21, "adamw": 25, "rmsprop": 14, "adagrad": 13}
 
 
@@ -483,8 +484,8 @@ def gpu_pass(
         variant_accesses(4),  # a variant on the fp32 tensors of autocast: its fp32 kernels' bytes
         host_speed,
     )
-    loss = gpu_kernels.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
+    loss = gpu_memory.loss_s(model.output_elems * b, gpu, half_logits=nbytes == 2)
     matmul, weights = gpu_step.matrix_weights(ops)
-    casts = gpu_kernels.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
-    opt = gpu_kernels.optimizer_s(model.parameters, gpu, OPTIMIZER_ACCESSES[optimizer])
+    casts = gpu_memory.mixed_precision_s(precision, matmul, model.parameters, gpu, weights)
+    opt = gpu_memory.optimizer_s(model.parameters, gpu, gpu_memory.FOREACH_ACCESSES[optimizer])
     return GpuPass(kernels.compute, kernels.memory + loss + casts, opt, kernels, loss, casts)

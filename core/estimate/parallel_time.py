@@ -39,7 +39,7 @@ HOST_ADAM_BPS = 200e9
 CPU_ADAM_WORDS = 7
 # fused Adam/AdamW (and SGD) reads and writes each parameter's words once: weights, gradient and the
 # states, in one kernel (torch.optim fused=True); the foreach path makes several passes
-# (op_work.OPTIMIZER_ACCESSES)
+# (gpu_memory.FOREACH_ACCESSES)
 FUSED_ACCESSES = {"sgd": 3, "sgd_momentum": 5, "adam": 7, "adamw": 7, "rmsprop": 5, "adagrad": 5}
 # kernels a per-tensor (foreach=False) optimizer launches per parameter tensor on a GPU
 PER_TENSOR_KERNELS = {"sgd": 1, "sgd_momentum": 3, "adam": 10, "adamw": 11, "rmsprop": 6, "adagrad": 5}

@@ -13,8 +13,9 @@ import pytest
 
 from core.errors import WorkloadError
 from core.estimate import sizing, timing
+from core.estimate.gpu_memory import FOREACH_ACCESSES
 from core.estimate.memory import breakdown_at, gpu_workspace_bytes, phase_lines
-from core.estimate.op_work import BANDWIDTH_EFFICIENCY, OPTIMIZER_ACCESSES
+from core.estimate.op_work import BANDWIDTH_EFFICIENCY
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import Workload, parse_workload
@@ -69,15 +70,15 @@ def test_gpt2_small_at_batch_512_fits_one_gpu_in_micro_batches(precision: str, c
 def test_a_step_in_micro_batches_pays_each_micro_step_and_one_optimizer_step() -> None:
     # 512 samples in micro-batches of 8 on one RTX 4090: 64 micro-steps. The step is compute- and
     # memory-bound (the framework overhead, ~10 ms per micro-step, is hidden behind the kernels), so
-    # step(512 in 8s) = 64 × step(batch 8) − 63 × the optimizer's memory-bound work: AdamW moves 25
-    # fp32 words per parameter at 80 % of the 4090's 1,008 GB/s.
+    # step(512 in 8s) = 64 × step(batch 8) − 63 × the optimizer's memory-bound work: AdamW's foreach kernels
+    # move 20 fp32 words per parameter at 80 % of the 4090's 1,008 GB/s.
     w8 = workload(GPT2, batch_size=8)
     w = workload(GPT2, micro_batch_size=8)
     one, acc = size_candidate(w8, device("RTX 4090"), 1).step, size_candidate(w, device("RTX 4090"), 1).step
     assert (acc.micro_batch, acc.accumulation_steps) == (8, 64)
     dev = device("RTX 4090")
-    optimizer = OPTIMIZER_ACCESSES["adamw"] * 4 * w.analysis.parameters / (dev.bandwidth * BANDWIDTH_EFFICIENCY["gpu"])
-    assert optimizer == pytest.approx(15.4e-3, rel=0.01)  # 25 × 4 B × 124.4 M / 806 GB/s
+    optimizer = FOREACH_ACCESSES["adamw"] * 4 * w.analysis.parameters / (dev.bandwidth * BANDWIDTH_EFFICIENCY["gpu"])
+    assert optimizer == pytest.approx(12.35e-3, rel=0.01)  # 20 × 4 B × 124.4 M / 806 GB/s
     assert acc.step_s == pytest.approx(64 * one.step_s - 63 * optimizer, rel=1e-9)
     assert acc.micro_step_s == pytest.approx(one.step_s - optimizer, rel=1e-9)
     assert acc.compute_s == pytest.approx(64 * one.compute_s, rel=1e-9)  # the whole batch's matrix products
@@ -100,9 +101,9 @@ def test_the_all_reduce_runs_once_per_step_not_per_micro_step() -> None:
     # the all-reduce hides behind backward's share (2/3) of the passes' window — their matrix products or the
     # host's dispatch of them, the longer — and the rest is exposed, once per step
     assert 0 < one.exposed_comm_s < comm - 2 / 3 * one.compute_s
-    optimizer = OPTIMIZER_ACCESSES["adamw"] * 4 * w.analysis.parameters / (dev.bandwidth * BANDWIDTH_EFFICIENCY["gpu"])
+    optimizer = FOREACH_ACCESSES["adamw"] * 4 * w.analysis.parameters / (dev.bandwidth * BANDWIDTH_EFFICIENCY["gpu"])
     # the last micro-step is a whole step; the 127 before it pay neither the exposed all-reduce nor the
-    # optimizer's work (15.4 ms of AdamW)
+    # optimizer's work (12.4 ms of AdamW)
     assert acc.step_s == pytest.approx(127 * acc.micro_step_s + one.step_s, rel=1e-3)
     assert acc.micro_step_s == pytest.approx(one.step_s - one.exposed_comm_s - optimizer, rel=0.01)
 

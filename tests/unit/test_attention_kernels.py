@@ -154,9 +154,9 @@ def test_the_recorded_memory_bound_eager_steps_under_autocast_hold() -> None:
         for r in cases(path, calibrated=True)
         if "eager" in r["name"] and r["precision"] in ("bf16_mixed", "fp16_mixed") and r["bound"] == "memory bandwidth"
     ]
-    assert len(rows) == 16
+    assert len(rows) == 15
     assert all(-0.25 <= r["error"] <= 0.25 for r in rows)
-    assert sum(abs(r["error"]) for r in rows) / len(rows) <= 0.20  # 18 %, all of them too fast
+    assert sum(abs(r["error"]) for r in rows) / len(rows) <= 0.20  # 17 %, all of them too fast
 
 
 def test_the_report_names_the_attention_the_step_assumed() -> None:

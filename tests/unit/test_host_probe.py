@@ -135,7 +135,7 @@ def test_the_h100_suite_on_a_faster_host_holds_once_its_host_is_calibrated() -> 
     within, mean = _summary(cases(H100_SUITE))
     assert (within, round(mean, 2)) == (93, 0.28)  # at the reference host's speed: host-bound steps too slow
     within, mean = _summary(list(_calibrated(H100_SUITE)))
-    assert within >= 152 and mean <= 0.15  # 154 of 173 (89 %), 13.5 % (153, 14.0 % before eager fp32 scores)
+    assert within >= 152 and mean <= 0.15  # 154 of 173 (89 %), 13.4 % (153, 14.0 % before eager fp32 scores)
     # its recurrent networks: cuDNN's time steps launched by the faster host (gpu_kernels.RNN_STEP_FLOOR_S)
     within, _ = _summary([r for r in _calibrated(H100_SUITE) if r["family"] == "rnn"])
     assert within >= 10  # of 12; 6 with the floor at the reference host's
@@ -149,14 +149,14 @@ def test_a_third_h100_lease_on_fresh_cases_holds_with_the_probe_on_each_line() -
     at_reference, _ = _summary(cases(H100_FRESH))
     assert at_reference <= 120  # 118 (61 %), mean 25 %: a host 1.3–1.6 × the reference's priced as the reference
     within, mean = _summary(list(_calibrated(H100_FRESH)))
-    # 170 of 194 (88 %), 13.1 % (163 and 14.3 % before Hopper's fp32 convolutions had their own price)
+    # 170 of 194 (88 %), 13.0 % (163 and 14.3 % before Hopper's fp32 convolutions had their own price)
     assert within >= 168 and mean <= 0.14
 
 
 @pytest.mark.xfail(
     strict=True,
     reason="the lent H100's suites with their host calibrated: 154 of 173 and 170 of 194 steps within 25 % (bar: "
-    "90 %), mean 13.5 and 13.1 % (bar: 15 %, met); the misses: small host-bound networks (−25 … −63 %, the host's "
+    "90 %), mean 13.4 and 13.0 % (bar: 15 %, met); the misses: small host-bound networks (−25 … −63 %, the host's "
     "noise over a lease) and NCHW half-precision CNNs of few channels at batch 256 (−38 … −53 %) "
     "(docs/accuracy.md, 'CUDA: a lent NVIDIA H100')",
 )
@@ -171,7 +171,8 @@ def test_calibrate_measured_a_lent_h100s_host_end_to_end() -> None:
     # GPU (1.06 ms) and calibrate stored the speed that solves the engine's step for it
     record = json.loads((GPU / "h100-calibration-2026-11-26c.json").read_text(encoding="utf-8"))
     speed = record["host"][SPEED_KEY]
-    assert speed == pytest.approx(probe_speed(record["gpus"][0]["host_probe_s"], H100)[0])
+    # (the model's host prices were refitted since: the same probe solves to a speed within 0.1 % of the stored one)
+    assert speed == pytest.approx(probe_speed(record["gpus"][0]["host_probe_s"], H100)[0], rel=1e-3)
     assert speed == pytest.approx(1.60, abs=0.01) and "1.06 ms" in record["host"]["gpu_host_note"]
     assert host_figures(record)[SPEED_KEY] == pytest.approx(speed)
     assert "its GPU's host: the host probe's step measured 1.60×" in what_calibration_applies(record)
@@ -182,7 +183,7 @@ def test_calibrate_measured_a_lent_h100s_host_end_to_end() -> None:
 
 def test_the_h200_suite_holds_with_its_hosts_probe() -> None:
     within, mean = _summary(list(_calibrated(H200_SUITE)))
-    assert within >= 175 and mean <= 0.14  # 177 of 201 (88 %), 13.2 %; 171 and 14.2 % at the reference
+    assert within >= 174 and mean <= 0.14  # 176 of 201 (88 %), 13.3 %; 167 and 14.4 % at the reference
 
 
 def test_measure_and_scale_holds_between_the_h100_and_the_h200_on_real_kernels() -> None:
