@@ -22,16 +22,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.flash_attention import GPUS, PROFILES, WORKLOADS  # noqa: E402  the same profiles
 from core.estimate import gpu_memory, gpu_step  # noqa: E402
 from core.estimate.gpu_kernels import figures  # noqa: E402
 from core.estimate.op_work import forward_work  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
 
-PROFILES = ROOT / "tests" / "fixtures" / "profiles"
-# profile → (preset, batch); each ran bf16 under autocast with AdamW (the files' "about")
-WORKLOADS = {"bert-base-b64": ("bert-base", 64), "gpt2-bf16-b8": ("gpt2-small", 8)}
-GPUS = {"h100": "H100 SXM", "h200": "H200 SXM"}
 FIT = ("h100", "bert-base-b64")
 
 
