@@ -281,13 +281,21 @@ def recorded_step_accuracy() -> dict[str, Any]:
 def _recorded(group: str) -> str:
     g = recorded_step_accuracy()["groups"][group]
     nbsp = "\u00a0"  # a figure and its unit stay on one line where the report wraps the text
-    mean = f"{g['mean_abs_error'] * 100:.0f}{nbsp}%"
-    return f"within 25{nbsp}% in {g['within_25']:,} of {g['steps']:,} (mean error {mean})"
+    mean = f"{float(g['mean_abs_error']) * 100:.0f}{nbsp}%"
+    return f"within 25{nbsp}% in {int(g['within_25']):,} of {int(g['steps']):,} (mean error {mean})"
 
 
 def recorded_accuracy_note(c: CandidateResult) -> str:
     """How close the step model came on recorded steps like this one (bound by the host or the device;
-    the host measured by calibrate or not), for an NVIDIA GPU; "" else."""
+    the host measured by calibrate or not), for an NVIDIA GPU; "" else, and where the figures cannot be
+    read (a damaged installation loses the note, not the tooltip or the report)."""
+    try:
+        return _recorded_note(c)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def _recorded_note(c: CandidateResult) -> str:
     st = c.step
     if c.device.kind != "gpu" or not c.device.runs_cuda or st.host is None:
         return ""

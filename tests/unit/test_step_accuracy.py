@@ -4,6 +4,7 @@ resources/step_accuracy.json holds and benchmarks/step_accuracy.py computes from
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -80,3 +81,21 @@ def test_the_report_carries_the_recommended_gpus_note(preset: str) -> None:
     report = build_report(recommend(parse_workload({"model": {"preset": preset}}), [H100]))
     row = dict(report.assumptions)["Step time against measurements"]
     assert row.startswith("NVIDIA H100 SXM: ") and "docs/accuracy.md" in row
+
+
+@pytest.mark.parametrize("text", ["", "{not json", '{"groups": {}}', '{"groups": {"host_reference": {"steps": "x"}}}'])
+def test_a_damaged_figures_file_loses_the_note_not_the_tooltip(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.output import sizing_report
+
+    broken = tmp_path / "step_accuracy.json"
+    broken.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(sizing_report, "resource_path", lambda name: broken)
+    sizing_report.recorded_step_accuracy.cache_clear()
+    try:
+        text_shown = note(MLP)
+    finally:
+        sizing_report.recorded_step_accuracy.cache_clear()
+    assert "within 25\u00a0% in" not in text_shown.split("How close")[0]
+    assert "46 of 46 within 25 %" in text_shown  # the published figures still say how close the model comes
