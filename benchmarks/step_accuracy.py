@@ -59,8 +59,9 @@ def groups() -> dict[str, dict[str, Any]]:
 
 def document() -> dict[str, Any]:
     return {
-        "about": "How close TrainRig's GPU step model comes on recorded steps it was not fitted on, by what bounds "
-        "the step (benchmarks/step_accuracy.py --write; docs/accuracy.md). Error: predicted / measured - 1.",
+        "about": "How close TrainRig's GPU step model comes on recorded steps, held out but for the seeded halves a "
+        "few constants were fitted on, by what bounds the step (benchmarks/step_accuracy.py --write; "
+        "docs/accuracy.md). Error: predicted / measured - 1.",
         "source": "benchmarks/gpu_suite.py on a lent NVIDIA H200 (201 steps) and two lent H100 SXM (173 and 194), "
         "PyTorch 2.11 + CUDA 13, 2026-11-26: " + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
         "groups": groups(),
