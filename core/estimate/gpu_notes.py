@@ -72,14 +72,15 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
             "PyTorch's default lets cuDNN run them on TF32 tensor cores: training.cudnn_tf32 true if your "
             "code keeps it"
         )
-    if t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops) and hopper_class(device):
+    ieee_convs = t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops)
+    if ieee_convs and hopper_class(device):
         out.append(
             "IEEE fp32 convolutions as Hopper's cuDNN 9 runs them, with or without its algorithm search "
             "(training.cudnn_benchmark): its heuristics pick what the search finds (102 convolutions on a lent "
             "H100, 0.98–1.14 × apart); a 3 × 3 layer's passes each the faster of an implicit GEMM and Winograd "
             "with its transforms (docs/sizing.md §4c)"
         )
-    elif t.precision == "fp32" and spatial and not (t.cudnn_tf32 and device.tf32_flops):
+    elif ieee_convs:
         out.append(
             "IEEE fp32 convolutions as cuDNN's algorithm search runs them (training.cudnn_benchmark true): "
             "Winograd kernels for the 3 × 3 ones, tiles fitted to small channel counts (DeepBench V100/T4)"
