@@ -91,6 +91,8 @@ def predict(row: dict[str, Any], doc: dict[str, Any] | None = None) -> tuple[flo
                 "nodes": row["nodes"],
                 "compile": row["compile"],
                 "fp8": row["fp8"],
+                # the SDPA kernel the source's runs took where it differs from PyTorch 2.11's pick
+                **({"attention": row["attention"]} if "attention" in row else {}),
             },
             "hardware": {"gpu_count": row["gpus_per_node"], **({"custom": [custom]} if custom else {})},
         }

@@ -2,7 +2,7 @@
 the sizing's step tooltip and the report quote (resources/step_accuracy.json, read by
 core/output/sizing_report.step_accuracy_note). No GPU needed.
 
-The suites are the 568 steps of benchmarks/gpu_suite.py that a lent H200 and two lent H100s measured on
+The suites are the 965 steps of benchmarks/gpu_suite.py that a lent H200 and three lent H100s measured on
 2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded halves some constants
 were fitted on, docs/accuracy.md). Three groups, as a user meets them:
 
@@ -27,10 +27,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FRESH, H100_SUITE, cases  # noqa: E402
+from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FOURTH, H100_FRESH, H100_SUITE, cases  # noqa: E402
 
 OUT = ROOT / "resources" / "step_accuracy.json"
-SUITES = (DEFAULT, H100_SUITE, H100_FRESH)
+SUITES = (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH)
 GROUPS = {
     "host_reference": "host-bound steps at the reference host's speed",
     "host_calibrated": "host-bound steps after calibrate measured their host",
@@ -62,7 +62,8 @@ def document() -> dict[str, Any]:
         "about": "How close TrainRig's GPU step model comes on recorded steps, held out but for the seeded halves a "
         "few constants were fitted on, by what bounds the step (benchmarks/step_accuracy.py --write; "
         "docs/accuracy.md). Error: predicted / measured - 1.",
-        "source": "benchmarks/gpu_suite.py on a lent NVIDIA H200 (201 steps) and two lent H100 SXM (173 and 194), "
+        "source": "benchmarks/gpu_suite.py on a lent NVIDIA H200 (201 steps) and three lent H100 SXM "
+        "(173, 194 and 397 steps), "
         "PyTorch 2.11 + CUDA 13, 2026-11-26: " + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
         "groups": groups(),
     }

@@ -34,32 +34,58 @@ MEM_EFFICIENT_FP32_EFFICIENCY = 0.45
 FLASH_MMA_EFFICIENCY = 0.277
 FLASH_ROW_ACCESSES = 15.8
 FLASH_BLOCK = 128
+# Other head dimensions (a lent H100's profiles of 2026-11-26, tests/fixtures/gpu/h100-profiles-2026-11-26d.
+# jsonl): cuDNN's Hopper kernels tile the head dimension by 64 (their names' 64x64x64, 64x128x64), so a
+# head of 16 costs its products as one of 64 (measured 4.0 × the price at 16, an encoder of 8 heads of
+# 16); a head of 128 kept the tensor cores busier, its products at 0.49 of the peak (two profiles, 0.56 ×
+# the price at 0.277): the share grows as (d / 64)^FLASH_HEAD_EXPONENT, fitted on those two
+# (benchmarks/flash_attention.py --fit), up to FlashAttention-3's best forward on an H100 (75 %).
+FLASH_HEAD_TILE = 64
+FLASH_HEAD_EXPONENT = 0.82
+FLASH_MMA_CEILING = 0.75
 
 
-def attention_op_s(op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool) -> float:
+def attention_op_s(
+    op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, kernel: str = "auto"
+) -> float:
     """Seconds of one SDPA call's forward and backward at batch ``b``: flash in half precision (on Hopper
-    and Blackwell by flash_parts_s), the memory-efficient kernel in fp32/TF32 (PyTorch's choice where the
+    and Blackwell by flash_parts_s: cuDNN's kernels, PyTorch 2.11's pick there, for ``kernel`` "auto";
+    FlashAttention-2's for "flash"), the memory-efficient kernel in fp32/TF32 (PyTorch's choice where the
     mask and dropout allow)."""
     half = precision in ("fp16_mixed", "bf16_mixed")
     if half and gpu.hopper:
-        return max(sum(flash_parts_s(op, b, gpu, checkpointing)), 2 * KERNEL_FLOOR_S)
+        return max(sum(flash_parts_s(op, b, gpu, checkpointing, kernel == "auto")), 2 * KERNEL_FLOOR_S)
     flops = op.flops * b * (0.5 if op.causal else 1.0)
     passes = 3.5 + (1.0 if checkpointing else 0.0)  # forward, backward recomputes scores: 2.5 ×
     rate = gpu.half * ATTENTION_EFFICIENCY if half else gpu.fp32 * MEM_EFFICIENT_FP32_EFFICIENCY
     return max(passes * flops / rate, 2 * KERNEL_FLOOR_S)
 
 
-def flash_parts_s(op: OpWork, b: int, gpu: GpuFigures, checkpointing: bool) -> tuple[float, float, float]:
+def flash_head_work(head_dim: float) -> float:
+    """Tensor-core seconds × peak per score and FLOP of head dimension in flash attention's products: the
+    head dimension padded to FLASH_HEAD_TILE, at FLASH_MMA_EFFICIENCY there and a share rising as
+    (d / FLASH_HEAD_TILE)^FLASH_HEAD_EXPONENT above it, at most FLASH_MMA_CEILING."""
+    padded = max(head_dim, FLASH_HEAD_TILE)
+    efficiency = min(FLASH_MMA_EFFICIENCY * (padded / FLASH_HEAD_TILE) ** FLASH_HEAD_EXPONENT, FLASH_MMA_CEILING)
+    return padded / efficiency
+
+
+def flash_parts_s(
+    op: OpWork, b: int, gpu: GpuFigures, checkpointing: bool, cudnn: bool = True
+) -> tuple[float, float, float]:
     """(matrix products, exponentials, per-row traffic) seconds of one flash-attention call's forward and
     backward at batch ``b`` on Hopper (FLASH_MMA_EFFICIENCY, FLASH_ROW_ACCESSES); full checkpointing runs
-    the forward again."""
+    the forward again. ``cudnn``: cuDNN's kernels, their products by the head dimension as flash_head_work
+    prices it; else FlashAttention-2's (training.attention "flash"), at FLASH_MMA_EFFICIENCY whatever the
+    head dimension (torchtitan's published H100 runs, which ran it, read within 11 % so)."""
     heads = max(op.heads, 1)
     length = math.sqrt(op.scores / heads)
     head_dim = op.flops / (4 * op.scores)  # two products of 2·L·d FLOPs per score
     share = min(1.0, 0.5 + FLASH_BLOCK / (2 * length)) if op.causal else 1.0
     scores = op.scores * b * share
     again = 1.0 if checkpointing else 0.0
-    products = (3.5 + again) * 4 * head_dim * scores / (gpu.half * FLASH_MMA_EFFICIENCY)
+    work = flash_head_work(head_dim) if cudnn else head_dim / FLASH_MMA_EFFICIENCY
+    products = (3.5 + again) * 4 * work * scores / gpu.half
     exponentials = (2 + again) * scores / gpu.sfu if gpu.sfu else 0.0  # no clock known: not priced
     rows = b * heads * length
     traffic = FLASH_ROW_ACCESSES * head_dim * 2 * rows / gpu.bandwidth

@@ -3,7 +3,10 @@ and norms, autocast's casts, the loss and the optimizer, each by the bytes its k
 bandwidth reached (core/estimate/gpu_kernels.py: the GPU's figures, the matrix products and the
 shortest kernel). Two of them are set from the kernels a lent H100 and H200 ran in real profiles
 (tests/fixtures/profiles/, benchmarks/memory_kernels.py): the optimizer's passes, counted from
-PyTorch's foreach code, and autocast's casts, which PyTorch runs below the streaming rate.
+PyTorch's foreach code, and autocast's casts, which PyTorch runs below the streaming rate. Two sum a
+gradient over many rows below the streaming rate, as a lent H100's profiles of 23 suite steps showed
+(tests/fixtures/gpu/h100-profiles-2026-11-26d.jsonl, benchmarks/row_reductions.py): a bias's gradient
+and layer norm's weight gradient; and batch norm on NCHW bf16 runs a block a channel.
 """
 
 from __future__ import annotations
@@ -54,6 +57,75 @@ KERNELS_PER_KIND = {
     "rotary_half": 10,
     "rotary_complex": 6,
 }
+
+
+# A linear layer's bias gradient: PyTorch sums the output gradient over its rows in its generic reduction
+# kernel (reduce_kernel over dim 0, the partial sums of many blocks combined in a second pass). A lent
+# H100 ran each such call in BIAS_REDUCE_FLOOR_S plus its bytes at a share of the streaming bandwidth that
+# grows with the bytes of one row (the outputs its threads read side by side): (row bytes /
+# BIAS_ROW_BYTES)^BIAS_ROW_EXPONENT, all of it from BIAS_ROW_BYTES up. 128 bf16 outputs (256 bytes a row)
+# stream at 13 %, 768 at 33 %; fitted on nine of its profiles (36–72 calls each), held out on the
+# H100's and H200's BERT-base b64 and GPT-2 small b8 profiles: +10, +11, −4, −3 % (the streaming price
+# alone: −65 … −74 %). Convolutions' bias gradients (a reduction over the images and pixels) keep the
+# streaming price.
+BIAS_REDUCE_FLOOR_S = 8e-6
+BIAS_ROW_BYTES = 8000.0
+BIAS_ROW_EXPONENT = 0.6
+# Layer norm's weight and bias gradients: PyTorch's GammaBetaBackward kernel gives each block of 32 × 32
+# threads 32 of the normalised features and every row, so a layer with few features runs on few SMs, each
+# reading its columns of the input and its gradient (two tensors) at the rate one SM's outstanding loads
+# reach; only with more than 65,536 rows and fewer column blocks than half the SMs does it split the rows
+# among blocks (layer_norm_kernel.cu). Priced as that per-block stream at GAMMA_BETA_BYTES_PER_CLOCK a
+# clock, on top of the streaming bytes elementwise_s counts: at 128 features and 65,536 rows the kernel
+# took 262 µs where its bytes stream in 25. Fitted on eight H100 profiles, held out on the H100's and
+# H200's BERT-base and GPT-2 profiles (−3, −4, −9, −9 %; the streaming price alone −59 … −69 %).
+GAMMA_BETA_BYTES_PER_CLOCK = 41.5
+GAMMA_BETA_SPLIT_ROWS = 65536
+
+
+# BatchNorm2d on NCHW bf16 activations: PyTorch keeps bf16 off cuDNN's batch norm (which takes fp16 and
+# fp32) and runs its own per-channel kernels (Normalization.cuh): one block of 512 threads a channel walks
+# the channel's images and pixels, each thread one element per dependent load, so a pass streams at
+# BATCHNORM_ELEMENTS_PER_CLOCK elements a clock per channel, up to BATCHNORM_BLOCKS_PER_SM channels on an
+# SM at once. Three passes: forward's statistics, backward's reduction and its input gradient (the
+# forward's normalisation is an elementwise grid, priced by its bytes). A lent H100 took 23 ms a step in
+# these kernels for ResNet-18 at batch 256 (224 × 224) where their bytes stream in 2.4; the rate is
+# fitted on four bf16 NCHW profiles (ResNet-18, two random CNNs, the small CNN: −20 … +34 %).
+# channels_last runs PyTorch's channels-last kernels and fp16/fp32 cuDNN's, priced by their bytes.
+BATCHNORM_ELEMENTS_PER_CLOCK = 0.64
+BATCHNORM_BLOCKS_PER_SM = 4
+BATCHNORM_PASSES = 3
+
+
+def batchnorm_channel_s(rows: Any, channels: Any, gpu: GpuFigures) -> Any:
+    """Seconds of PyTorch's per-channel batch-norm kernels (NCHW, bf16) over ``channels`` channels of
+    ``rows`` elements each (images × pixels): BATCHNORM_PASSES latency-bound passes, in waves of
+    BATCHNORM_BLOCKS_PER_SM channels an SM."""
+    if gpu.clock <= 0:
+        return np.zeros_like(np.asarray(rows, dtype=float))
+    waves = np.ceil(np.asarray(channels, dtype=float) / (BATCHNORM_BLOCKS_PER_SM * gpu.sms))
+    return BATCHNORM_PASSES * waves * np.asarray(rows, dtype=float) / (BATCHNORM_ELEMENTS_PER_CLOCK * gpu.clock)
+
+
+def bias_reduce_s(rows: Any, width: Any, calls: Any, nbytes: int, gpu: GpuFigures) -> Any:
+    """Seconds of the bias-gradient reductions of linear layers: ``calls`` reductions each of ``rows`` ×
+    ``width`` gradient elements of ``nbytes`` (arrays or numbers)."""
+    width = np.asarray(width, dtype=float)
+    share = np.minimum(1.0, (width * nbytes / BIAS_ROW_BYTES) ** BIAS_ROW_EXPONENT)
+    return np.asarray(calls) * (BIAS_REDUCE_FLOOR_S + np.asarray(rows) * width * nbytes / (gpu.bandwidth * share))
+
+
+def gamma_beta_s(rows: Any, width: Any, nbytes: Any, gpu: GpuFigures) -> Any:
+    """Seconds a layer norm's weight-gradient kernel spends beyond streaming its two tensors (which
+    elementwise_s prices): one block's 32 columns of every row at GAMMA_BETA_BYTES_PER_CLOCK a clock; none
+    where PyTorch splits the rows among blocks (GAMMA_BETA_SPLIT_ROWS)."""
+    rows = np.asarray(rows, dtype=float)
+    if gpu.clock <= 0:  # no clock known: not priced
+        return np.zeros_like(rows)
+    column_blocks = np.ceil(np.asarray(width, dtype=float) / 32)
+    split = (rows > GAMMA_BETA_SPLIT_ROWS) & (column_blocks < gpu.sms / 2)
+    per_block = rows * 32 * 2 * np.asarray(nbytes) / (GAMMA_BETA_BYTES_PER_CLOCK * gpu.clock)
+    return np.where(split, 0.0, per_block)
 
 
 def elementwise_s(kind: str, elems: float, nbytes: int, gpu: GpuFigures, fused: bool, accesses: float) -> float:

@@ -23,11 +23,12 @@ def uses_gpu_kernel_model(device: DeviceSpec, m: ModelAnalysis) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _cudnn_layers(graph: Graph) -> tuple[bool, bool]:
-    """(a convolution larger than 1 × 1, any layer cuDNN runs: a convolution or an LSTM/GRU) in the
-    graph (identity-hashed: scanned once per graph)."""
+def _cudnn_layers(graph: Graph) -> tuple[bool, bool, bool]:
+    """(a convolution larger than 1 × 1, any layer cuDNN runs: a convolution or an LSTM/GRU, a
+    BatchNorm2d) in the graph (identity-hashed: scanned once per graph)."""
     spatial = any(o.name == "conv2d" and o.kernel_area > 1 for o in graph.ops)
-    return spatial, spatial or any(o.name in CUDNN_LAYERS for o in graph.ops)
+    batch_norm = any(o.name == "batchnorm2d" for o in graph.ops)
+    return spatial, spatial or any(o.name in CUDNN_LAYERS for o in graph.ops), batch_norm
 
 
 def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:
@@ -49,19 +50,19 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
     its convolution algorithms."""
     if not uses_gpu_kernel_model(device, m) or m.graph is None:
         return []
-    spatial, cudnn = _cudnn_layers(m.graph)
+    spatial, cudnn, batch_norm = _cudnn_layers(m.graph)
     out = []
     if t.memory_format != "channels_last" and t.precision in HALF and spatial:
         out.append(
             "NCHW convolutions in half precision pay cuDNN's layout transposes "
             "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)"
         )
-        if not t.cudnn_benchmark:
-            out.append(
-                "half-precision convolutions are priced as cuDNN's algorithm search runs them; without it "
-                "(training.cudnn_benchmark false, PyTorch's default) cuDNN's heuristics ran ResNet-50 bf16 NCHW "
-                "at batch 64 16–24 % slower than priced (an H100, an H200)"
-            )
+    if t.memory_format != "channels_last" and t.precision == "bf16_mixed" and batch_norm:
+        out.append(
+            "in bf16 with the NCHW layout, batch norm runs PyTorch's own kernels, one block a channel (cuDNN's "
+            "takes fp16 and fp32): ResNet-18 at batch 256 spent 23 of its 47 ms step in them on a lent H100; "
+            "training.memory_format channels_last, or fp16, avoids them (docs/sizing.md §4c)"
+        )
     if t.precision == "fp32" and device.tf32_flops and cudnn:
         out.append(
             "in fp32, cuDNN runs the convolutions and LSTM/GRU layers on TF32 tensor cores "

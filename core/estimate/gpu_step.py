@@ -32,7 +32,13 @@ from core.estimate.gpu_kernels import (
     rnn_op_s,
     winograd,
 )
-from core.estimate.gpu_memory import KERNELS_PER_KIND, autocast_cast_s
+from core.estimate.gpu_memory import (
+    KERNELS_PER_KIND,
+    autocast_cast_s,
+    batchnorm_channel_s,
+    bias_reduce_s,
+    gamma_beta_s,
+)
 from core.hardware.catalogue import DeviceSpec
 
 if TYPE_CHECKING:
@@ -55,6 +61,13 @@ class _MatrixOps:
     io_elems: np.ndarray  # input + output elements per sample
     bias_elems: np.ndarray  # output elements per sample whose gradient a bias sums over the rows (0: none)
     projections: np.ndarray  # matrix-product calls of each op (a reduction, a cast each)
+    # layer norms and BatchNorm2d: where, rows per sample, features (channels), whether their tensors are
+    # fp32 under autocast, whether a batch norm
+    norm_at: np.ndarray
+    norm_rows: np.ndarray
+    norm_width: np.ndarray
+    norm_fp32: np.ndarray
+    norm_batch: np.ndarray
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
@@ -100,6 +113,7 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
             row[1].append(i)
             row[2].append(o.fp32_io)
     cast_at = [i for i, o in enumerate(ops) if o.input_casts]
+    norm_at = [i for i, o in enumerate(ops) if o.norm_width]
     built = _MatrixOps(
         rows=np.array([o.gemm_rows for o in shaped], dtype=float),
         n=np.array([o.gemm_n for o in shaped], dtype=float),
@@ -112,6 +126,11 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
         bias_elems=np.array([o.out_elems if o.bias else 0.0 for o in shaped], dtype=float),
         projections=np.array([o.projections for o in shaped], dtype=float),
+        norm_at=np.array(norm_at, dtype=int),
+        norm_rows=np.array([ops[i].out_elems / ops[i].norm_width for i in norm_at], dtype=float),
+        norm_width=np.array([ops[i].norm_width for i in norm_at], dtype=float),
+        norm_fp32=np.array([ops[i].fp32_io for i in norm_at], dtype=bool),
+        norm_batch=np.array([ops[i].name == "batchnorm2d" for i in norm_at], dtype=bool),
         unshaped=tuple(ops[i] for i in unshaped_at),
         others=tuple(ops[i] for i in others_at),
         elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
@@ -239,11 +258,18 @@ def pass_kernels(
     fwd, dgrad, wgrad = three[:count], three[count : 2 * count], three[2 * count :]
     comp_f[mo.shaped_at] += fwd
     comp_b[mo.shaped_at] += fwd * (1 if checkpointing else 0) + wgrad + np.where(mo.first, 0.0, dgrad)
-    # a bias's gradient: one reduction kernel reading the output gradient (in the activations' dtype)
+    # a bias's gradient: a reduction kernel a call reading the output gradient (in the activations' dtype);
+    # a linear layer's sums rows below the streaming rate (bias_reduce_s); a convolution's is priced by its
+    # bytes (channels_last ones run the linear layers' kernel, between the two prices: benchmarks/
+    # row_reductions.py)
     biased = mo.bias_elems > 0
     if biased.any():
         floor = mo.projections[biased] * KERNEL_FLOOR_S
         reduce = np.maximum(mo.bias_elems[biased] * b * nbytes / gpu.bandwidth, floor)
+        if not compile_model:  # Inductor writes its own reductions
+            rows, calls = mo.rows[biased] * b, mo.projections[biased]
+            columns = bias_reduce_s(rows, mo.n[biased] / calls, calls, nbytes, gpu)
+            reduce = np.where(mo.is_conv[biased], reduce, columns)
         bwd_s[mo.shaped_at[biased]] += reduce
     transposed = nchw_transposes(cudnn, gpu, memory_format)
     if transposed:
@@ -265,7 +291,7 @@ def pass_kernels(
             add(comp_f, comp_b, i, matmuls)
             add(fwd_s, bwd_s, i, scores)
         else:
-            add(comp_f, comp_b, i, attention_op_s(op, b, precision, gpu, checkpointing))
+            add(comp_f, comp_b, i, attention_op_s(op, b, precision, gpu, checkpointing, attention))
     mixed = autocast and nbytes == 2
     wide = fp32_accesses or {}
     for (kind, elems), at, fp32 in zip(mo.elementwise, mo.elementwise_at, mo.elementwise_fp32, strict=True):
@@ -277,6 +303,14 @@ def pass_kernels(
             add(fwd_s, bwd_s, at, moved * 0.5)
         else:
             add(fwd_s, bwd_s, at, np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S))
+    if len(mo.norm_at) and not compile_model:  # norms whose kernels run on few SMs
+        rows = mo.norm_rows * b
+        norm_bytes = np.where(mo.norm_fp32 & mixed, 4, nbytes)
+        layer = np.where(mo.norm_batch, 0.0, gamma_beta_s(rows, mo.norm_width, norm_bytes, gpu))
+        bwd_s[mo.norm_at] += layer
+        if precision == "bf16_mixed" and memory_format != "channels_last":  # PyTorch's own, a block a channel
+            batch = np.where(mo.norm_batch, batchnorm_channel_s(rows, mo.norm_width, gpu), 0.0)
+            add(fwd_s, bwd_s, mo.norm_at, batch)
     if mixed and len(mo.cast_at):  # one cast a call forward, one back for the input's gradient
         cast = autocast_cast_s(mo.cast_elems * b, gpu, compile_model, mo.cast_kernels)
         fwd_s[mo.cast_at] += cast

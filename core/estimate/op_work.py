@@ -48,6 +48,9 @@ ELEMENTWISE_KIND = {
     "rotary_complex": ("rotary_complex",),
 }
 PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
+# norms whose kernels the GPU model prices by their rows and width too (gpu_memory.gamma_beta_s,
+# batchnorm_channel_s)
+NORMS = ("layernorm", "batchnorm2d")
 # Matrix-product calls of a graph op (separate q, k and v projections, as torchbridge, Hugging Face and
 # NVIDIA's BERT write them; SwiGLU's gate and up): under autocast each casts an fp32 input to half, and
 # each reduces its own bias's gradient
@@ -146,6 +149,9 @@ class OpWork:
     input_casts: int = 0
     bias: bool = False  # a matrix product with a bias: backward reduces its output gradient over the rows
     projections: int = 1  # matrix-product calls the op makes (PROJECTIONS)
+    # a layer norm's features or a BatchNorm2d's channels: its weight gradient sums each over the rows, a
+    # batch norm's statistics too (0: none)
+    norm_width: int = 0
 
 
 def forward_work(model: ModelAnalysis) -> tuple[tuple[OpWork, ...], int]:
@@ -219,6 +225,8 @@ def _graph_work(g: Graph) -> tuple[tuple[OpWork, ...], int]:
             pointwise=op.kernel_area == 1,
             kernel_area=op.kernel_area,
             winograd_shape=op.winograd_shape,
+            # PyTorch's layer norm (not an RMS norm, nor a variant's own code) and BatchNorm2d with weights
+            norm_width=op.tensor_sizes[0] if op.name in NORMS and not op.variant and op.tensor_sizes else 0,
             **_gemm_fields(g, op),
         )
         for op in g.ops

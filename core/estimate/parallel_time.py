@@ -316,7 +316,9 @@ def step_communication(
     if large.parallel.context > 1 and device.kind == "gpu" and device.runs_cuda:
         gpu = gpu_kernels.figures(device, cal)
         attention = sum(
-            gpu_attention.attention_op_s(o, m, precision, gpu, checkpointing) for o in ops if o.name == "sdpa"
+            gpu_attention.attention_op_s(o, m, precision, gpu, checkpointing, large.attention)
+            for o in ops
+            if o.name == "sdpa"
         )
     comms = communication(
         ops,

@@ -143,20 +143,20 @@ def test_eager_attention_under_autocast_runs_its_softmax_on_fp32_scores(monkeypa
 
 
 def test_the_recorded_memory_bound_eager_steps_under_autocast_hold() -> None:
-    # the three recorded suites (an H200, two H100s; their hosts calibrated): every eager-attention step
+    # the four recorded suites (an H200, three H100s; their hosts calibrated): every eager-attention step
     # in bf16/fp16 that the scores' kernels bound, within 25 % (three were 25–30 % too fast when the
     # scores were priced in half until softmax: decoder-512x8-seq1024 and encoder-768x12-seq512 on the H200)
-    from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FRESH, H100_SUITE, cases
+    from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FOURTH, H100_FRESH, H100_SUITE, cases
 
     rows = [
         r
-        for path in (DEFAULT, H100_SUITE, H100_FRESH)
+        for path in (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH)
         for r in cases(path, calibrated=True)
         if "eager" in r["name"] and r["precision"] in ("bf16_mixed", "fp16_mixed") and r["bound"] == "memory bandwidth"
     ]
-    assert len(rows) == 15
+    assert len(rows) == 23  # 17 of the first three suites' (15 before the row reductions' prices), 6 of the fourth's
     assert all(-0.25 <= r["error"] <= 0.25 for r in rows)
-    assert sum(abs(r["error"]) for r in rows) / len(rows) <= 0.20  # 17 %, all of them too fast
+    assert sum(abs(r["error"]) for r in rows) / len(rows) <= 0.15  # 14 %, all of them too fast
 
 
 def test_the_report_names_the_attention_the_step_assumed() -> None:

@@ -14,6 +14,7 @@ from core.errors import WorkloadError
 from core.estimate.calibration import efficiency_from_calibration
 from core.estimate.gemm import GEMM_FIXED_S
 from core.estimate.gpu_kernels import GEMM_EFFICIENCY, KERNEL_FLOOR_S, TF32_GEMM_EFFICIENCY
+from core.estimate.gpu_memory import BIAS_REDUCE_FLOOR_S, BIAS_ROW_BYTES, BIAS_ROW_EXPONENT
 from core.estimate.measured_curves import interpolate_rate
 from core.estimate.op_work import ELEMENT_ACCESSES
 from core.estimate.sizing import size_candidate
@@ -264,9 +265,11 @@ def test_an_accelerator_overlaps_the_framework_with_its_kernels_and_moves_elemen
     # the loss over 4096 × 10 logits: its four kernels are too small to fill the GPU and take their
     # floor (core/estimate/gpu_kernels.py); SGD reads and writes 3 fp32 words per parameter
     loss = 4 * KERNEL_FLOOR_S
-    # each bias's gradient: a reduction reading the output gradient (the convolution's 4 × 8 × 8 outputs;
-    # the linear layer's 10, a kernel's floor)
-    biases = max(4096 * 256 * per_access, KERNEL_FLOOR_S) + max(4096 * 10 * per_access, KERNEL_FLOOR_S)
+    # each bias's gradient: a reduction reading the output gradient (the convolution's 4 × 8 × 8 outputs at
+    # the bandwidth; the linear layer's 10 a row, a column reduction: gpu_memory.bias_reduce_s's floor and
+    # its 40-byte rows at (40 / 8000)^0.6 of the bandwidth)
+    linear = BIAS_REDUCE_FLOOR_S + 4096 * 10 * per_access / (40 / BIAS_ROW_BYTES) ** BIAS_ROW_EXPONENT
+    biases = max(4096 * 256 * per_access, KERNEL_FLOOR_S) + linear
     assert s.memory_s == pytest.approx(
         4096 * elems * per_access + loss + biases + 3 * w.analysis.parameters * per_access
     )

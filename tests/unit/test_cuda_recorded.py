@@ -73,7 +73,7 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="17 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 12.9 % (bar: 15 %, met): the 6 steps "
+    reason="17 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 12.0 % (bar: 15 %, met): the 6 steps "
     "of the host the shared measurements come from all within 12 %; the 14 of 2026-11-22 ran on another host, which "
     "ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms): its seed MLP b512, LeNet-5 and small CNN read "
     "25–34 % too fast (docs/accuracy.md)",

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from benchmarks.accuracy_suite_recorded import DEFAULT as H200_SUITE
-from benchmarks.accuracy_suite_recorded import H100_FRESH, H100_SUITE, cases, host_calibration, recorded
+from benchmarks.accuracy_suite_recorded import H100_FOURTH, H100_FRESH, H100_SUITE, cases, host_calibration, recorded
 from benchmarks.measure_scale import h100_h200
 from core.estimate.calibration import calibrated_rates, host_figures, what_calibration_applies
 from core.estimate.host_probe import SPEED_KEY, predicted_probe_s, probe_spec, probe_speed
@@ -135,7 +135,8 @@ def test_the_h100_suite_on_a_faster_host_holds_once_its_host_is_calibrated() -> 
     within, mean = _summary(cases(H100_SUITE))
     assert (within, round(mean, 2)) == (93, 0.28)  # at the reference host's speed: host-bound steps too slow
     within, mean = _summary(list(_calibrated(H100_SUITE)))
-    assert within >= 152 and mean <= 0.15  # 154 of 173 (89 %), 13.4 % (153, 14.0 % before eager fp32 scores)
+    # 157 of 173 (91 %), 12.6 % (154, 13.4 % before the row reductions' prices; 153, 14.0 % before eager fp32 scores)
+    assert within >= 156 and mean <= 0.13
     # its recurrent networks: cuDNN's time steps launched by the faster host (gpu_kernels.RNN_STEP_FLOOR_S)
     within, _ = _summary([r for r in _calibrated(H100_SUITE) if r["family"] == "rnn"])
     assert within >= 10  # of 12; 6 with the floor at the reference host's
@@ -147,23 +148,31 @@ def test_a_third_h100_lease_on_fresh_cases_holds_with_the_probe_on_each_line() -
     lines = recorded(H100_FRESH)
     assert len(lines) == 194 and all(1.0e-3 < m["host_probe_s"] < 1.35e-3 for m in lines)
     at_reference, _ = _summary(cases(H100_FRESH))
-    assert at_reference <= 120  # 118 (61 %), mean 25 %: a host 1.3–1.6 × the reference's priced as the reference
+    assert at_reference <= 122  # 121 (62 %), mean 23 %: a host 1.3–1.6 × the reference's priced as the reference
     within, mean = _summary(list(_calibrated(H100_FRESH)))
-    # 170 of 194 (88 %), 13.0 % (163 and 14.3 % before Hopper's fp32 convolutions had their own price)
-    assert within >= 168 and mean <= 0.14
+    # 176 of 194 (91 %), 11.8 % (170 and 13.0 % before the row reductions' prices, 163 and 14.3 % before
+    # Hopper's fp32 convolutions had their own price)
+    assert within >= 175 and mean <= 0.12
+
+
+@pytest.mark.parametrize("suite", [H100_SUITE, H100_FRESH], ids=["first-177", "fresh-194"])
+def test_the_h100_suites_meet_spec_9_once_their_host_is_calibrated(suite: Path) -> None:
+    # 157 of 173 and 176 of 194 within 25 % (91 %), mean 12.6 and 11.8 %: since the biases', layer norms' and
+    # NCHW bf16 batch norms' kernels are priced at the rates a fourth lease's profiles showed
+    within, mean = _summary(list(_calibrated(suite)))
+    assert within >= 0.9 * len(_calibrated(suite)) and mean <= 0.15
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the lent H100's suites with their host calibrated: 154 of 173 and 170 of 194 steps within 25 % (bar: "
-    "90 %), mean 13.4 and 13.0 % (bar: 15 %, met); the misses: small host-bound networks (−25 … −63 %, the host's "
-    "noise over a lease) and NCHW half-precision CNNs of few channels at batch 256 (−38 … −53 %) "
-    "(docs/accuracy.md, 'CUDA: a lent NVIDIA H100')",
+    reason="a fourth H100 lease's 397 fresh steps, each at its own probe: 312 within 25 % (79 %; bar 90 %), mean "
+    "16.1 % (bar 15 %); its device-bound steps 139 of 158 (88 %), its host-bound ones 173 of 239 (72 %): the lease's "
+    "host probe moved 1.17–2.07 ms within the hour (at their median probe: 332, 84 %) (docs/accuracy.md, 'A fourth "
+    "H100 lease')",
 )
-@pytest.mark.parametrize("suite", [H100_SUITE, H100_FRESH], ids=["first-177", "fresh-194"])
-def test_the_h100_suites_meet_spec_9_once_their_host_is_calibrated(suite: Path) -> None:
-    within, mean = _summary(list(_calibrated(suite)))
-    assert within >= 0.9 * len(_calibrated(suite)) and mean <= 0.15
+def test_the_fourth_h100_suite_meets_spec_9_once_its_host_is_calibrated() -> None:
+    within, mean = _summary(list(_calibrated(H100_FOURTH)))
+    assert within >= 0.9 * len(_calibrated(H100_FOURTH)) and mean <= 0.15
 
 
 def test_calibrate_measured_a_lent_h100s_host_end_to_end() -> None:
@@ -183,7 +192,7 @@ def test_calibrate_measured_a_lent_h100s_host_end_to_end() -> None:
 
 def test_the_h200_suite_holds_with_its_hosts_probe() -> None:
     within, mean = _summary(list(_calibrated(H200_SUITE)))
-    assert within >= 174 and mean <= 0.14  # 176 of 201 (88 %), 13.3 %; 167 and 14.4 % at the reference
+    assert within >= 176 and mean <= 0.13  # 177 of 201 (88 %), 12.9 %; 168 and 14.0 % at the reference
 
 
 def test_measure_and_scale_holds_between_the_h100_and_the_h200_on_real_kernels() -> None:

@@ -36,11 +36,11 @@ def test_the_resource_holds_what_the_recorded_suites_give_now() -> None:
     # until `python3 benchmarks/step_accuracy.py --write` records them again
     held = recorded_step_accuracy()["groups"]
     assert held == groups()
-    # 568 steps, each once after calibrate; host-bound ones also at the reference host's speed
-    assert held["host_calibrated"]["steps"] + held["device_calibrated"]["steps"] == 568
+    # 965 steps, each once after calibrate; host-bound ones also at the reference host's speed
+    assert held["host_calibrated"]["steps"] + held["device_calibrated"]["steps"] == 965
     calibrated = held["host_calibrated"]["within_25"] / held["host_calibrated"]["steps"]
     reference = held["host_reference"]["within_25"] / held["host_reference"]["steps"]
-    assert calibrated >= 0.8 > 0.6 > reference  # 85 % once the host is measured, 54 % at the reference's speed
+    assert calibrated >= 0.8 > 0.6 > reference  # 80 % once the host is measured, 58 % at the reference's speed
     assert held["device_calibrated"]["within_25"] / held["device_calibrated"]["steps"] >= 0.9  # 92 %
 
 
