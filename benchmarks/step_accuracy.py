@@ -65,6 +65,8 @@ def document() -> dict[str, Any]:
         "source": "benchmarks/gpu_suite.py on a lent NVIDIA H200 (201 steps) and three lent H100 SXM "
         "(173, 194 and 397 steps), "
         "PyTorch 2.11 + CUDA 13, 2026-11-26: " + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
+        # the sentence the step's tooltip and the report quote: which GPUs recorded the steps
+        "recorded_on": "a lent H200 and three lent H100s",
         "groups": groups(),
     }
 

@@ -15,6 +15,7 @@ from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.activations import activation_note
+from core.estimate.gpu_notes import kernel_assumptions
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
 from core.estimate.pass_work import OVERHEAD_PER_OP_S, OVERHEAD_PER_OPERATOR_S
@@ -247,6 +248,7 @@ def _assumptions(result: SizingResult, best: CandidateResult | None) -> tuple[tu
     # device's kind (core.estimate.activations.activation_note; None when all are the defaults)
     kind = "cpu" if best is not None and best.device.kind == "cpu" else "gpu"
     kernels = activation_note(t.large, t.checkpointing, kind, t.precision)
+    gpu = kernel_assumptions(best.device, result.workload.analysis, t) if best is not None else []
     c, d = result.workload.cost, result.workload.data
     out = [
         (
@@ -297,6 +299,9 @@ def _assumptions(result: SizingResult, best: CandidateResult | None) -> tuple[tu
             else []
         ),
         *([("Activations and kernels", kernels)] if kernels is not None else []),
+        # what the layout and precision cost on the recommended GPU's kernels (NCHW transposes, bf16 batch
+        # norm, cuDNN's TF32 and algorithm search), as the sizing says it
+        *([("GPU kernels", f"{best.device.name}: " + "; ".join(gpu))] if gpu else []),
         ("Storage read rate", f"{d.storage}: {STORAGE_READ_BPS[d.storage] / 1e6:,.0f} MB/s (typical datasheet figure)"),
         (
             "Efficiency",

@@ -299,7 +299,7 @@ def _recorded_note(c: CandidateResult) -> str:
     st = c.step
     if c.device.kind != "gpu" or not c.device.runs_cuda or st.host is None:
         return ""
-    where = "on steps recorded on a lent H200 and two lent H100s (held out)"
+    where = f"on steps recorded on {recorded_step_accuracy()['recorded_on']} (held out)"
     if not st.host_bound:
         return f"This step is the GPU's work: {where}, device-bound steps came {_recorded('device_calibrated')}."
     if st.bound == "host data loading":

@@ -110,3 +110,20 @@ def test_the_profiling_script_asks_the_measure_worker_for_the_step_the_suite_ran
     spec = spec_of(line, "cuda", 3, 5)
     assert spec["batch_size"] == 32 and spec["precision"] == "fp32" and spec["memory_format"] == "channels_last"
     assert spec["cudnn_tf32"] is True and spec["cudnn_benchmark"] is False and spec["steps"] == 5
+
+
+def test_the_report_tells_purchasing_what_bf16_batch_norm_in_nchw_costs() -> None:
+    from core.advice.recommendation import recommend
+    from core.output.report import build_report
+
+    device = find_device("H100 SXM", tuple(load_catalogue()))
+
+    def kernels(layout: str) -> str:
+        doc = {"model": {"preset": "resnet-50"}, "training": {"precision": "bf16_mixed", "memory_format": layout}}
+        return dict(build_report(recommend(parse_workload(doc), [device])).assumptions).get("GPU kernels", "")
+
+    nchw = kernels("contiguous")
+    assert nchw.startswith("NVIDIA H100 SXM: NCHW convolutions in half precision pay cuDNN's layout transposes")
+    assert "batch norm runs PyTorch's own kernels, one block a channel" in nchw
+    assert "channels_last" in nchw  # what avoids it
+    assert kernels("channels_last") == ""  # nothing to say there

@@ -66,6 +66,8 @@ def test_a_host_bound_step_after_calibrate_quotes_the_measured_hosts_figures() -
 def test_a_device_bound_step_quotes_the_device_bound_steps() -> None:
     text = note({"model": {"preset": "resnet-50"}, "training": {"batch_size": 128, "loop": "device_tensors"}})
     assert text.startswith("This step is the GPU's work") and figures("device_calibrated") in text
+    # which GPUs recorded them, as the resource says (four suites since a fourth lease)
+    assert "on steps recorded on a lent H200 and three lent H100s (held out)" in text
 
 
 def test_steps_the_recorded_steps_do_not_check_say_so_or_nothing() -> None:
