@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fitting import least_log_error  # noqa: E402
+from benchmarks.profile_cases import recorded  # noqa: E402
 from core.estimate import gpu_attention  # noqa: E402
 from core.estimate.gpu_kernels import figures  # noqa: E402
 from core.estimate.op_work import forward_work  # noqa: E402
@@ -89,16 +90,12 @@ def fit() -> tuple[float, float]:
     return 1.0 / inverse_efficiency, accesses
 
 
-SUITE_PROFILES = ROOT / "tests/fixtures/gpu/h100-profiles-2026-11-26d.jsonl"
-
-
 def head_rows() -> list[dict[str, Any]]:
     """Each half-precision profiled suite step with SDPA: its head dimension, attention kernels measured and
     the price of its calls (cuDNN's, PyTorch 2.11's pick on the H100)."""
     figs = figures(find_device("H100 SXM", tuple(load_catalogue())))
     out = []
-    for line in SUITE_PROFILES.read_text(encoding="utf-8").splitlines():
-        d = json.loads(line)
+    for d in recorded():
         training = d["workload"]["training"]
         if training.get("attention", "auto") != "auto" or training["precision"] not in ("bf16_mixed", "fp16_mixed"):
             continue

@@ -22,6 +22,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = ROOT / "resources" / "workers"
+# what a lent H100 profiled on 2026-11-26 (benchmarks/row_reductions.py and flash_attention.py read it)
+RECORDED = ROOT / "tests/fixtures/gpu/h100-profiles-2026-11-26d.jsonl"
+
+
+def recorded(path: Path = RECORDED) -> list[dict[str, Any]]:
+    """The profiled steps of ``path``, one dict a line (this script's output format)."""
+    return [json.loads(s) for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
 
 
 def spec_of(line: dict[str, Any], device: str, warmup: int, steps: int) -> dict[str, Any]:

@@ -26,13 +26,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.fitting import least_log_error  # noqa: E402
 from benchmarks.flash_attention import GPUS, PROFILES, WORKLOADS  # noqa: E402  the held-out profiles
+from benchmarks.profile_cases import recorded  # noqa: E402  the fit profiles
 from core.estimate import gpu_memory as gm  # noqa: E402
 from core.estimate.gpu_kernels import KERNEL_FLOOR_S, figures  # noqa: E402
 from core.estimate.op_work import forward_work  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
 from core.spec.workload import parse_workload  # noqa: E402
-
-FIT = ROOT / "tests/fixtures/gpu/h100-profiles-2026-11-26d.jsonl"
 
 
 def _dtype(precision: str) -> str:
@@ -54,8 +53,7 @@ KERNELS: dict[str, Callable[[str, str], bool]] = {
 def profiles() -> list[dict[str, Any]]:
     """Each profile: its role (fit / held out), label, GPU, workload, batch, precision, layout, kernels."""
     out = []
-    for line in FIT.read_text(encoding="utf-8").splitlines():
-        d = json.loads(line)
+    for d in recorded():
         p = d["profile"]
         out.append(
             {
@@ -112,7 +110,7 @@ def priced_s(p: dict[str, Any], part: str) -> float:
                 width_bytes = 4 if o.fp32_io or not half else 2
                 total += 2 * rows * o.norm_width * width_bytes / gpu.bandwidth
                 total += float(gm.gamma_beta_s(rows, o.norm_width, width_bytes, gpu))
-            elif p["precision"] == "bf16_mixed" and p["layout"] == "contiguous":
+            elif gm.native_batch_norm(p["precision"], p["layout"]):
                 total += float(gm.batchnorm_channel_s(rows, o.norm_width, gpu))
     return total
 

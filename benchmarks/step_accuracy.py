@@ -27,7 +27,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FOURTH, H100_FRESH, H100_SUITE, cases  # noqa: E402
+from benchmarks.accuracy_suite_recorded import (  # noqa: E402
+    DEFAULT,
+    DEVICES,
+    H100_FOURTH,
+    H100_FRESH,
+    H100_SUITE,
+    cases,
+)
 
 OUT = ROOT / "resources" / "step_accuracy.json"
 SUITES = (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH)
@@ -57,6 +64,20 @@ def groups() -> dict[str, dict[str, Any]]:
     return {k: {"what": GROUPS[k], **_figures(v)} for k, v in errors.items()}
 
 
+def recorded_on() -> str:
+    """Which lent GPUs recorded the suites, from their lines: "a lent H200 and three lent H100s"."""
+    counts: dict[str, int] = {}
+    for path in SUITES:
+        device = json.loads(path.read_text(encoding="utf-8").splitlines()[0])["device"]
+        short = DEVICES[device].split()[0]  # the catalogue entry's model: "H100", "H200"
+        counts[short] = counts.get(short, 0) + 1
+    words = {1: "a", 2: "two", 3: "three", 4: "four", 5: "five"}
+    return " and ".join(
+        f"{words.get(n, str(n))} lent {gpu}{'s' if n > 1 else ''}"
+        for gpu, n in sorted(counts.items(), key=lambda kv: kv[1])
+    )
+
+
 def document() -> dict[str, Any]:
     return {
         "about": "How close TrainRig's GPU step model comes on recorded steps, held out but for the seeded halves a "
@@ -65,8 +86,8 @@ def document() -> dict[str, Any]:
         "source": "benchmarks/gpu_suite.py on a lent NVIDIA H200 (201 steps) and three lent H100 SXM "
         "(173, 194 and 397 steps), "
         "PyTorch 2.11 + CUDA 13, 2026-11-26: " + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
-        # the sentence the step's tooltip and the report quote: which GPUs recorded the steps
-        "recorded_on": "a lent H200 and three lent H100s",
+        # the words the step's tooltip and the report quote: which GPUs recorded the steps
+        "recorded_on": recorded_on(),
         "groups": groups(),
     }
 

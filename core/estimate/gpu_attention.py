@@ -49,9 +49,9 @@ def attention_op_s(
     op: OpWork, b: int, precision: str, gpu: GpuFigures, checkpointing: bool, kernel: str = "auto"
 ) -> float:
     """Seconds of one SDPA call's forward and backward at batch ``b``: flash in half precision (on Hopper
-    and Blackwell by flash_parts_s: cuDNN's kernels, PyTorch 2.11's pick there, for ``kernel`` "auto";
-    FlashAttention-2's for "flash"), the memory-efficient kernel in fp32/TF32 (PyTorch's choice where the
-    mask and dropout allow)."""
+    and Blackwell by flash_parts_s: cuDNN's kernels, PyTorch 2.11's pick there, for ``kernel`` "auto"; a
+    kernel the workload names at FlashAttention-2's flat share), the memory-efficient kernel in fp32/TF32
+    (PyTorch's choice where the mask and dropout allow)."""
     half = precision in ("fp16_mixed", "bf16_mixed")
     if half and gpu.hopper:
         return max(sum(flash_parts_s(op, b, gpu, checkpointing, kernel == "auto")), 2 * KERNEL_FLOOR_S)

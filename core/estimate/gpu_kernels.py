@@ -162,8 +162,12 @@ class GpuFigures:
     fp8: float = 0.0  # FLOP/s on FP8 tensor cores (0: none)
     nchw_native: bool = False  # NCHW half-precision convolutions without cuDNN's layout transposes
     tf32_cores: bool = False  # TF32 runs on tensor cores (Ampere and later), even where its peak is FP32's
-    sfu: float = 0.0  # special-function operations a second (exp, rcp: SFU_OPS_PER_SM_CLOCK × SMs × clock)
-    clock: float = 0.0  # the SM clock sustained, Hz (the boost clock at the power limit)
+    clock: float = 0.0  # the SM clock sustained, Hz (the boost clock at the power limit; 0: unknown)
+
+    @property
+    def sfu(self) -> float:
+        """Special-function operations a second (exp, rcp): SFU_OPS_PER_SM_CLOCK × SMs × clock."""
+        return SFU_OPS_PER_SM_CLOCK * self.sms * self.clock
 
     def gemm_efficiency(self, tensor_cores: bool) -> float:
         return self.eff_tensor if tensor_cores else self.eff_cuda
@@ -231,7 +235,6 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         eff_fp16=float(m["fp16"]) if m.get("fp16") else None,
         nchw_native=str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES,
         tf32_cores=bool(device.tf32_flops),
-        sfu=SFU_OPS_PER_SM_CLOCK * sms * _clock_hz(device) * clock,
         clock=_clock_hz(device) * clock,
     )
 

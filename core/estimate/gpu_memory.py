@@ -97,6 +97,12 @@ BATCHNORM_BLOCKS_PER_SM = 4
 BATCHNORM_PASSES = 3
 
 
+def native_batch_norm(precision: str, memory_format: str) -> bool:
+    """Whether PyTorch runs BatchNorm2d on its own per-channel kernels (batchnorm_channel_s): bf16
+    activations in the NCHW layout."""
+    return precision == "bf16_mixed" and memory_format != "channels_last"
+
+
 def batchnorm_channel_s(rows: Any, channels: Any, gpu: GpuFigures) -> Any:
     """Seconds of PyTorch's per-channel batch-norm kernels (NCHW, bf16) over ``channels`` channels of
     ``rows`` elements each (images × pixels): BATCHNORM_PASSES latency-bound passes, in waves of

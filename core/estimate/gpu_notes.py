@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from core.estimate.gpu_kernels import hopper_class
+from core.estimate.gpu_memory import native_batch_norm
 from core.estimate.published_rates import published_note
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph
@@ -57,7 +58,7 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
             "NCHW convolutions in half precision pay cuDNN's layout transposes "
             "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)"
         )
-    if t.memory_format != "channels_last" and t.precision == "bf16_mixed" and batch_norm:
+    if batch_norm and native_batch_norm(t.precision, t.memory_format):
         out.append(
             "in bf16 with the NCHW layout, batch norm runs PyTorch's own kernels, one block a channel (cuDNN's "
             "takes fp16 and fp32): ResNet-18 at batch 256 spent 23 of its 47 ms step in them on a lent H100; "

@@ -38,6 +38,7 @@ from core.estimate.gpu_memory import (
     batchnorm_channel_s,
     bias_reduce_s,
     gamma_beta_s,
+    native_batch_norm,
 )
 from core.hardware.catalogue import DeviceSpec
 
@@ -61,13 +62,15 @@ class _MatrixOps:
     io_elems: np.ndarray  # input + output elements per sample
     bias_elems: np.ndarray  # output elements per sample whose gradient a bias sums over the rows (0: none)
     projections: np.ndarray  # matrix-product calls of each op (a reduction, a cast each)
-    # layer norms and BatchNorm2d: where, rows per sample, features (channels), whether their tensors are
-    # fp32 under autocast, whether a batch norm
-    norm_at: np.ndarray
-    norm_rows: np.ndarray
-    norm_width: np.ndarray
-    norm_fp32: np.ndarray
-    norm_batch: np.ndarray
+    # layer norms: where, rows per sample, features, whether their tensors are fp32 under autocast
+    layer_norm_at: np.ndarray
+    layer_norm_rows: np.ndarray
+    layer_norm_width: np.ndarray
+    layer_norm_fp32: np.ndarray
+    # BatchNorm2d: where, rows (pixels) per sample, channels
+    batch_norm_at: np.ndarray
+    batch_norm_rows: np.ndarray
+    batch_norm_channels: np.ndarray
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
     others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
@@ -113,7 +116,16 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
             row[1].append(i)
             row[2].append(o.fp32_io)
     cast_at = [i for i, o in enumerate(ops) if o.input_casts]
-    norm_at = [i for i, o in enumerate(ops) if o.norm_width]
+    layer_norm_at = [i for i, o in enumerate(ops) if o.norm_width and o.name != "batchnorm2d"]
+    batch_norm_at = [i for i, o in enumerate(ops) if o.norm_width and o.name == "batchnorm2d"]
+
+    def per_row(at: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(rows per sample, width) of the norms at ``at``."""
+        width = np.array([ops[i].norm_width for i in at], dtype=float)
+        return np.array([ops[i].out_elems for i in at], dtype=float) / width, width
+
+    layer_norm_rows, layer_norm_width = per_row(layer_norm_at)
+    batch_norm_rows, batch_norm_channels = per_row(batch_norm_at)
     built = _MatrixOps(
         rows=np.array([o.gemm_rows for o in shaped], dtype=float),
         n=np.array([o.gemm_n for o in shaped], dtype=float),
@@ -126,11 +138,13 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         io_elems=np.array([o.in_elems + o.out_elems for o in shaped], dtype=float),
         bias_elems=np.array([o.out_elems if o.bias else 0.0 for o in shaped], dtype=float),
         projections=np.array([o.projections for o in shaped], dtype=float),
-        norm_at=np.array(norm_at, dtype=int),
-        norm_rows=np.array([ops[i].out_elems / ops[i].norm_width for i in norm_at], dtype=float),
-        norm_width=np.array([ops[i].norm_width for i in norm_at], dtype=float),
-        norm_fp32=np.array([ops[i].fp32_io for i in norm_at], dtype=bool),
-        norm_batch=np.array([ops[i].name == "batchnorm2d" for i in norm_at], dtype=bool),
+        layer_norm_at=np.array(layer_norm_at, dtype=int),
+        layer_norm_rows=layer_norm_rows,
+        layer_norm_width=layer_norm_width,
+        layer_norm_fp32=np.array([ops[i].fp32_io for i in layer_norm_at], dtype=bool),
+        batch_norm_at=np.array(batch_norm_at, dtype=int),
+        batch_norm_rows=batch_norm_rows,
+        batch_norm_channels=batch_norm_channels,
         unshaped=tuple(ops[i] for i in unshaped_at),
         others=tuple(ops[i] for i in others_at),
         elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
@@ -303,14 +317,13 @@ def pass_kernels(
             add(fwd_s, bwd_s, at, moved * 0.5)
         else:
             add(fwd_s, bwd_s, at, np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S))
-    if len(mo.norm_at) and not compile_model:  # norms whose kernels run on few SMs
-        rows = mo.norm_rows * b
-        norm_bytes = np.where(mo.norm_fp32 & mixed, 4, nbytes)
-        layer = np.where(mo.norm_batch, 0.0, gamma_beta_s(rows, mo.norm_width, norm_bytes, gpu))
-        bwd_s[mo.norm_at] += layer
-        if precision == "bf16_mixed" and memory_format != "channels_last":  # PyTorch's own, a block a channel
-            batch = np.where(mo.norm_batch, batchnorm_channel_s(rows, mo.norm_width, gpu), 0.0)
-            add(fwd_s, bwd_s, mo.norm_at, batch)
+    # norms whose kernels run on few SMs (Inductor writes its own under compile)
+    if len(mo.layer_norm_at) and not compile_model:  # the weight gradient's blocks of 32 features
+        norm_bytes = np.where(mo.layer_norm_fp32 & mixed, 4, nbytes)
+        bwd_s[mo.layer_norm_at] += gamma_beta_s(mo.layer_norm_rows * b, mo.layer_norm_width, norm_bytes, gpu)
+    if len(mo.batch_norm_at) and not compile_model and native_batch_norm(precision, memory_format):
+        batch = batchnorm_channel_s(mo.batch_norm_rows * b, mo.batch_norm_channels, gpu)  # a block a channel
+        add(fwd_s, bwd_s, mo.batch_norm_at, batch)
     if mixed and len(mo.cast_at):  # one cast a call forward, one back for the input's gradient
         cast = autocast_cast_s(mo.cast_elems * b, gpu, compile_model, mo.cast_kernels)
         fwd_s[mo.cast_at] += cast

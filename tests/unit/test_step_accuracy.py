@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.step_accuracy import groups
+from benchmarks.step_accuracy import groups, recorded_on
 from core.advice.recommendation import recommend
 from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
@@ -36,6 +36,7 @@ def test_the_resource_holds_what_the_recorded_suites_give_now() -> None:
     # until `python3 benchmarks/step_accuracy.py --write` records them again
     held = recorded_step_accuracy()["groups"]
     assert held == groups()
+    assert recorded_step_accuracy()["recorded_on"] == recorded_on() == "a lent H200 and three lent H100s"
     # 965 steps, each once after calibrate; host-bound ones also at the reference host's speed
     assert held["host_calibrated"]["steps"] + held["device_calibrated"]["steps"] == 965
     calibrated = held["host_calibrated"]["within_25"] / held["host_calibrated"]["steps"]
