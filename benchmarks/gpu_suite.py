@@ -27,7 +27,8 @@ which torchbridge's builder then kept in a reference cycle, hundreds of MiB by t
 
 On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the
 seed MLP's step, all host work) timed in this process before the first case and again every
-``PROBE_EVERY`` cases, so the steps can be sized at the host's measured speed as calibrate would size
+``--probe-every`` cases (default ``PROBE_EVERY``; with 1, also right after each case:
+``host_probe_after_s``), so the steps can be sized at the host's measured speed as calibrate would size
 them there (benchmarks/accuracy_suite_recorded.py --calibrated; a lent H100's small networks ran
 slower inside the suite's long process than in accuracy_cuda.py's, docs/accuracy.md).
 """
@@ -227,6 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a few small cases, 1 warm-up and 2 timed steps")
     ap.add_argument("--random", type=int, default=0, help="random architectures to add (seeded)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--random-only", action="store_true", help="only the random architectures, none of the named networks"
+    )
+    ap.add_argument(
+        "--probe-every",
+        type=int,
+        default=PROBE_EVERY,
+        metavar="N",
+        help=f"cases between two timings of the host probe (default {PROBE_EVERY}; 1: before and after each case)",
+    )
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
@@ -247,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
+    if args.random_only:
+        todo = [c for c in todo if c["family"].startswith("random ")]
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(todo)
     todo = todo[args.skip :]
@@ -272,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     probe = None
     for i, case in enumerate(todo, 1):
-        if args.device.startswith("cuda") and (i - 1) % PROBE_EVERY == 0:
+        if args.device.startswith("cuda") and (i - 1) % max(1, args.probe_every) == 0:
             probe = host_probe_s(args.device)
             print(f"gpu_suite: host probe {probe * 1e3:.2f} ms", file=sys.stderr)
         if args.budget_s is not None and time.monotonic() - started > args.budget_s:
@@ -292,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if probe is not None:
             line["host_probe_s"] = probe
+            if args.probe_every == 1:  # the host on both sides of the step
+                line["host_probe_after_s"] = host_probe_s(args.device)
         text = json.dumps(line)
         if sink:
             sink.write(text + "\n")

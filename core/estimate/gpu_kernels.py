@@ -114,12 +114,20 @@ BANDWIDTH_EFFICIENCY = 0.80
 # The shortest a kernel takes on the device, launch gap included (TrainRig estimate: a few µs for an
 # empty kernel on recent NVIDIA GPUs).
 KERNEL_FLOOR_S = 3e-6
-# NCHW convolutions in half precision / TF32: tensor elements transposed per element of each
-# convolution's input and output over forward and backward (NCHW → NHWC and back: fwd input and
-# output, dgrad output-gradient and input-gradient, wgrad input and output-gradient, each read and
-# written) — TrainRig estimate fitted on the fit set's ResNet-50 NCHW/channels_last pair (93.9 vs
-# 54.3 ms), the only such pair recorded; checked on the other recorded ResNet-50 steps.
-NCHW_TRANSPOSE_ACCESSES = 9.5
+# NCHW convolutions in half precision / TF32: cuDNN's kernels run on NHWC, so it transposes a layer's
+# tensors there and back (nchwToNhwcKernel, nhwcToNchwKernel). Profiled on a lent H100 and H200
+# (2026-11-26), the transposes' time follows the SMs and their clock, not the bandwidth: ResNet-50 fp16 at
+# batch 256 spent 12.9 ms in them on the H100 and 13.4 ms on the H200 (1.43 × its bandwidth, the same
+# SMs and clock). Priced at NCHW_TRANSPOSE_ELEMENTS_PER_CLOCK elements per SM per clock, counted over
+# each spatial convolution's input and output elements and NCHW_TRANSPOSE_POINTWISE_SHARE of a 1 × 1
+# one's (cuDNN runs most of those as GEMMs in place); fitted on the profiles' NCHW CNNs
+# (benchmarks/cnn_kernels.py --fit). Before (until 2026-11-26, an eighth session) they were 9.5 accesses
+# an element at the bandwidth, fitted on ResNet-50's NCHW/channels_last step pair, which had taken up the
+# slow batch norm of cuDNN's NCHW kernels too (gpu_memory.cudnn_batchnorm_s: 41.6 of the 93.9 ms).
+NCHW_TRANSPOSE_ELEMENTS_PER_CLOCK = 0.65
+NCHW_TRANSPOSE_POINTWISE_SHARE = 1 / 3
+# where a GPU's clock is not known: the same price as bytes at the H100 SXM's bandwidth (2 bytes an element)
+NCHW_TRANSPOSE_ACCESSES = 7.9
 # GPUs that run NCHW half-precision convolutions without that penalty: compute capability 8.6 and 8.9
 # (GA10x Ampere and AD10x Ada: the GeForce, RTX workstation and A10/L4/L40 cards). TrainRig
 # assumption set on the published ResNet-50 fp16 NCHW throughputs of the RTX 3090 and 4090 (−35 and
@@ -398,8 +406,17 @@ def matrix_op_s(
     seconds = fwd * (2 if checkpointing else 1) + wgrad + (0.0 if op.first else dgrad)
     transposed = nchw_transposes(precision, gpu, memory_format)
     if conv and (transposed == "all" or (transposed == "spatial" and not op.pointwise)):
-        seconds += NCHW_TRANSPOSE_ACCESSES * (op.in_elems + op.out_elems) * b * nbytes / gpu.bandwidth
+        seconds += float(nchw_transpose_s((op.in_elems + op.out_elems) * b, op.pointwise, nbytes, gpu))
     return seconds
+
+
+def nchw_transpose_s(io_elems: Any, pointwise: Any, nbytes: int, gpu: GpuFigures) -> Any:
+    """Seconds of cuDNN's NCHW ↔ NHWC transposes for convolutions of ``io_elems`` input and output
+    elements (arrays or numbers; ``pointwise``: 1 × 1, of which NCHW_TRANSPOSE_POINTWISE_SHARE pays)."""
+    elems = np.asarray(io_elems, dtype=float) * np.where(pointwise, NCHW_TRANSPOSE_POINTWISE_SHARE, 1.0)
+    if gpu.clock <= 0:
+        return NCHW_TRANSPOSE_ACCESSES * elems * nbytes / gpu.bandwidth
+    return elems / (NCHW_TRANSPOSE_ELEMENTS_PER_CLOCK * gpu.sms * gpu.clock)
 
 
 def rnn_op_s(

@@ -97,6 +97,47 @@ BATCHNORM_BLOCKS_PER_SM = 4
 BATCHNORM_PASSES = 3
 
 
+# BatchNorm2d in fp16 and fp32 on NCHW runs cuDNN's kernels: up to CUDNN_BN_SINGLE_READ_ROWS elements a
+# channel, kernels that read a channel once (bn_*_1C11_singleread, priced by their bytes); above, one
+# block a channel (bn_fw_tr_1C11_kernel_NCHW, bn_bw_1C11_kernel_new: as many blocks as channels in the
+# profiles) streaming the channel at CUDNN_BN_FORWARD_PER_CLOCK elements a clock in forward and
+# CUDNN_BN_BACKWARD_PER_CLOCK in backward, up to BATCHNORM_BLOCKS_PER_SM channels on an SM at once.
+# Fitted on four layers of three profiles (benchmarks/cnn_kernels.py --fit; 16–128 channels of
+# 262,144–1,048,576 elements, fp16 and fp32, a lent H200); held out on ResNet-50 fp16 b256's NCHW profiles
+# (41.6 and 39.5 ms of the H100's and H200's 91.5 and 82.2 ms of kernels: docs/accuracy.md).
+CUDNN_BN_SINGLE_READ_ROWS = 16384
+CUDNN_BN_FORWARD_PER_CLOCK = 0.85
+CUDNN_BN_BACKWARD_PER_CLOCK = 0.37
+# MaxPool2d's CUDA kernels (max_pool_forward_nchw/_nhwc: a thread an output, walking its window;
+# max_pool_backward_nchw: a thread an input element, searching the outputs whose windows hold it, _nhwc a
+# block of channels) are paced by their index arithmetic, not their bytes: fp16 and fp32 took the same time
+# on a lent H200, and the H100 and H200 the same per element. Elements of the input an SM clock, fitted on
+# the profiled suite steps (benchmarks/cnn_kernels.py --fit).
+MAXPOOL_FORWARD_PER_CLOCK = 1.16
+MAXPOOL_BACKWARD_PER_CLOCK = {"contiguous": 0.405, "channels_last": 0.59}
+
+
+def cudnn_batchnorm_s(rows: Any, channels: Any, gpu: GpuFigures) -> Any:
+    """Seconds of cuDNN's NCHW batch norm (forward and backward) over ``channels`` channels of ``rows``
+    elements each where it runs a block a channel (0 where it reads a channel once, or no clock known)."""
+    rows = np.asarray(rows, dtype=float)
+    if gpu.clock <= 0:
+        return np.zeros_like(rows)
+    waves = np.ceil(np.asarray(channels, dtype=float) / (BATCHNORM_BLOCKS_PER_SM * gpu.sms))
+    per_channel = rows * (1 / CUDNN_BN_FORWARD_PER_CLOCK + 1 / CUDNN_BN_BACKWARD_PER_CLOCK) / gpu.clock
+    return np.where(rows > CUDNN_BN_SINGLE_READ_ROWS, waves * per_channel, 0.0)
+
+
+def maxpool_s(in_elems: Any, memory_format: str, gpu: GpuFigures) -> Any:
+    """Seconds of MaxPool2d's forward and backward kernels over ``in_elems`` input elements at their
+    element rates (0 where no clock is known)."""
+    if gpu.clock <= 0:
+        return np.zeros_like(np.asarray(in_elems, dtype=float))
+    backward = MAXPOOL_BACKWARD_PER_CLOCK["channels_last" if memory_format == "channels_last" else "contiguous"]
+    per_clock = 1 / MAXPOOL_FORWARD_PER_CLOCK + 1 / backward
+    return np.asarray(in_elems, dtype=float) * per_clock / (gpu.sms * gpu.clock)
+
+
 def native_batch_norm(precision: str, memory_format: str) -> bool:
     """Whether PyTorch runs BatchNorm2d on its own per-channel kernels (batchnorm_channel_s): bf16
     activations in the NCHW layout."""

@@ -19,7 +19,6 @@ from core.estimate.gpu_convs import hopper_3x3, hopper_conv_passes, hopper_fp32_
 from core.estimate.gpu_kernels import (
     FP8_GEMM_EFFICIENCY,
     KERNEL_FLOOR_S,
-    NCHW_TRANSPOSE_ACCESSES,
     aligned_efficiency,
     conv_efficiency,
     conv_search,
@@ -28,6 +27,7 @@ from core.estimate.gpu_kernels import (
     matmul_efficiency,
     matmul_peak,
     matrix_op_s,
+    nchw_transpose_s,
     nchw_transposes,
     rnn_op_s,
     winograd,
@@ -37,7 +37,9 @@ from core.estimate.gpu_memory import (
     autocast_cast_s,
     batchnorm_channel_s,
     bias_reduce_s,
+    cudnn_batchnorm_s,
     gamma_beta_s,
+    maxpool_s,
     native_batch_norm,
 )
 from core.hardware.catalogue import DeviceSpec
@@ -288,7 +290,7 @@ def pass_kernels(
     transposed = nchw_transposes(cudnn, gpu, memory_format)
     if transposed:
         paying = mo.is_conv if transposed == "all" else mo.conv
-        moved = NCHW_TRANSPOSE_ACCESSES * mo.io_elems * b * mbytes / gpu.bandwidth
+        moved = nchw_transpose_s(mo.io_elems * b, mo.is_conv & ~mo.conv, mbytes, gpu)
         add(comp_f, comp_b, mo.shaped_at[paying], moved[paying])
     for i, op in zip(mo.unshaped_at, mo.unshaped, strict=True):
         add(
@@ -316,14 +318,21 @@ def pass_kernels(
         if compile_model:
             add(fwd_s, bwd_s, at, moved * 0.5)
         else:
+            if kind == "maxpool":  # its kernels' index arithmetic, not their bytes, paces them
+                moved = np.maximum(moved, maxpool_s(elems * b, memory_format, gpu))
             add(fwd_s, bwd_s, at, np.maximum(moved, KERNELS_PER_KIND.get(kind, 2) * KERNEL_FLOOR_S))
     # norms whose kernels run on few SMs (Inductor writes its own under compile)
     if len(mo.layer_norm_at) and not compile_model:  # the weight gradient's blocks of 32 features
         norm_bytes = np.where(mo.layer_norm_fp32 & mixed, 4, nbytes)
         bwd_s[mo.layer_norm_at] += gamma_beta_s(mo.layer_norm_rows * b, mo.layer_norm_width, norm_bytes, gpu)
-    if len(mo.batch_norm_at) and not compile_model and native_batch_norm(precision, memory_format):
-        batch = batchnorm_channel_s(mo.batch_norm_rows * b, mo.batch_norm_channels, gpu)  # a block a channel
-        add(fwd_s, bwd_s, mo.batch_norm_at, batch)
+    if len(mo.batch_norm_at) and not compile_model and memory_format != "channels_last":  # a block a channel
+        rows, channels = mo.batch_norm_rows * b, mo.batch_norm_channels
+        if native_batch_norm(precision, memory_format):
+            add(fwd_s, bwd_s, mo.batch_norm_at, batchnorm_channel_s(rows, channels, gpu))
+        else:  # cuDNN's kernels: what they take beyond the bytes the elementwise price above streams
+            streamed = element_accesses["batchnorm"] * nbytes * rows * channels / gpu.bandwidth
+            extra = np.maximum(0.0, cudnn_batchnorm_s(rows, channels, gpu) - streamed)
+            add(fwd_s, bwd_s, mo.batch_norm_at, extra)
     if mixed and len(mo.cast_at):  # one cast a call forward, one back for the input's gradient
         cast = autocast_cast_s(mo.cast_elems * b, gpu, compile_model, mo.cast_kernels)
         fwd_s[mo.cast_at] += cast

@@ -104,11 +104,17 @@ def test_an_h100_pcie_is_not_a_derated_h100_sxm() -> None:
 def test_channels_last_saves_the_layout_transposes_on_tensor_cores_only() -> None:
     nchw = step("resnet-50", "H100 SXM", 256, "fp16_mixed")
     nhwc = step("resnet-50", "H100 SXM", 256, "fp16_mixed", memory_format="channels_last")
-    # recorded on an H100 SXM (fit set): 93.9 ms NCHW, 54.3 ms channels_last
-    assert device_work(nchw) / device_work(nhwc) == pytest.approx(93.9 / 54.3, rel=0.05)
+    # recorded on an H100 SXM (fit set): 93.9 ms NCHW, 54.3 ms channels_last (1.73 ×), and its profiles' kernels
+    # 91.5 and 51.2 ms (1.79 ×): cuDNN's transposes (12.9 ms) and NCHW batch norm (41.6 ms against 17.2 ms in
+    # channels_last). Held out since both are priced from the suite steps' profiles (benchmarks/cnn_kernels.py):
+    # 1.54 × (the pair was fitted through the transposes' price alone before, 1.73 ×)
+    assert device_work(nchw) / device_work(nhwc) == pytest.approx(93.9 / 54.3, rel=0.15)
+    assert device_work(nchw) / device_work(nhwc) > 1.45
     fp32 = step("resnet-50", "H100 SXM", 64, "fp32")
     fp32_cl = step("resnet-50", "H100 SXM", 64, "fp32", memory_format="channels_last")
-    assert device_work(fp32) == device_work(fp32_cl)  # CUDA-core convolutions run NCHW as they are
+    assert fp32.compute_s == fp32_cl.compute_s  # CUDA-core convolutions run NCHW as they are
+    # but cuDNN's NCHW batch norm runs a block a channel, and max pooling's NCHW backward is slower
+    assert fp32.memory_s > fp32_cl.memory_s
     # TF32: the 3 × 3 and 7 × 7 convolutions pay the transposes, the 1 × 1 ones (GEMMs over NCHW) do
     # not, so channels_last saves less of the step than in half precision
     tf32 = step("resnet-50", "H100 SXM", 128, "tf32")
@@ -252,8 +258,10 @@ def test_the_step_sums_the_kernels_op_by_op(
         autocast_cast_s,
         batchnorm_channel_s,
         bias_reduce_s,
+        cudnn_batchnorm_s,
         elementwise_s,
         gamma_beta_s,
+        maxpool_s,
     )
     from core.estimate.gpu_step import pass_kernels
     from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
@@ -276,7 +284,10 @@ def test_the_step_sums_the_kernels_op_by_op(
         # to half for each matrix product reading it, and its gradient back
         wide = nbytes == 2 and op.fp32_io
         for kind, elems in op.elementwise:
-            memory += elementwise_s(kind, elems * b, 4 if wide else nbytes, gpu, False, ELEMENT_ACCESSES[kind])
+            seconds = elementwise_s(kind, elems * b, 4 if wide else nbytes, gpu, False, ELEMENT_ACCESSES[kind])
+            if kind == "maxpool":  # its kernels' element rate where that is slower than its bytes
+                seconds = max(seconds, float(maxpool_s(elems * b, "contiguous", gpu)))
+            memory += seconds
         if nbytes == 2 and op.input_casts:
             cast = autocast_cast_s(op.in_elems * op.input_casts * b, gpu, kernels=op.input_casts)
             memory += cast * (1 if op.first else 2)
@@ -290,6 +301,10 @@ def test_the_step_sums_the_kernels_op_by_op(
             memory += gamma_beta_s(rows, op.norm_width, 4 if wide else nbytes, gpu)
         elif op.norm_width and precision == "bf16_mixed":  # PyTorch's own batch norm, a block a channel
             memory += batchnorm_channel_s(op.out_elems / op.norm_width * b, op.norm_width, gpu)
+        elif op.norm_width:  # cuDNN's: what its blocks a channel take beyond the bytes priced above
+            rows = op.out_elems / op.norm_width * b
+            streamed = ELEMENT_ACCESSES["batchnorm"] * nbytes * rows * op.norm_width / gpu.bandwidth
+            memory += max(0.0, float(cudnn_batchnorm_s(rows, op.norm_width, gpu)) - streamed)
     got = pass_kernels(
         ops,
         b,

@@ -1,10 +1,10 @@
 """The GPU step time against published per-GPU training throughputs (resources/published/
 gpu_throughputs.json: the Lambda deep-learning benchmark's PyTorch tables, 9 GPUs, ResNet-50 and
-BERT-base/large SQuAD in fp16 and TF32, IEEE fp32 on the V100). The fit part: ResNet-50 on the H100
-SXM (the kernel model's NCHW transposes were set on the recorded H100 ResNet-50 steps) and on the RTX 3090 and 4090 (the
-cards of compute capability 8.6/8.9 that pay no transposes were set there), and BERT-base in TF32 on
-the H100 SXM and the RTX 3090 (TF32's share of the GEMM efficiency was fitted there); every other row
-is held out. The bars asserted are SPEC 9's cross-GPU bar (within 25 %) and the errors reached.
+BERT-base/large SQuAD in fp16 and TF32, IEEE fp32 on the V100). The fit part: ResNet-50 on the RTX 3090
+and 4090 (the cards of compute capability 8.6/8.9 that pay no transposes were set there; the H100 SXM's
+rows, on which the transposes' price was fitted until the lent GPUs' profiles priced it, are held out),
+and BERT-base in TF32 on the H100 SXM and the RTX 3090 (TF32's share of the GEMM efficiency was fitted
+there); every other row is held out. The bars asserted are SPEC 9's cross-GPU bar (within 25 %) and the errors reached.
 Table: benchmarks/accuracy_published.py."""
 
 from __future__ import annotations
@@ -30,16 +30,23 @@ def test_every_published_figure_is_kept_with_its_source() -> None:
 
 
 def test_the_fit_gpus_and_network_are_reproduced() -> None:
-    # ResNet-50 fp16 (NCHW, AMP): on one H100 SXM 2,616 images/s published, 2,691 predicted (the NCHW
-    # transposes were fitted there); on the RTX 3090 and 4090 905 and 1,301 published, 1,030 and 1,342
-    # predicted (the cards of compute capability 8.6/8.9 pay no transposes: set there when their matrix
-    # rates were the datasheet's × the H100's efficiency, −3 and −2 %; since their published matmul
-    # measurements set those rates, +14 and +3 %: the 3090's convolutions gain less than its GEMMs)
+    # ResNet-50 fp16 (NCHW, AMP) on the RTX 3090 and 4090: 905 and 1,301 images/s published, 990 and 1,326
+    # predicted (the cards of compute capability 8.6/8.9 pay no transposes: set there when their matrix rates
+    # were the datasheet's × the H100's efficiency, −3 and −2 %; since their published matmul measurements set
+    # those rates, +9 … +14 and +2 … +3 %: the 3090's convolutions gain less than its GEMMs)
     fit = {c["device"]: e for c, _, e in ROWS if c["part"] == "fit" and c["precision"] == "fp16_mixed"}
-    assert set(fit) == {"NVIDIA H100 SXM", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"}
-    assert abs(fit["NVIDIA H100 SXM"]) <= 0.04
+    assert set(fit) == {"NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"}
     assert abs(fit["NVIDIA GeForce RTX 4090"]) <= 0.04
     assert abs(fit["NVIDIA GeForce RTX 3090"]) <= 0.15
+
+
+def test_resnet50_on_the_h100_sxm_held_out() -> None:
+    # the NCHW transposes' price was fitted on these rows (+2 % in fp16) until cuDNN's transposes and its NCHW
+    # batch norm were priced from lent GPUs' kernel profiles (benchmarks/cnn_kernels.py): held out since,
+    # 2,878 images/s predicted against 2,616 published in fp16 (+10 %), 1,927 against 1,753 in TF32 (+10 %)
+    errs = {c["precision"]: e for c, e in HELD_OUT if (c["benchmark"], c["device"]) == ("resnet50", "NVIDIA H100 SXM")}
+    assert set(errs) == {"fp16_mixed", "tf32"}
+    assert all(abs(e) <= 0.15 for e in errs.values())
 
 
 def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
@@ -48,7 +55,7 @@ def test_resnet50_on_gpus_it_was_not_fitted_on() -> None:
     # capability 8.6/8.9 held out of the NCHW rule (A10, RTX A6000, RTX 6000 Ada) read +11 … +25 % in
     # fp16, −26 … −34 % when they paid the H100's transposes
     errs = [e for c, e in HELD_OUT if c["benchmark"] == "resnet50" and c["precision"] != "fp32"]
-    assert len(errs) == 11
+    assert len(errs) == 13
     assert statistics.mean(abs(e) for e in errs) <= 0.11
     assert max(abs(e) for e in errs) <= 0.26
     assert sum(abs(e) <= 0.25 for e in errs) >= 10
@@ -70,7 +77,7 @@ def test_published_throughputs_of_held_out_gpus_and_networks_within_25_percent()
     # gradient and the first layer's autocast cast: held at 45); BERT fp16 on the RTX 4090 reads −23/−22 %
     # (was −29/−28 %)
     errs = [abs(e) for _, e in HELD_OUT]
-    assert len(errs) == 46
+    assert len(errs) == 48
     assert sum(e <= 0.25 for e in errs) >= 45, f"{sum(e <= 0.25 for e in errs)} of {len(errs)}"
     assert statistics.mean(errs) <= 0.10
 
@@ -80,7 +87,7 @@ def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:
     # within 25 %, mean |error| 9.6 %, worst +15 %; at TF32's full tensor-core efficiency and without
     # transposes 14 of 19, mean 16 %, the H100s and the A10 +24 … +36 % too fast
     errs = [e for c, e in HELD_OUT if c["precision"] == "tf32"]
-    assert len(errs) == 19
+    assert len(errs) == 20
     assert max(abs(e) for e in errs) <= 0.25
     assert statistics.mean(abs(e) for e in errs) <= 0.12
     # ResNet-50 in TF32 on the A100 and the H100 PCIe, NCHW: −5.0 and +0.3 % (were +19 and +17 % before
@@ -94,7 +101,7 @@ def test_tf32_on_gpus_and_networks_it_was_not_fitted_on() -> None:
         and c["precision"] == "tf32"
         and c["device"] in ("NVIDIA A100 80GB SXM", "NVIDIA H100 PCIe")
     ]
-    assert len(resnet) == 5 and len(resnet_dc) == 2
+    assert len(resnet) == 6 and len(resnet_dc) == 2
     assert max(abs(e) for e in resnet_dc) <= 0.055
 
 
