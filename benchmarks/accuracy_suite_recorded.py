@@ -37,6 +37,9 @@ H100_FRESH = ROOT / "tests/fixtures/gpu/h100-suite-2026-11-26c.jsonl"
 # a fourth H100 lease: cases 398–880 of that order (397 steps; the rest ran out of memory or out of time),
 # measured after every constant but the row reductions' was set: the most held-out of the suites
 H100_FOURTH = ROOT / "tests/fixtures/gpu/h100-suite-2026-11-26d.jsonl"
+# a second H200 lease: 133 steps of 60 random architectures of another seed (2027, --random-only), a host
+# probe before and after each step
+H200_FRESH = ROOT / "tests/fixtures/gpu/h200-suite-2026-11-26e.jsonl"
 HOSTS = ROOT / "tests/fixtures/gpu/hosts.json"
 # the name CUDA reports → the catalogue entry (an "NVIDIA H200" with 700 W is the SXM part)
 DEVICES = {"NVIDIA H200": "H200 SXM", "NVIDIA H100 80GB HBM3": "H100 SXM"}

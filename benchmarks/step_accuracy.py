@@ -2,8 +2,8 @@
 the sizing's step tooltip and the report quote (resources/step_accuracy.json, read by
 core/output/sizing_report.step_accuracy_note). No GPU needed.
 
-The suites are the 965 steps of benchmarks/gpu_suite.py that a lent H200 and three lent H100s measured on
-2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded halves some constants
+The suites are the 1,098 steps of benchmarks/gpu_suite.py that two lent H200s and three lent H100s measured
+on 2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded halves some constants
 were fitted on, docs/accuracy.md). Three groups, as a user meets them:
 
 - host-bound, at the reference host's speed: a GPU sized for a purchase, its host not measured;
@@ -33,11 +33,12 @@ from benchmarks.accuracy_suite_recorded import (  # noqa: E402
     H100_FOURTH,
     H100_FRESH,
     H100_SUITE,
+    H200_FRESH,
     cases,
 )
 
 OUT = ROOT / "resources" / "step_accuracy.json"
-SUITES = (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH)
+SUITES = (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH, H200_FRESH)
 GROUPS = {
     "host_reference": "host-bound steps at the reference host's speed",
     "host_calibrated": "host-bound steps after calibrate measured their host",
@@ -65,7 +66,7 @@ def groups() -> dict[str, dict[str, Any]]:
 
 
 def recorded_on() -> str:
-    """Which lent GPUs recorded the suites, from their lines: "a lent H200 and three lent H100s"."""
+    """Which lent GPUs recorded the suites, from their lines: "two lent H200s and three lent H100s"."""
     counts: dict[str, int] = {}
     for path in SUITES:
         device = json.loads(path.read_text(encoding="utf-8").splitlines()[0])["device"]

@@ -154,9 +154,11 @@ def test_the_recorded_memory_bound_eager_steps_under_autocast_hold() -> None:
         for r in cases(path, calibrated=True)
         if "eager" in r["name"] and r["precision"] in ("bf16_mixed", "fp16_mixed") and r["bound"] == "memory bandwidth"
     ]
-    assert len(rows) == 23  # 17 of the first three suites' (15 before the row reductions' prices), 6 of the fourth's
+    # 28 since the host's prices were fitted on the probed suites (the host no longer bounds five of them); 23
+    # before: 17 of the first three suites' (15 before the row reductions' prices), 6 of the fourth's
+    assert len(rows) == 28
     assert all(-0.25 <= r["error"] <= 0.25 for r in rows)
-    assert sum(abs(r["error"]) for r in rows) / len(rows) <= 0.15  # 14 %, all of them too fast
+    assert sum(abs(r["error"]) for r in rows) / len(rows) <= 0.15  # 14.8 %, all of them too fast
 
 
 def test_the_report_names_the_attention_the_step_assumed() -> None:

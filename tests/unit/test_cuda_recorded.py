@@ -13,7 +13,7 @@ import statistics
 import pytest
 
 from benchmarks.accuracy_cuda_recorded import SMALL_CNN, _candidate, predict, predict_device, recorded_cases
-from benchmarks.fit_host_gpu import fit
+from benchmarks.fit_host_gpu import fit_suites
 from core.estimate.host import REFERENCE
 
 CASES = recorded_cases()
@@ -73,10 +73,11 @@ def test_gpu_peak_memory_is_within_5_percent_on_average() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="17 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 12.0 % (bar: 15 %, met): the 6 steps "
-    "of the host the shared measurements come from all within 12 %; the 14 of 2026-11-22 ran on another host, which "
-    "ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms): its seed MLP b512, LeNet-5 and small CNN read "
-    "25–34 % too fast (docs/accuracy.md)",
+    reason="16 of 20 recorded H100 steps within 25 % (bar: 90 %), mean |error| 12.8 % (bar: 15 %, met): the 6 steps "
+    "of the host the shared measurements come from all within 17 %; the 14 of 2026-11-22 ran on another host, which "
+    "ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms): its seed MLP b512 and b4096 bf16, small CNN "
+    "and tiny GPT read 25–32 % too fast (17 of 20, 12.0 % before the host's prices were fitted on the probed suites; "
+    "docs/accuracy.md)",
 )
 def test_gpu_step_time_from_the_catalogue_against_the_recorded_h100() -> None:
     errors = [abs(step_error(c)) for c in CASES]
@@ -118,19 +119,21 @@ def test_the_device_bound_h100_steps_are_within_7_percent_on_average() -> None:
     assert statistics.mean(errors) <= DEVICE_MEAN_BAR, f"mean |error| {statistics.mean(errors):.1%}"
 
 
-# The steps the host's dispatch bounds. The host's reference prices (core/estimate/host.py REFERENCE:
-# 17.3 µs per dispatched operator + 0.35 ms per step, with 54 µs per call of cuDNN's convolutions fitted
-# on a lent H200's CNN steps) are the least-squares fit of the fit set's host-bound steps without a
-# convolution (benchmarks/fit_host_gpu.py: its seed MLP and BERT-base b64 bf16), run through the whole
-# step model, the device's waits for the dispatch included; its small CNN in NCHW and channels_last is
-# held out. They were recorded on the host the shared measurements come from; the steps of 2026-11-22
-# ran on another H100 host, which ran the same seed MLP step 0.67 ms slower (2.36 against 1.69 ms);
-# BERT-base b32, dispatching as many operators as b64, is held out there at +6 %.
-HOST_FIT = {("seed-mlp", "fit set"), ("bert-base", "fit set")}
-HOST_BOUND = {*HOST_FIT, (SMALL_CNN, "fit set"), (SMALL_CNN, "fit set, channels_last")}
+# The steps the host's dispatch bounds. The host's reference prices (core/estimate/host.py REFERENCE: 15.66
+# µs per dispatched operator + 0.470 ms per step + 64.5 µs per call of cuDNN's convolutions) are fitted on a
+# seeded half of two lent H100s' suite steps, each sized at its own host probe, and anchored to this fit
+# set's host: its seed MLP step (the host probe's workload) is the reference host's, 1.69 ms
+# (benchmarks/fit_host_gpu.py --suites). Its BERT-base b64 and small CNN are held out (until 2026-11-26, an
+# eighth session, the seed MLP and BERT-base b64 alone pinned two prices). They were recorded on the host the
+# shared measurements come from; the steps of 2026-11-22 ran on another H100 host, which ran the same seed MLP
+# step 0.67 ms slower (2.36 against 1.69 ms); BERT-base b32, dispatching as many operators as b64, is held out
+# there at −4 %.
+HOST_FIT = {("seed-mlp", "fit set")}
+HOST_BOUND = {*HOST_FIT, ("bert-base", "fit set"), (SMALL_CNN, "fit set"), (SMALL_CNN, "fit set, channels_last")}
 # the fit set measured its small CNN at 1.92 ms in NCHW and 1.65 ms in channels_last, the same host work
-# (two dispatched operators apart): ±8 % around their mean is as close as one price can come to both
-HOST_FIT_BAR = 0.15
+# (two dispatched operators apart): one price reads one of them 16 % apart from the other (+0 and +16 %),
+# BERT-base b64 −10 %
+HOST_FIT_BAR = 0.17
 
 
 @pytest.mark.parametrize(
@@ -142,10 +145,17 @@ def test_the_host_prices_hold_the_fit_sets_host_bound_steps(case: dict) -> None:
     assert _candidate(case).step.bound == "framework overhead"
 
 
-def test_the_committed_host_prices_are_the_fit() -> None:
-    per_operator, per_step = fit([c for c in CASES if (c["model"], c["set"]) in HOST_FIT])
-    assert per_operator == pytest.approx(REFERENCE["per_operator_s"], rel=0.01)
-    assert per_step == pytest.approx(REFERENCE["per_step_s"]["gpu"], rel=0.01)
+def test_the_committed_host_prices_are_the_fit_of_the_probed_suites() -> None:
+    assert fit_suites() == pytest.approx(
+        (REFERENCE["per_operator_s"], REFERENCE["per_step_s"]["gpu"], REFERENCE["cudnn_call_s"]), rel=0.01
+    )
+    (seed,) = [c for c in CASES if (c["model"], c["set"]) == ("seed-mlp", "fit set")]
+    assert step_error(seed) == pytest.approx(0.0, abs=0.005)  # the reference host is the fit set's
+
+
+def test_the_small_cnns_pair_sits_around_its_two_measurements() -> None:
+    errors = [step_error(c) for c in CASES if c["model"] == SMALL_CNN and c["set"].startswith("fit set")]
+    assert len(errors) == 2 and abs(sum(errors) / 2) <= 0.1
 
 
 # the small networks and the tiny GPT of 2026-11-22, on the other host, held out: the model's prices are the
@@ -154,13 +164,16 @@ OTHER_HOST_SMALL = {"seed-mlp", "lenet-5", "small-cnn", "residual-cnn", "tiny-gp
 OTHER_HOST_MISSES = {
     ("seed-mlp", 512, "adam", "fp32"): "−28 % (1.69 ms predicted, 2.36 ms measured on the other host, 1.69 on the "
     "fit set's)",
-    ("lenet-5", 256, "sgd_momentum", "fp32"): "−25.1 % (1.99 ms predicted, 2.65 ms measured on the other host; −23 % "
-    "before its 5 × 5 layers were priced on Hopper as cuDNN's search runs them, with or without it)",
-    ("small-cnn", 256, "adamw", "fp32"): "−34 % (1.74 ms predicted, 2.62 ms measured on the other host; −30 % before "
-    "Hopper's IEEE fp32 3 × 3 convolutions got their own price)",
+    ("seed-mlp", 4096, "sgd", "bf16_mixed"): "−25.3 % (1.80 ms predicted, 2.41 ms measured on the other host; −24.6 % "
+    "before the host's prices were fitted on the probed suites)",
+    ("small-cnn", 256, "adamw", "fp32"): "−31 % (1.81 ms predicted, 2.62 ms measured on the other host; −34 % before "
+    "the host's prices were fitted on the probed suites, −30 % before Hopper's IEEE fp32 3 × 3 convolutions got "
+    "their own price)",
+    ("tiny-gpt", 32, "adamw", "fp32"): "−32 % (10.2 ms predicted, 15.0 ms measured on the other host; −24.9 % before "
+    "the host's prices were fitted on the probed suites, whose lower price an operator the tiny GPT's many views "
+    "feel most)",
 }
-# the tiny GPT there reads −24.9 % (−26 % before the host's prices were refitted with the device's casts and
-# foreach optimizer priced from real profiles, 2026-11-26)
+# LeNet-5 there reads −23 % (−25.1 % before the host's prices were fitted on the probed suites)
 
 
 @pytest.mark.parametrize(

@@ -256,9 +256,10 @@ def test_batch_advice_quotes_the_step_time_model() -> None:
     (f,) = [f for f in rec.findings if f.rule == "hp-batch-dominates-time"]
     # the host's work (framework calls and the DataLoader's main-process share: core/estimate/host.py); the
     # rest of the step the host waits for the GPU's kernels after its last dispatch (Adam's: 97 % before the
-    # foreach Adam's kernels were counted from PyTorch's code, 18 words a parameter, was 21)
+    # foreach Adam's kernels were counted from PyTorch's code, 18 words a parameter, was 21; 99 % before the
+    # host's prices were fitted on the probed suites, whose fewer µs an operator leave the GPU's Adam longer)
     assert (
-        "the host's work (framework calls, data loading) is 99% of each step on NVIDIA GeForce RTX 3060 12 GB"
+        "the host's work (framework calls, data loading) is 98% of each step on NVIDIA GeForce RTX 3060 12 GB"
         in f.message
     )
     gain = float(re.search(r"at batch 512 instead of [^(]+\(([\d.]+)× shorter\)", f.message).group(1))  # type: ignore[union-attr]
