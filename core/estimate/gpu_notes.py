@@ -56,13 +56,22 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
     if t.memory_format != "channels_last" and t.precision in HALF and spatial:
         out.append(
             "NCHW convolutions in half precision pay cuDNN's layout transposes "
-            "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms)"
+            "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms a step, "
+            "13 ms of it the transposes)"
         )
     if batch_norm and native_batch_norm(t.precision, t.memory_format):
         out.append(
             "in bf16 with the NCHW layout, batch norm runs PyTorch's own kernels, one block a channel (cuDNN's "
             "takes fp16 and fp32): ResNet-18 at batch 256 spent 23 of its 47 ms step in them on a lent H100; "
-            "training.memory_format channels_last, or fp16, avoids them (docs/sizing.md §4c)"
+            "training.memory_format channels_last avoids them (fp16 in NCHW runs cuDNN's, a block a channel too "
+            "above 16,384 elements a channel; docs/sizing.md §4c)"
+        )
+    elif batch_norm and t.memory_format != "channels_last":
+        out.append(
+            "with the NCHW layout, cuDNN's batch norm runs one block a channel where a channel holds more than "
+            "16,384 elements a step (images × pixels): ResNet-50 fp16 at batch 256 spent 42 of its 91 ms of "
+            "kernels in it on a lent H100 (17 in channels_last); training.memory_format channels_last avoids it "
+            "(docs/sizing.md §4c)"
         )
     if t.precision == "fp32" and device.tf32_flops and cudnn:
         out.append(

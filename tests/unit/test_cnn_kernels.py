@@ -79,3 +79,23 @@ def test_the_prices_switch_where_the_kernels_do() -> None:
     assert b200.clock == 0
     assert float(gm.maxpool_s(1e8, "contiguous", b200)) == 0.0
     assert float(nchw_transpose_s(1e8, False, 2, b200)) > 0.0
+
+
+def test_the_report_tells_purchasing_what_cudnns_nchw_batch_norm_costs() -> None:
+    from core.advice.recommendation import recommend
+    from core.output.report import build_report
+    from core.spec.workload import parse_workload
+
+    device = find_device("H100 SXM", CATALOGUE)
+
+    def kernels(precision: str, layout: str) -> str:
+        doc = {"model": {"preset": "resnet-50"}, "training": {"precision": precision, "memory_format": layout}}
+        return dict(build_report(recommend(parse_workload(doc), [device])).assumptions).get("GPU kernels", "")
+
+    fp16 = kernels("fp16_mixed", "contiguous")
+    assert "cuDNN's batch norm runs one block a channel" in fp16 and "channels_last avoids it" in fp16
+    assert "13 ms of it the transposes" in fp16
+    # fp16 is no way out of bf16's per-channel batch norm in NCHW: the note no longer says it is
+    bf16 = kernels("bf16_mixed", "contiguous")
+    assert "or fp16" not in bf16 and "fp16 in NCHW runs cuDNN's, a block a channel too" in bf16
+    assert kernels("fp16_mixed", "channels_last") == ""
