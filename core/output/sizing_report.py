@@ -278,6 +278,17 @@ def recorded_step_accuracy() -> dict[str, Any]:
     return dict(json.loads(resource_path("step_accuracy.json").read_text(encoding="utf-8")))
 
 
+def _published() -> dict[str, Any]:
+    """The held-out published throughputs' figures resources/step_accuracy.json holds; {} where they cannot
+    be read (the note then names the benchmark without figures)."""
+    try:
+        g = dict(recorded_step_accuracy()["published"])
+        int(g["within_25"]), int(g["steps"]), float(g["mean_abs_error"])
+        return g
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def _recorded(group: str) -> str:
     g = recorded_step_accuracy()["groups"][group]
     nbsp = "\u00a0"  # a figure and its unit stay on one line where the report wraps the text
@@ -330,14 +341,23 @@ def step_accuracy_note(c: CandidateResult) -> str:
     if c.device.kind != "gpu" or not c.device.runs_cuda:
         return ""
     recorded = recorded_accuracy_note(c)
+    published = _published()
     text = (recorded + " " if recorded else "") + (
-        "How close this model comes: against published training throughputs of 9 NVIDIA GPUs (ResNet-50 and "
-        "BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on, 46 of 46 within "
-        "25 %, mean error 9 %; single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
+        f"How close this model comes: against published training throughputs of {published.get('gpus', 9)} NVIDIA "
+        "GPUs (ResNet-50 and BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on"
+        + (
+            f", {published['within_25']} of {published['steps']} within 25 %, mean error "
+            f"{published['mean_abs_error'] * 100:.0f} %"
+            if published
+            else ""
+        )
+        + "; single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
         "published timings, held out), 522 of 563 within 25 % in bf16 and 510 of 750 in TF32"
     )
-    if c.device.geforce:
-        text += "; on GeForce cards it has read up to 23 % slower than measured (BERT in fp16 on the RTX 4090)"
+    worst = published.get("geforce_worst")
+    if c.device.geforce and isinstance(worst, dict) and isinstance(worst.get("error"), (int, float)):
+        slower = abs(worst["error"]) * 100
+        text += f"; on GeForce cards it has read up to {slower:.0f} % slower than measured ({worst.get('what', '')})"
     if any(PUBLISHED_NOTE in a for a in c.assumptions):  # the kernel model priced it at published rates
         text += (
             "; this GPU's matrix products are priced at the rates published PyTorch matmul measurements show (of "

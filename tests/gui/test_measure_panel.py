@@ -109,7 +109,7 @@ def test_the_table_marks_the_candidates_that_use_the_measured_step(qtbot, main_w
     assert tpu.data() == "" and "TPU" in tpu.data(Qt.ItemDataRole.ToolTipRole)
     # the step's tooltip says how close the GPU model has come to published measurements (not for a TPU)
     step_tip = proxy.index(rows["NVIDIA H100 PCIe"], COL_STEP).data(Qt.ItemDataRole.ToolTipRole)
-    assert "46 of 46 within 25 %, mean error 9 %" in step_tip and "GeForce" not in step_tip
+    assert "48 of 48 within 25 %, mean error 9 %" in step_tip and "GeForce" not in step_tip
     # and on the lent GPUs' recorded steps like this one, as rich text Qt word-wraps
     assert step_tip.startswith("<qt>") and "recorded" in step_tip.split("How close")[0]
     assert "published PyTorch matmul" not in step_tip  # one submission for the H100 PCIe: not used
