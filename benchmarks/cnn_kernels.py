@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.fitting import least_log_error  # noqa: E402
-from benchmarks.profile_cases import recorded  # noqa: E402
+from benchmarks.fitting import fit_constant, print_kernel_tables  # noqa: E402
+from benchmarks.profile_cases import RECORDED, as_profile, recorded  # noqa: E402
 from core.estimate import gpu_kernels as gk  # noqa: E402
 from core.estimate import gpu_memory as gm  # noqa: E402
 from core.estimate.op_work import forward_work  # noqa: E402
@@ -63,22 +63,8 @@ CONSTANTS = {
 def profiles() -> list[dict[str, Any]]:
     """Each profile: its lease (H100, H200), label, GPU, workload, batch, precision, layout, kernels."""
     out = []
-    for path, lease in ((None, "H100"), (H200_PROFILES, "H200")):
-        for d in recorded(path) if path else recorded():
-            p = d["profile"]
-            out.append(
-                {
-                    "lease": lease,
-                    "label": f"{d['name']} {d['precision']} b{d['batch']}",
-                    "gpu": DEVICES[p["device"]],
-                    "workload": d["workload"],
-                    "batch": d["batch"],
-                    "precision": d["precision"],
-                    "layout": d["memory_format"],
-                    "kernels": p["kernels"],
-                    "steps": p["steps"],
-                }
-            )
+    for path, lease in ((RECORDED, "H100"), (H200_PROFILES, "H200")):
+        out += [as_profile(d, DEVICES[d["profile"]["device"]], lease=lease) for d in recorded(path)]
     for gpu in ("h100", "h200"):
         for suffix, layout in (("", "contiguous"), ("-cl", "channels_last")):
             p = json.loads((RESNET50 / f"{gpu}-resnet50-fp16{suffix}.profile.json").read_text(encoding="utf-8"))
@@ -172,29 +158,22 @@ def _get(module: Any, name: str) -> float:
 
 def fit(part: str) -> float:
     module, name, grid = CONSTANTS[part]
-    kept = _get(module, name)
     fitting = [r for r in rows(part) if r["role"] == "fit"]
-
-    def errors(value: float) -> list[float]:
-        _set(module, name, value)
-        return [priced_s(r, part) / r["measured_s"] - 1 for r in fitting]
-
-    try:
-        return least_log_error(grid, errors)
-    finally:
-        _set(module, name, kept)
+    return fit_constant(
+        grid,
+        fitting,
+        lambda r: priced_s(r, part),
+        lambda: _get(module, name),
+        lambda value: _set(module, name, value),
+    )
 
 
 def main() -> int:
-    for part in KERNELS:
-        print(f"\n| {part} | role | measured | priced | error |\n|---|---|---|---|---|")
-        for r in rows(part):
-            err = r["predicted_s"] / r["measured_s"] - 1
-            ms = f"{r['measured_s'] * 1e3:.3f} ms | {r['predicted_s'] * 1e3:.3f} ms"
-            print(f"| {r['label']} | {r['role']} | {ms} | {err:+.0%} |")
-        if "--fit" in sys.argv:
-            module, name, _ = CONSTANTS[part]
-            print(f"\n{name}: fitted {fit(part):g} (the model holds {_get(module, name):g})")
+    def fitted(part: str) -> str:
+        module, name, _ = CONSTANTS[part]
+        return f"{name}: fitted {fit(part):g} (the model holds {_get(module, name):g})"
+
+    print_kernel_tables(KERNELS, rows, fitted if "--fit" in sys.argv else None)
     return 0
 
 

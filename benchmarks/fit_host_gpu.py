@@ -185,33 +185,33 @@ def held_out_suites(seed: int = FIT_SEED) -> dict[str, list[float]]:
     return errors
 
 
+def _prices_line(label: str, fitted: Sequence[float]) -> str:
+    """The three prices ``fitted`` against the committed ones, one line."""
+    per_operator, per_step, cudnn = fitted
+    return (
+        f"{label}: {per_operator * 1e6:.2f} µs per operator, {per_step * 1e3:.3f} ms per step, {cudnn * 1e6:.1f} µs "
+        f"per cuDNN call (committed: {REFERENCE['per_operator_s'] * 1e6:.2f} µs, "
+        f"{REFERENCE['per_step_s']['gpu'] * 1e3:.3f} ms, {REFERENCE['cudnn_call_s'] * 1e6:.1f} µs)"
+    )
+
+
+def _held_line(name: str, errors: Sequence[float]) -> str:
+    within, mean = sum(abs(e) <= 0.25 for e in errors), statistics.mean(map(abs, errors))
+    return f"| {name} | {len(errors)} | {within} ({within / len(errors):.0%}) | {mean:.1%} |"
+
+
 def main() -> None:
     if "--suites" in sys.argv:
-        per_operator, per_step, cudnn = fit_suites()
-        print(
-            f"fit on the probed H100 suites' halves: {per_operator * 1e6:.2f} µs per operator, {per_step * 1e3:.3f} ms "
-            f"per step, {cudnn * 1e6:.1f} µs per cuDNN call (committed: {REFERENCE['per_operator_s'] * 1e6:.2f} µs, "
-            f"{REFERENCE['per_step_s']['gpu'] * 1e3:.3f} ms, {REFERENCE['cudnn_call_s'] * 1e6:.1f} µs)\n"
-        )
+        print(_prices_line("fit on the probed H100 suites' halves", fit_suites()) + "\n")
         print("| held out | steps | within 25 % | mean \\|error\\| |\n|---|---|---|---|")
         for name, errors in held_out_suites().items():
-            within = sum(abs(e) <= 0.25 for e in errors)
-            mean = statistics.mean(map(abs, errors))
-            print(f"| {name} | {len(errors)} | {within} ({within / len(errors):.0%}) | {mean:.1%} |")
+            print(_held_line(name, errors))
         print()
-    if "--cudnn" in sys.argv:
-        per_operator, per_step, cudnn = fit_cudnn()
-        print(
-            f"fit: {per_operator * 1e6:.2f} µs per operator, {per_step * 1e3:.3f} ms per step, "
-            f"{cudnn * 1e6:.0f} µs per cuDNN call (committed: {pass_work.OVERHEAD_PER_OPERATOR_S * 1e6:.2f} µs, "
-            f"{pass_work.OVERHEAD_PER_STEP_S['gpu'] * 1e3:.3f} ms, {pass_work.PER_CUDNN_CALL_S * 1e6:.0f} µs)"
-        )
+    if "--cudnn" in sys.argv:  # the earlier fit: the fit set's two steps and the first H200's CNN half
+        print(_prices_line("fit on the fit set and the H200's CNN half", fit_cudnn()))
         _, held = conv_halves(recorded())
-        errors = [r["error"] for r in suite_cases(lines=held)]
-        print(
-            f"H200 convolutional networks, held-out half: {sum(abs(e) <= 0.25 for e in errors)} of {len(errors)} "
-            f"within 25 %, mean |error| {statistics.mean(map(abs, errors)):.1%}\n"
-        )
+        print(_held_line("H200 convolutional networks, held-out half", [r["error"] for r in suite_cases(lines=held)]))
+        print()
     cases = recorded_cases()
     fitted = [c for c in cases if is_fit(c)]
     per_operator, per_step = fit(fitted)

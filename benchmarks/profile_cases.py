@@ -31,6 +31,23 @@ def recorded(path: Path = RECORDED) -> list[dict[str, Any]]:
     return [json.loads(s) for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]
 
 
+def as_profile(d: dict[str, Any], gpu: str, **extra: Any) -> dict[str, Any]:
+    """A recorded profiled step as the kernel benchmarks read it (row_reductions.py, cnn_kernels.py): its label,
+    catalogue ``gpu``, workload, batch, precision, layout, kernels and profiled steps, and ``extra``."""
+    p = d["profile"]
+    return {
+        **extra,
+        "label": f"{d['name']} {d['precision']} b{d['batch']}",
+        "gpu": gpu,
+        "workload": d["workload"],
+        "batch": d["batch"],
+        "precision": d["precision"],
+        "layout": d["memory_format"],
+        "kernels": p["kernels"],
+        "steps": p["steps"],
+    }
+
+
 def spec_of(line: dict[str, Any], device: str, warmup: int, steps: int) -> dict[str, Any]:
     """The measure worker's request for a suite line's step, as the suite ran it."""
     training = line["workload"]["training"]

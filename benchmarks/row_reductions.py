@@ -24,9 +24,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.fitting import least_log_error  # noqa: E402
+from benchmarks.fitting import fit_constant, print_kernel_tables  # noqa: E402
 from benchmarks.flash_attention import GPUS, PROFILES, WORKLOADS  # noqa: E402  the held-out profiles
-from benchmarks.profile_cases import recorded  # noqa: E402  the fit profiles
+from benchmarks.profile_cases import as_profile, recorded  # noqa: E402  the fit profiles
 from core.estimate import gpu_memory as gm  # noqa: E402
 from core.estimate.gpu_kernels import KERNEL_FLOOR_S, figures  # noqa: E402
 from core.estimate.op_work import forward_work  # noqa: E402
@@ -52,22 +52,7 @@ KERNELS: dict[str, Callable[[str, str], bool]] = {
 
 def profiles() -> list[dict[str, Any]]:
     """Each profile: its role (fit / held out), label, GPU, workload, batch, precision, layout, kernels."""
-    out = []
-    for d in recorded():
-        p = d["profile"]
-        out.append(
-            {
-                "role": "fit",
-                "label": f"{d['name']} {d['precision']} b{d['batch']}",
-                "gpu": "H100 SXM",
-                "workload": d["workload"],
-                "batch": d["batch"],
-                "precision": d["precision"],
-                "layout": d["memory_format"],
-                "kernels": p["kernels"],
-                "steps": p["steps"],
-            }
-        )
+    out = [as_profile(d, "H100 SXM", role="fit") for d in recorded()]
     for gpu, device in GPUS.items():
         for workload, (preset, batch) in WORKLOADS.items():
             p = json.loads((PROFILES / f"{gpu}-{workload}.profile.json").read_text(encoding="utf-8"))
@@ -134,31 +119,20 @@ CONSTANTS = {
 
 def fit(part: str) -> float:
     name, grid = CONSTANTS[part]
-    kept = getattr(gm, name)
     # profiles with kernels of the part the price covers (a channels_last convolution's bias gradient runs
     # the same reduction, priced by its bytes: docs/accuracy.md)
     fitting = [r for r in rows(part) if r["role"] == "fit" and r["predicted_s"] > 0.1 * r["measured_s"]]
-
-    def errors(value: float) -> list[float]:
-        setattr(gm, name, value)
-        return [priced_s(r, part) / r["measured_s"] - 1 for r in fitting]
-
-    try:
-        return least_log_error(grid, errors)
-    finally:
-        setattr(gm, name, kept)
+    return fit_constant(
+        grid, fitting, lambda r: priced_s(r, part), lambda: getattr(gm, name), lambda v: setattr(gm, name, v)
+    )
 
 
 def main() -> int:
-    for part in KERNELS:
-        print(f"\n| {part} | role | measured | priced | error |\n|---|---|---|---|---|")
-        for r in rows(part):
-            err = r["predicted_s"] / r["measured_s"] - 1
-            ms = f"{r['measured_s'] * 1e3:.3f} ms | {r['predicted_s'] * 1e3:.3f} ms"
-            print(f"| {r['label']} | {r['role']} | {ms} | {err:+.0%} |")
-        if "--fit" in sys.argv:
-            name = CONSTANTS[part][0]
-            print(f"\n{name}: fitted {fit(part):g} (core/estimate/gpu_memory.py holds {getattr(gm, name):g})")
+    def fitted(part: str) -> str:
+        name = CONSTANTS[part][0]
+        return f"{name}: fitted {fit(part):g} (core/estimate/gpu_memory.py holds {getattr(gm, name):g})"
+
+    print_kernel_tables(KERNELS, rows, fitted if "--fit" in sys.argv else None)
     return 0
 
 
