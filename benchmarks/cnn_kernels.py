@@ -110,14 +110,12 @@ def priced_s(p: dict[str, Any], part: str) -> float:
         nbytes = 2 if precision in ("fp16_mixed", "bf16_mixed") else 4
         return sum(float(gk.nchw_transpose_s((o.in_elems + o.out_elems) * b, o.pointwise, nbytes, gpu)) for o in convs)
     rate = gm.CUDNN_BN_FORWARD_PER_CLOCK if part == "batch norm forward" else gm.CUDNN_BN_BACKWARD_PER_CLOCK
-    total = 0.0
-    for o in ops:
-        if o.name == "batchnorm2d" and o.norm_width:
-            rows = o.out_elems / o.norm_width * b
-            if rows > gm.CUDNN_BN_SINGLE_READ_ROWS:
-                waves = -(-o.norm_width // (gm.BATCHNORM_BLOCKS_PER_SM * gpu.sms))
-                total += waves * rows / (rate * gpu.clock)
-    return total
+    norms = [(o.out_elems / o.norm_width * b, o.norm_width) for o in ops if o.name == "batchnorm2d" and o.norm_width]
+    return sum(
+        float(gm.block_a_channel_s(rows, channels, 1 / rate, gpu))
+        for rows, channels in norms
+        if rows > gm.CUDNN_BN_SINGLE_READ_ROWS
+    )
 
 
 def one_block_an_sm(p: dict[str, Any]) -> bool:

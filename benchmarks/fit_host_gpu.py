@@ -32,6 +32,7 @@ import statistics
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -93,12 +94,19 @@ def suite_log_errors(lines: dict[Path, list[dict]], prices_s: Sequence[float]) -
         return np.log1p([r["error"] for path, ls in lines.items() for r in suite_cases(path, ls, calibrated=True)])
 
 
+@lru_cache(maxsize=1)
+def _fit_set_probe() -> dict:
+    """The fit set's seed MLP step: the host probe's workload, on the reference host."""
+    (probe,) = [c for c in recorded_cases() if (c["model"], c["set"]) == ("seed-mlp", "fit set")]
+    return probe
+
+
 def anchored(ratios: Sequence[float]) -> np.ndarray:
     """The prices (per operator, per step, per cuDNN call) with per step and per cuDNN call at ``ratios`` ×
     the per-operator price, scaled so that the reference host is still the fit set's: its seed MLP step
     (the host probe's workload) predicted at the speed of 1 as it was measured there (a few secant turns:
     the step is about linear in the prices)."""
-    (probe,) = [c for c in recorded_cases() if (c["model"], c["set"]) == ("seed-mlp", "fit set")]
+    probe = _fit_set_probe()
 
     def miss(per_operator: float) -> float:
         with prices(per_operator, per_operator * ratios[0], per_operator * ratios[1]):

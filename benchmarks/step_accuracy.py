@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.accuracy_published import errors as published_errors  # noqa: E402
 from benchmarks.accuracy_suite_recorded import (  # noqa: E402
     DEFAULT,
     DEVICES,
@@ -83,11 +84,8 @@ def published() -> dict[str, Any]:
     """The held-out published throughputs (benchmarks/accuracy_published.py: the Lambda benchmark's rows the
     constants were not fitted on): how many, how many within 25 %, the mean |error|, and the GeForce cards'
     worst row (the tooltip warns a GeForce buyer of it)."""
-    from benchmarks.accuracy_published import errors
-
-    held = [(c, e) for c, _, e in errors() if c["part"] == "held-out"]
-    geforce = min(((c, e) for c, e in held if "GeForce" in c["device"]), key=lambda ce: ce[1])
-    c, e = geforce
+    held = [(case, error) for case, _, error in published_errors() if case["part"] == "held-out"]
+    worst, worst_error = min(((c, e) for c, e in held if "GeForce" in c["device"]), key=lambda ce: ce[1])
     network = {"bert_base_squad": "BERT-base", "bert_large_squad": "BERT-large", "resnet50": "ResNet-50"}
     return {
         "what": "held-out rows of the Lambda benchmark's published throughputs "
@@ -95,9 +93,9 @@ def published() -> dict[str, Any]:
         **_figures([e for _, e in held]),
         "gpus": len({c["device"] for c, _ in held}),
         "geforce_worst": {
-            "error": round(e, 3),
-            "what": f"{network.get(c['benchmark'], c['benchmark'])} in {c['precision'].split('_')[0]} on the "
-            + c["device"].replace("NVIDIA GeForce ", ""),
+            "error": round(worst_error, 3),
+            "what": f"{network.get(worst['benchmark'], worst['benchmark'])} in {worst['precision'].split('_')[0]} "
+            f"on the {worst['device'].replace('NVIDIA GeForce ', '')}",
         },
     }
 

@@ -6,7 +6,9 @@ shortest kernel). Two of them are set from the kernels a lent H100 and H200 ran 
 PyTorch's foreach code, and autocast's casts, which PyTorch runs below the streaming rate. Two sum a
 gradient over many rows below the streaming rate, as a lent H100's profiles of 23 suite steps showed
 (tests/fixtures/gpu/h100-profiles-2026-11-26d.jsonl, benchmarks/row_reductions.py): a bias's gradient
-and layer norm's weight gradient; and batch norm on NCHW bf16 runs a block a channel.
+and layer norm's weight gradient; batch norm on NCHW runs a block a channel (PyTorch's kernels in bf16,
+cuDNN's in fp16 and fp32); and max pooling is paced by its index arithmetic (a lent H200's profiles too,
+benchmarks/cnn_kernels.py).
 """
 
 from __future__ import annotations
@@ -117,15 +119,22 @@ MAXPOOL_FORWARD_PER_CLOCK = 1.16
 MAXPOOL_BACKWARD_PER_CLOCK = {"contiguous": 0.405, "channels_last": 0.59}
 
 
-def cudnn_batchnorm_s(rows: Any, channels: Any, gpu: GpuFigures) -> Any:
-    """Seconds of cuDNN's NCHW batch norm (forward and backward) over ``channels`` channels of ``rows``
-    elements each where it runs a block a channel (0 where it reads a channel once, or no clock known)."""
+def block_a_channel_s(rows: Any, channels: Any, clocks_per_element: float, gpu: GpuFigures) -> Any:
+    """Seconds of batch-norm kernels that give each of ``channels`` channels one block, walking its ``rows``
+    elements at ``clocks_per_element``, in waves of BATCHNORM_BLOCKS_PER_SM channels an SM (0: no clock known)."""
     rows = np.asarray(rows, dtype=float)
     if gpu.clock <= 0:
         return np.zeros_like(rows)
     waves = np.ceil(np.asarray(channels, dtype=float) / (BATCHNORM_BLOCKS_PER_SM * gpu.sms))
-    per_channel = rows * (1 / CUDNN_BN_FORWARD_PER_CLOCK + 1 / CUDNN_BN_BACKWARD_PER_CLOCK) / gpu.clock
-    return np.where(rows > CUDNN_BN_SINGLE_READ_ROWS, waves * per_channel, 0.0)
+    return waves * rows * clocks_per_element / gpu.clock
+
+
+def cudnn_batchnorm_s(rows: Any, channels: Any, gpu: GpuFigures) -> Any:
+    """Seconds of cuDNN's NCHW batch norm (forward and backward) over ``channels`` channels of ``rows``
+    elements each where it runs a block a channel (0 where it reads a channel once, or no clock known)."""
+    clocks = 1 / CUDNN_BN_FORWARD_PER_CLOCK + 1 / CUDNN_BN_BACKWARD_PER_CLOCK
+    seconds = block_a_channel_s(rows, channels, clocks, gpu)
+    return np.where(np.asarray(rows) > CUDNN_BN_SINGLE_READ_ROWS, seconds, 0.0)
 
 
 def maxpool_s(in_elems: Any, memory_format: str, gpu: GpuFigures) -> Any:
@@ -148,10 +157,7 @@ def batchnorm_channel_s(rows: Any, channels: Any, gpu: GpuFigures) -> Any:
     """Seconds of PyTorch's per-channel batch-norm kernels (NCHW, bf16) over ``channels`` channels of
     ``rows`` elements each (images × pixels): BATCHNORM_PASSES latency-bound passes, in waves of
     BATCHNORM_BLOCKS_PER_SM channels an SM."""
-    if gpu.clock <= 0:
-        return np.zeros_like(np.asarray(rows, dtype=float))
-    waves = np.ceil(np.asarray(channels, dtype=float) / (BATCHNORM_BLOCKS_PER_SM * gpu.sms))
-    return BATCHNORM_PASSES * waves * np.asarray(rows, dtype=float) / (BATCHNORM_ELEMENTS_PER_CLOCK * gpu.clock)
+    return block_a_channel_s(rows, channels, BATCHNORM_PASSES / BATCHNORM_ELEMENTS_PER_CLOCK, gpu)
 
 
 def bias_reduce_s(rows: Any, width: Any, calls: Any, nbytes: int, gpu: GpuFigures) -> Any:

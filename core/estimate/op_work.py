@@ -49,7 +49,7 @@ ELEMENTWISE_KIND = {
 }
 PER_INPUT_ELEMENT = {"maxpool", "avgpool"}
 # norms whose kernels the GPU model prices by their rows and width too (gpu_memory.gamma_beta_s,
-# batchnorm_channel_s)
+# batchnorm_channel_s, cudnn_batchnorm_s)
 NORMS = ("layernorm", "batchnorm2d")
 # Matrix-product calls of a graph op (separate q, k and v projections, as torchbridge, Hugging Face and
 # NVIDIA's BERT write them; SwiGLU's gate and up): under autocast each casts an fp32 input to half, and

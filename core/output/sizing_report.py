@@ -283,7 +283,8 @@ def _published() -> dict[str, Any]:
     be read (the note then names the benchmark without figures)."""
     try:
         g = dict(recorded_step_accuracy()["published"])
-        int(g["within_25"]), int(g["steps"]), float(g["mean_abs_error"])
+        int(g["within_25"]), int(g["steps"]), int(g["gpus"]), float(g["mean_abs_error"])
+        float(g["geforce_worst"]["error"]), str(g["geforce_worst"]["what"])
         return g
     except (OSError, ValueError, KeyError, TypeError):
         return {}
@@ -342,22 +343,21 @@ def step_accuracy_note(c: CandidateResult) -> str:
         return ""
     recorded = recorded_accuracy_note(c)
     published = _published()
+    gpus, figures = "", ""
+    if published:
+        gpus = f"{published['gpus']} "
+        mean = float(published["mean_abs_error"]) * 100
+        figures = f", {published['within_25']} of {published['steps']} within 25 %, mean error {mean:.0f} %"
     text = (recorded + " " if recorded else "") + (
-        f"How close this model comes: against published training throughputs of {published.get('gpus', 9)} NVIDIA "
-        "GPUs (ResNet-50 and BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on"
-        + (
-            f", {published['within_25']} of {published['steps']} within 25 %, mean error "
-            f"{published['mean_abs_error'] * 100:.0f} %"
-            if published
-            else ""
-        )
-        + "; single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
+        f"How close this model comes: against published training throughputs of {gpus}NVIDIA GPUs (ResNet-50 "
+        f"and BERT in fp16, TF32 and fp32, Lambda benchmark) that its constants were not fitted on{figures}; "
+        "single matrix products of 256 to 4,096 a side on an H100 and a B200 (OpenXLA's "
         "published timings, held out), 522 of 563 within 25 % in bf16 and 510 of 750 in TF32"
     )
-    worst = published.get("geforce_worst")
-    if c.device.geforce and isinstance(worst, dict) and isinstance(worst.get("error"), (int, float)):
-        slower = abs(worst["error"]) * 100
-        text += f"; on GeForce cards it has read up to {slower:.0f} % slower than measured ({worst.get('what', '')})"
+    if c.device.geforce and published:
+        worst = published["geforce_worst"]
+        slower = abs(float(worst["error"])) * 100
+        text += f"; on GeForce cards it has read up to {slower:.0f} % slower than measured ({worst['what']})"
     if any(PUBLISHED_NOTE in a for a in c.assumptions):  # the kernel model priced it at published rates
         text += (
             "; this GPU's matrix products are priced at the rates published PyTorch matmul measurements show (of "
