@@ -217,6 +217,12 @@ def hopper_class(device: DeviceSpec) -> bool:
     return "hopper" in arch or "blackwell" in arch
 
 
+def nchw_native(device: DeviceSpec) -> bool:
+    """Whether ``device`` runs NCHW half-precision convolutions without cuDNN's layout transposes
+    (NCHW_NATIVE_CAPABILITIES)."""
+    return str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES
+
+
 def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> GpuFigures:
     """The datasheet figures of ``device``; SMs from the catalogue, else CUDA cores / 128 (Ampere
     GA10x, Ada, Hopper, Blackwell; 64 on Volta, Turing and A100 give twice the SMs — an upper
@@ -241,7 +247,7 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         eff_cuda=float(m.get("fp32", GEMM_EFFICIENCY["cuda"])),
         eff_tf32=float(m["tf32"]) if m.get("tf32") else None,
         eff_fp16=float(m["fp16"]) if m.get("fp16") else None,
-        nchw_native=str(device.extra.get("compute_capability", "")) in NCHW_NATIVE_CAPABILITIES,
+        nchw_native=nchw_native(device),
         tf32_cores=bool(device.tf32_flops),
         clock=_clock_hz(device) * clock,
     )

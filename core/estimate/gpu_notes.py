@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.estimate.gpu_kernels import hopper_class
+from core.estimate.gpu_kernels import hopper_class, nchw_native
 from core.estimate.gpu_memory import native_batch_norm
 from core.estimate.published_rates import published_note
 from core.hardware.catalogue import DeviceSpec
@@ -53,7 +53,8 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) ->
         return []
     spatial, cudnn, batch_norm = _cudnn_layers(m.graph)
     out = []
-    if t.memory_format != "channels_last" and t.precision in HALF and spatial:
+    # compute capability 8.6/8.9 cards run NCHW half precision as it is (gpu_kernels.NCHW_NATIVE_CAPABILITIES)
+    if t.memory_format != "channels_last" and t.precision in HALF and spatial and not nchw_native(device):
         out.append(
             "NCHW convolutions in half precision pay cuDNN's layout transposes "
             "(training.memory_format: channels_last avoids them; ResNet-50 fp16 on an H100: 93.9 vs 54.3 ms a step, "

@@ -99,3 +99,16 @@ def test_the_report_tells_purchasing_what_cudnns_nchw_batch_norm_costs() -> None
     bf16 = kernels("bf16_mixed", "contiguous")
     assert "or fp16" not in bf16 and "fp16 in NCHW runs cuDNN's, a block a channel too" in bf16
     assert kernels("fp16_mixed", "channels_last") == ""
+
+
+def test_a_card_that_runs_nchw_as_it_is_is_not_told_of_transposes() -> None:
+    # the RTX 4090 (compute capability 8.9) pays no transposes in the model, so its report does not name them;
+    # cuDNN's per-channel batch norm is the library's on any card
+    from core.advice.recommendation import recommend
+    from core.output.report import build_report
+    from core.spec.workload import parse_workload
+
+    doc = {"model": {"preset": "resnet-50"}, "training": {"precision": "fp16_mixed"}}
+    rtx = find_device("RTX 4090", CATALOGUE)
+    row = dict(build_report(recommend(parse_workload(doc), [rtx])).assumptions).get("GPU kernels", "")
+    assert "layout transposes" not in row and "cuDNN's batch norm runs one block a channel" in row
