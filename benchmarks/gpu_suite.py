@@ -17,10 +17,15 @@ the precision's dtype, plus ``torch.amp.GradScaler`` for fp16; fp32 turns TF32 o
 cuDNN (image and recurrent networks are also measured with PyTorch's default, cuDNN's TF32 on: the
 workload's ``training.cudnn_tf32`` true), tf32 turns it on for both; ``cudnn.benchmark`` is on
 (ResNet-50 is also measured without it). One step = forward, loss, backward, ``optimizer.step()``,
-``zero_grad(set_to_none=True)``. ``--warmup`` steps, then the peak memory is reset and ``--steps``
-steps are each timed with a synchronisation on both ends: ``step_time_s`` is
-the median, ``step_time_min_s`` the fastest; ``max_allocated``/``max_reserved`` are
-``torch.cuda.max_memory_allocated``/``max_memory_reserved`` over them (0 on the CPU), and
+``zero_grad(set_to_none=True)``, the optimizer at learning rate 0 (torchbridge.models.cuda_training_step:
+at 1e-3 on one batch with one label some fp16 networks left fp16's range within a few steps and
+GradScaler skipped their optimizer in every step after; the lines recorded before the ninth session of
+2026-11-26 ran so, benchmarks/fp16_skips.py replays which). ``--warmup`` steps, then in fp16 more while
+GradScaler still lowers its scale (at most 20), then the peak memory is reset and ``--steps`` steps
+(``timed_steps``) are each timed with a synchronisation on both ends: ``step_time_s`` is the median,
+``step_time_min_s`` the fastest, ``optimizer_skipped`` how many GradScaler skipped;
+``max_allocated``/``max_reserved`` are ``torch.cuda.max_memory_allocated``/``max_memory_reserved``
+over them (0 on the CPU), and
 ``allocated_before`` what was allocated before the case was built, after a garbage collection (lines
 recorded before 2026-11-26 (a sixth session) lack it: their peaks carried earlier networks' embeddings,
 which torchbridge's builder then kept in a reference cycle, hundreds of MiB by the suites' end).
@@ -156,7 +161,14 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     """One case's median step, fastest step and peak memory (see the module docstring)."""
     import torch
 
-    from torchbridge.models import build_module, example_batch, make_optimizer, set_tf32
+    from torchbridge.models import (
+        build_module,
+        cuda_training_step,
+        loss_scale,
+        set_tf32,
+        settle_scaler,
+        skipped_steps,
+    )
 
     torch.manual_seed(0)
     dev = torch.device(device)
@@ -170,26 +182,16 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         torch.backends.cudnn.benchmark = case.get("cudnn_benchmark", True)
     fmt = torch.channels_last if case["memory_format"] == "channels_last" else torch.contiguous_format
     module = build_module(case["model"], case.get("attention", "auto")).to(dev, memory_format=fmt)
-    opt = make_optimizer(module, optimizer)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(case["precision"])
-    scaler = torch.amp.GradScaler(dev.type, enabled=case["precision"] == "fp16_mixed" and cuda)
-    x = example_batch(case["model"], case["batch"], device)
-    if x.dim() == 4:
-        x = x.contiguous(memory_format=fmt)
+    step, scaler = cuda_training_step(module, case["model"], case["batch"], optimizer, case["precision"], dev, fmt)
+    scale: list[float] = []
 
-    def step() -> None:
-        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            out = module(x)
-            target = torch.zeros(out.shape[:-1], dtype=torch.long, device=dev)
-            loss = loss_fn(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
+    def after_warmup() -> None:
+        settle_scaler(step, scaler)
+        scale.append(loss_scale(scaler))
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(dev)
 
-    reset = (lambda: torch.cuda.reset_peak_memory_stats(dev)) if cuda else None
-    times = step_times_s(torch, dev, step, warmup, steps, reset)
+    times = step_times_s(torch, dev, step, warmup, steps, after_warmup)
     return {
         "name": case["name"]
         + ("" if case["memory_format"] == "contiguous" else " channels_last")
@@ -205,6 +207,8 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         "max_reserved": torch.cuda.max_memory_reserved(dev) if cuda else 0,
         "device": torch.cuda.get_device_name(dev) if cuda else "cpu",
         "torch": torch.__version__,
+        "optimizer_skipped": skipped_steps(scale[0], loss_scale(scaler)),
+        "timed_steps": steps,
         "workload": {
             "model": case["model"],
             "data": {"samples": case["batch"] * 10},

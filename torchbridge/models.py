@@ -390,16 +390,86 @@ def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
 
 
+# fp16 under GradScaler: extra warm-up steps at most, while the loss scale still falls (each fall
+# is an optimizer step GradScaler skipped because the scaled gradients overflowed)
+SCALER_SETTLE_STEPS = 20
+
+
+def cuda_training_step(
+    module: Any,
+    model: Mapping[str, Any],
+    batch: int,
+    optimizer: str,
+    precision: str,
+    dev: Any,
+    memory_format: Any = None,
+) -> tuple[Any, Any]:
+    """(step, scaler): one training step of ``module`` on ``dev`` as the GPU measurements run it
+    (forward, cross-entropy on fp32 logits, backward, optimizer step, ``zero_grad(set_to_none=True)``;
+    mixed precision under ``torch.autocast``, ``torch.amp.GradScaler`` for fp16), on one random batch
+    already on the device.
+
+    The optimizer runs at learning rate 0, as ``measure_step_time`` does on the CPU: the arithmetic
+    of a training step at the initial weights. At 1e-3 on one repeated batch with one label a network
+    learns the batch in a step, its logits then grow step after step, and in fp16 they leave the
+    format's range: GradScaler finds inf, skips ``optimizer.step()`` and halves its scale, every step
+    after — a VGG-11's step measured so had no optimizer in it (docs/accuracy.md, "GradScaler")."""
+    import torch
+
+    opt = make_optimizer(module, optimizer, lr=0.0)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
+    scaler = torch.amp.GradScaler(dev.type, enabled=precision == "fp16_mixed" and dev.type == "cuda")
+    x = example_batch(model, batch, str(dev))
+    if memory_format is not None and x.dim() == 4:
+        x = x.contiguous(memory_format=memory_format)
+
+    def step() -> None:
+        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = module(x)
+            target = torch.zeros(out.shape[:-1], dtype=torch.long, device=dev)
+            loss = loss_fn(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+
+    return step, scaler
+
+
+def loss_scale(scaler: Any) -> float:
+    """GradScaler's current scale (a synchronisation); 1 where it is off."""
+    return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
+
+
+def skipped_steps(scale_before: float, scale_after: float) -> int:
+    """Optimizer steps GradScaler skipped between two readings of its scale: each halves it (and a
+    run of 2,000 good steps, far more than a measurement takes, is what doubles it)."""
+    return max(0, round(math.log2(scale_before / scale_after))) if scale_after > 0 else 0
+
+
+def settle_scaler(step: Any, scaler: Any, limit: int = SCALER_SETTLE_STEPS) -> int:
+    """Run extra warm-up steps while GradScaler still skips the optimizer; the steps it took."""
+    extra = 0
+    while scaler.is_enabled() and extra < limit:
+        before = loss_scale(scaler)
+        step()
+        extra += 1
+        if loss_scale(scaler) >= before:
+            break
+    return extra
+
+
 def measure_cuda_step(
     model: Mapping[str, Any], batch: int, optimizer: str, precision: str, steps: int = 10, cudnn_tf32: bool = False
 ) -> dict[str, float]:
-    """Peak allocated bytes and median time of a steady-state CUDA training step. In fp32 matmuls
-    run IEEE, and cuDNN's layers on TF32 only when ``cudnn_tf32`` (the workload's
+    """Peak allocated bytes and median time of a steady-state CUDA training step (``cuda_training_step``).
+    In fp32 matmuls run IEEE, and cuDNN's layers on TF32 only when ``cudnn_tf32`` (the workload's
     training.cudnn_tf32; the steps recorded on 2026-11-22 ran with it off).
 
     ``torch.cuda.max_memory_allocated`` is reset after the first step (optimizer state then
-    exists) and read after the next; time is the median of ``steps`` synchronised steps.
-    Mixed precisions run under ``torch.autocast``.
+    exists) and read after the next; time is the median of ``steps`` synchronised steps, after
+    GradScaler settles (``settle_scaler``); ``optimizer_skipped`` counts timed steps it skipped.
     """
     import statistics
     import time
@@ -409,23 +479,8 @@ def measure_cuda_step(
     torch.manual_seed(0)
     dev = torch.device("cuda")
     module = build_module(model).to(dev)
-    opt = make_optimizer(module, optimizer)
-    loss_fn = torch.nn.CrossEntropyLoss()
     set_tf32(torch, precision, cudnn_tf32)
-    dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
-    scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16_mixed")
-
-    def step() -> None:
-        x = example_batch(model, batch, "cuda")
-        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
-            out = module(x)
-            target = torch.zeros(out.shape[:-1], dtype=torch.long, device=dev)
-            loss = loss_fn(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
-
+    step, scaler = cuda_training_step(module, model, batch, optimizer, precision, dev)
     step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -433,10 +488,17 @@ def measure_cuda_step(
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated()
     reserved = torch.cuda.max_memory_reserved()
+    settle_scaler(step, scaler)
+    scale = loss_scale(scaler)
     times = []
     for _ in range(steps):
         t = time.perf_counter()
         step()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t)
-    return {"peak_allocated": float(peak), "peak_reserved": float(reserved), "step_s": statistics.median(times)}
+    return {
+        "peak_allocated": float(peak),
+        "peak_reserved": float(reserved),
+        "step_s": statistics.median(times),
+        "optimizer_skipped": float(skipped_steps(scale, loss_scale(scaler))),
+    }

@@ -15,14 +15,17 @@ the host had issued the step's work) of as many steps timed without the profiler
 ``profiled_step_wall_s``/``profiled_step_host_s``), the device's name and SM count, and the PyTorch
 and CUDA versions. Progress goes to stderr as lines "progress <done> <total>". On a problem it
 prints {"error": "..."} and exits 3; without a CUDA GPU (and no ``"device": "cpu"``) it says so.
-The step is the trainer's: forward, cross-entropy on fp32 logits, backward, optimizer step,
-zero_grad(set_to_none=True); mixed precision under torch.autocast, GradScaler for fp16.
+The step is the trainer's: forward, cross-entropy on fp32 logits, backward, optimizer step (at
+learning rate 0: the weights stay where they started), zero_grad(set_to_none=True); mixed precision
+under torch.autocast, GradScaler for fp16, whose first steps may skip the optimizer while it lowers
+its scale: the warm-up runs until it stops, and a measured step it skipped is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -30,6 +33,10 @@ import time
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# fp16: extra warm-up steps at most while GradScaler still lowers its loss scale
+SETTLE_STEPS = 20
 
 
 class MeasureError(Exception):
@@ -63,11 +70,16 @@ def build(torch: Any, model_doc: dict[str, Any], attention: str = "auto") -> Any
         raise MeasureError(str(exc)) from None
 
 
-def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> Any:
+def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> tuple[Any, Any]:
+    """(step, scaler): the workload's training step on one random batch, and its GradScaler (off but in
+    fp16). The optimizer runs at learning rate 0: a step's arithmetic at the initial weights. At a real
+    rate the network learns the one repeated batch and its one label within a step, its logits then
+    grow, and in fp16 they leave the format's range within a few steps: GradScaler skips the optimizer
+    in every step after, and the profile had no optimizer in it (a VGG-11's, docs/accuracy.md)."""
     import train
 
     precision = str(spec.get("precision", "fp32"))
-    opt = train.make_optimizer(torch, str(spec.get("optimizer", "adam")), module.parameters(), None)
+    opt = train.make_optimizer(torch, str(spec.get("optimizer", "adam")), module.parameters(), 0.0)
     if dev.type == "cuda":
         # cuDNN's TF32 in fp32 and its algorithm search: the workload's training.cudnn_tf32 and
         # cudnn_benchmark (TrainRig's defaults: off)
@@ -97,7 +109,28 @@ def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> Any:
         scaler.update()
         opt.zero_grad(set_to_none=True)
 
-    return step
+    return step, scaler
+
+
+def loss_scale(scaler: Any) -> float:
+    """GradScaler's scale (a synchronisation); 1 where it is off. Each optimizer step it skips
+    halves it; 2,000 good steps in a row, far more than a measurement takes, double it."""
+    return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
+
+
+def settle(step: Any, scaler: Any) -> None:
+    """fp16: more warm-up steps while GradScaler still lowers its scale (the scaled gradients
+    overflowed, the optimizer step was skipped); refused where it never stops: such steps train nothing."""
+    for _ in range(SETTLE_STEPS):
+        before = loss_scale(scaler)
+        step()
+        if loss_scale(scaler) >= before:
+            return
+    raise MeasureError(
+        f"in fp16 every one of {SETTLE_STEPS} more warm-up steps overflowed (GradScaler skipped the optimizer "
+        f"step and halved its scale each time, now {loss_scale(scaler):g}): the model's values leave fp16's "
+        "range, so its steps are not training steps; measure it in bf16_mixed"
+    )
 
 
 def kernels_from_trace(path: str) -> list[dict[str, Any]]:
@@ -165,7 +198,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:
         raise MeasureError(f"the model cannot be built: {type(exc).__name__}: {exc}") from None
     module.train()
-    step = make_step(torch, module, spec, dev)
+    step, scaler = make_step(torch, module, spec, dev)
 
     def sync() -> None:
         if dev.type == "cuda":
@@ -192,12 +225,21 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             step()
             sync()
             progress(i + 1, total)
+        if scaler.is_enabled():
+            settle(step, scaler)
+        scale = loss_scale(scaler)
         # the step's wall and host times without the profiler: tracing every op slows the host
         # (on an H200's host the seed MLP's step took 1.6 ms alone and 3.2 ms profiled)
         wall, host = timed_steps(warmup, lambda i: contextlib.nullcontext())
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
         with profile(activities=activities) as prof:
             p_wall, p_host = timed_steps(warmup + steps, lambda i: record_function(f"ProfilerStep#{i}"))
+        skipped = round(math.log2(scale / loss_scale(scaler)))
+        if skipped > 0:
+            raise MeasureError(
+                f"GradScaler skipped the optimizer step in {skipped} of the {2 * steps} measured fp16 steps "
+                "(their gradients overflowed): those steps are not training steps; measure again, or in bf16_mixed"
+            )
     except torch.cuda.OutOfMemoryError:
         raise MeasureError(
             f"out of memory on {torch.cuda.get_device_name(dev)} at batch {spec['batch_size']}: "

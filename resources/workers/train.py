@@ -137,15 +137,20 @@ def layout(torch: Any, spec: dict[str, Any], input_shape: Sequence[int]) -> Any:
 
 def make_optimizer(torch: Any, name: str, params: Any, lr: float | None = None) -> Any:
     """The workload's optimizer as the sizing counts it ("sgd" keeps no state, "sgd_momentum" one
-    buffer), at the workload's learning rate or, when it gives none, a common default."""
+    buffer), at the workload's learning rate or, when it gives none, a common default (0 is a rate:
+    the measure worker's)."""
     opt = torch.optim
+
+    def rate(default: float) -> float:
+        return default if lr is None else lr
+
     table = {
-        "sgd": lambda: opt.SGD(params, lr=lr or 0.01),
-        "sgd_momentum": lambda: opt.SGD(params, lr=lr or 0.01, momentum=0.9),
-        "adam": lambda: opt.Adam(params, lr=lr or 1e-3),
-        "adamw": lambda: opt.AdamW(params, lr=lr or 1e-3),
-        "rmsprop": lambda: opt.RMSprop(params, lr=lr or 1e-3),
-        "adagrad": lambda: opt.Adagrad(params, lr=lr or 0.01),
+        "sgd": lambda: opt.SGD(params, lr=rate(0.01)),
+        "sgd_momentum": lambda: opt.SGD(params, lr=rate(0.01), momentum=0.9),
+        "adam": lambda: opt.Adam(params, lr=rate(1e-3)),
+        "adamw": lambda: opt.AdamW(params, lr=rate(1e-3)),
+        "rmsprop": lambda: opt.RMSprop(params, lr=rate(1e-3)),
+        "adagrad": lambda: opt.Adagrad(params, lr=rate(0.01)),
     }
     if name not in table:
         raise WorkerError(f"the trainer does not know the optimizer {name!r} (it knows {', '.join(table)})")

@@ -67,6 +67,7 @@ def test_one_case_runs_on_the_cpu_and_writes_a_recorded_step_line() -> None:
     assert set(recorded) <= set(line)  # the recorded steps' fields, and the workload it ran
     assert line["parameters"] == 569_354 and line["step_time_s"] >= line["step_time_min_s"] > 0
     assert line["workload"]["training"]["batch_size"] == 4
+    assert line["optimizer_skipped"] == 0  # GradScaler's count (fp16 on a GPU; off here)
     parse_workload(line["workload"])
 
 

@@ -133,7 +133,7 @@ def test_a_channels_last_workload_is_measured_in_channels_last() -> None:
     try:
         worker = importlib.import_module("measure")
         module = worker.build(torch, spec["model"])
-        worker.make_step(torch, module, spec, torch.device("cpu"))()
+        worker.make_step(torch, module, spec, torch.device("cpu"))[0]()
     finally:
         sys.path.remove(str(ROOT / "resources/workers"))
         sys.modules.pop("measure", None)
