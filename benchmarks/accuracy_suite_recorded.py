@@ -9,6 +9,11 @@ probe (core/estimate/host_probe.py) each line carries (gpu_suite.py now times it
 lease measured (tests/fixtures/gpu/hosts.json); without it, at the reference host's speed, as a
 purchase of that GPU is sized.
 
+Lines whose median timed step was not a training step are left out and listed apart: fp16 steps in
+which GradScaler skipped the optimizer (the suite trained one batch with one label at learning rate
+1e-3 until 2026-11-26, a ninth session; benchmarks/fp16_skips.py replays which; later lines say it
+themselves, ``optimizer_skipped``).
+
     python3 benchmarks/accuracy_suite_recorded.py [SUITE.jsonl] [--calibrated] [--worst 15]
 """
 
@@ -45,15 +50,53 @@ HOSTS = ROOT / "tests/fixtures/gpu/hosts.json"
 DEVICES = {"NVIDIA H200": "H200 SXM", "NVIDIA H100 80GB HBM3": "H100 SXM"}
 
 
+TIMED_STEPS = 20  # gpu_suite.py's --steps by default
 CONV_FAMILIES = ("cnn", "resnet", "random cnn")
 FIT_SEED = 2026  # the convolutional networks' split: benchmarks/fit_host_gpu.py --cudnn fits on one half
 
 
+SKIPS = ROOT / "tests/fixtures/gpu/fp16-skips.json"
+
+
+@lru_cache(maxsize=1)
+def replayed_skips() -> dict[tuple[str, str, int], tuple[int, int]]:
+    """(suite file, line name, batch) → (timed steps whose optimizer GradScaler skipped, timed steps), as
+    benchmarks/fp16_skips.py replayed the fp16 lines recorded before the suite counted them itself."""
+    doc = json.loads(SKIPS.read_text(encoding="utf-8"))
+    out = {}
+    for c in doc["cases"]:
+        if c["skipped"] is None:
+            continue
+        for suite, name in c["lines"]:
+            run = doc["runs"][suite]
+            warmup, steps = int(run["warmup"]), int(run["steps"])
+            out[(suite, name, int(c["batch"]))] = (sum(warmup <= s < warmup + steps for s in c["skipped"]), steps)
+    return out
+
+
+def optimizer_skipped(m: dict, suite: str) -> tuple[int, int]:
+    """(timed steps of a recorded line whose optimizer GradScaler skipped, its timed steps): the line's
+    own count, else the replay's (none where neither knows: not fp16, or a replay over its budget)."""
+    if "optimizer_skipped" in m:
+        return int(m["optimizer_skipped"]), int(m.get("timed_steps", TIMED_STEPS))
+    training = m["workload"]["training"]
+    if training["precision"] != "fp16_mixed":  # GradScaler runs in fp16 only
+        return 0, TIMED_STEPS
+    return replayed_skips().get((suite, m["name"], int(training["batch_size"])), (0, TIMED_STEPS))
+
+
+def not_training(m: dict) -> bool:
+    """Whether a line's median timed step skipped the optimizer: half or more of its timed steps did."""
+    return 2 * m.get("optimizer_skipped", 0) >= m.get("timed_steps", TIMED_STEPS)
+
+
 def recorded(path: Path = DEFAULT) -> list[dict]:
-    """The recorded lines, each with its workload as measured (tensors already on the device)."""
+    """The recorded lines, each with its workload as measured (tensors already on the device) and its
+    ``optimizer_skipped`` count (``cases`` leaves out those that were not training steps)."""
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         m = json.loads(line)
+        m["optimizer_skipped"], m["timed_steps"] = optimizer_skipped(m, path.name)
         doc = json.loads(json.dumps(m["workload"]))
         doc["training"]["loop"] = "device_tensors"
         # lines recorded before the workload named it: the suite ran every case with cudnn.benchmark
@@ -94,12 +137,17 @@ def _speed(probe_s: float, device: str) -> float:
     return speed
 
 
-def cases(path: Path = DEFAULT, lines: list[dict] | None = None, calibrated: bool = False) -> list[dict]:
+def cases(
+    path: Path = DEFAULT, lines: list[dict] | None = None, calibrated: bool = False, training_only: bool = True
+) -> list[dict]:
     """Each recorded step with the prediction for its GPU (tensors already on the device, as measured);
-    ``calibrated``: with the recording host's speed from its host probe (host_calibration)."""
+    ``calibrated``: with the recording host's speed from its host probe (host_calibration);
+    ``training_only``: without the lines whose median step was not a training step (``not_training``)."""
     cat = tuple(load_catalogue())
     out = []
     for m in lines if lines is not None else recorded(path):
+        if training_only and not_training(m):
+            continue
         doc = m["workload"]
         cal = None
         if calibrated:
@@ -115,6 +163,9 @@ def cases(path: Path = DEFAULT, lines: list[dict] | None = None, calibrated: boo
                 "predicted_s": step.step_s,
                 "bound": step.bound,
                 "host_bound": step.host_bound,
+                "optimizer_s": step.optimizer_s,
+                "optimizer_skipped": m.get("optimizer_skipped", 0),
+                "timed_steps": m.get("timed_steps", TIMED_STEPS),
                 "error": step.step_s / m["step_time_s"] - 1,
             }
         )
@@ -133,7 +184,10 @@ def main() -> int:
     worst = int(sys.argv[sys.argv.index("--worst") + 1]) if "--worst" in sys.argv else 15
     path = Path(args[0]) if args and not args[0].isdigit() else DEFAULT
     try:
-        rows = cases(path, calibrated="--calibrated" in sys.argv)
+        calibrated = "--calibrated" in sys.argv
+        rows = cases(path, calibrated=calibrated)
+        every = recorded(path)
+        apart = cases(path, [m for m in every if not_training(m)], calibrated, training_only=False)
     except ValueError as exc:
         print(f"accuracy_suite_recorded: {exc}", file=sys.stderr)
         return 2
@@ -153,6 +207,21 @@ def main() -> int:
             f"| {r['name']} | {r['precision']} | {r['batch']} | {r['measured_s'] * 1e3:.2f} ms "
             f"| {r['predicted_s'] * 1e3:.2f} ms | {r['error']:+.0%} | {r['bound']} |"
         )
+    if apart:
+        print(
+            f"\nLeft out: {len(apart)} of {len(every)} lines timed a median step whose optimizer GradScaler skipped "
+            "(not training steps; the prediction includes the optimizer's kernels, listed)"
+        )
+        print(
+            "\n| left out | precision | batch | timed steps skipped | measured | predicted | optimizer in it | error |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for r in apart:
+            print(
+                f"| {r['name']} | {r['precision']} | {r['batch']} | {r['optimizer_skipped']} of {r['timed_steps']} "
+                f"| {r['measured_s'] * 1e3:.2f} ms "
+                f"| {r['predicted_s'] * 1e3:.2f} ms | {r['optimizer_s'] * 1e3:.2f} ms | {r['error']:+.0%} |"
+            )
     return 0
 
 

@@ -2,9 +2,10 @@
 the sizing's step tooltip and the report quote (resources/step_accuracy.json, read by
 core/output/sizing_report.step_accuracy_note). No GPU needed.
 
-The suites are the 1,098 steps of benchmarks/gpu_suite.py that two lent H200s and three lent H100s measured
-on 2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded halves some constants
-were fitted on, docs/accuracy.md). Three groups, as a user meets them:
+The suites are the 1,087 training steps of the 1,098 of benchmarks/gpu_suite.py that two lent H200s and
+three lent H100s measured on 2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded
+halves some constants were fitted on, docs/accuracy.md; the 11 left out timed fp16 steps whose optimizer
+GradScaler skipped, benchmarks/fp16_skips.py). Three groups, as a user meets them:
 
 - host-bound, at the reference host's speed: a GPU sized for a purchase, its host not measured;
 - host-bound, after calibrate: the host's speed from calibrate's host probe on that machine;
@@ -101,13 +102,14 @@ def published() -> dict[str, Any]:
 
 
 def document() -> dict[str, Any]:
-    steps = ", ".join(str(len(path.read_text(encoding="utf-8").splitlines())) for path in SUITES)
+    steps = ", ".join(str(len(cases(path))) for path in SUITES)
     return {
         "about": "How close TrainRig's GPU step model comes on recorded steps, held out but for the seeded halves a "
         "few constants were fitted on, by what bounds the step, and on the published throughputs it was not "
         "fitted on (benchmarks/step_accuracy.py --write; docs/accuracy.md). Error: predicted / measured - 1.",
-        "source": f"benchmarks/gpu_suite.py on {recorded_on()} ({steps} steps), PyTorch 2.11 + CUDA 13, "
-        "2026-11-26: " + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
+        "source": f"benchmarks/gpu_suite.py on {recorded_on()} ({steps} training steps: without the fp16 steps "
+        "whose optimizer GradScaler skipped, benchmarks/fp16_skips.py), PyTorch 2.11 + CUDA 13, 2026-11-26: "
+        + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
         # the words the step's tooltip and the report quote: which GPUs recorded the steps
         "recorded_on": recorded_on(),
         "groups": groups(),

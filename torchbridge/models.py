@@ -411,9 +411,10 @@ def cuda_training_step(
 
     The optimizer runs at learning rate 0, as ``measure_step_time`` does on the CPU: the arithmetic
     of a training step at the initial weights. At 1e-3 on one repeated batch with one label a network
-    learns the batch in a step, its logits then grow step after step, and in fp16 they leave the
+    learns the batch in a step, its activations then grow step after step, and in fp16 they leave the
     format's range: GradScaler finds inf, skips ``optimizer.step()`` and halves its scale, every step
-    after — a VGG-11's step measured so had no optimizer in it (docs/accuracy.md, "GradScaler")."""
+    after — a VGG-11's step measured so had no optimizer in it (docs/accuracy.md, "fp16 steps that
+    trained nothing")."""
     import torch
 
     opt = make_optimizer(module, optimizer, lr=0.0)

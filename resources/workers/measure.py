@@ -73,7 +73,7 @@ def build(torch: Any, model_doc: dict[str, Any], attention: str = "auto") -> Any
 def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> tuple[Any, Any]:
     """(step, scaler): the workload's training step on one random batch, and its GradScaler (off but in
     fp16). The optimizer runs at learning rate 0: a step's arithmetic at the initial weights. At a real
-    rate the network learns the one repeated batch and its one label within a step, its logits then
+    rate the network learns the one repeated batch and its one label within a step, its activations then
     grow, and in fp16 they leave the format's range within a few steps: GradScaler skips the optimizer
     in every step after, and the profile had no optimizer in it (a VGG-11's, docs/accuracy.md)."""
     import train

@@ -85,9 +85,9 @@ def test_the_fresh_h100_suites_fp32_convolutional_steps_hold() -> None:
         and m["workload"]["training"]["precision"] == "fp32"
         and not m["workload"]["training"].get("cudnn_tf32")
     ]
-    rows = cases(H100_FRESH, calibrated=True)
-    assert len(fp32) == 16
-    assert _within([rows[i]["error"] for i in fp32]) >= 15  # was 9 of 16 (ResNet-18/34 −38 %, VGG-16 −47 %)
+    rows = cases(H100_FRESH, [lines[i] for i in fp32], calibrated=True)
+    assert len(fp32) == len(rows) == 16
+    assert _within([r["error"] for r in rows]) >= 15  # was 9 of 16 (ResNet-18/34 −38 %, VGG-16 −47 %)
 
 
 def test_hoppers_other_convolutions_are_priced_as_the_search_runs_them_search_or_not() -> None:

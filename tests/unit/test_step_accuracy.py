@@ -41,8 +41,9 @@ def test_the_resource_holds_what_the_recorded_suites_give_now() -> None:
     assert recorded_step_accuracy()["published"] == published()
     assert published()["within_25"] == published()["steps"] == 48
     assert recorded_step_accuracy()["recorded_on"] == recorded_on() == "two lent H200s and three lent H100s"
-    # 1,098 steps, each once after calibrate; host-bound ones also at the reference host's speed
-    assert held["host_calibrated"]["steps"] + held["device_calibrated"]["steps"] == 1098
+    # 1,087 training steps (of 1,098 recorded: 11 fp16 ones GradScaler skipped the optimizer of), each once
+    # after calibrate; host-bound ones also at the reference host's speed
+    assert held["host_calibrated"]["steps"] + held["device_calibrated"]["steps"] == 1087
     calibrated = held["host_calibrated"]["within_25"] / held["host_calibrated"]["steps"]
     reference = held["host_reference"]["within_25"] / held["host_reference"]["steps"]
     # 83 % once the host is measured, 67 % at the reference's speed (80 and 58 % of the first four suites
