@@ -390,19 +390,11 @@ def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
 
 
-# fp16 under GradScaler: extra warm-up steps at most, while the loss scale still falls (each fall
-# is an optimizer step GradScaler skipped because the scaled gradients overflowed)
-SCALER_SETTLE_STEPS = 20
+SCALER_SETTLE_STEPS = 20  # fp16: extra warm-up steps at most while GradScaler still skips the optimizer
 
 
 def cuda_training_step(
-    module: Any,
-    model: Mapping[str, Any],
-    batch: int,
-    optimizer: str,
-    precision: str,
-    dev: Any,
-    memory_format: Any = None,
+    module: Any, model: Mapping[str, Any], batch: int, optimizer: str, precision: str, dev: Any, fmt: Any = None
 ) -> tuple[Any, Any]:
     """(step, scaler): one training step of ``module`` on ``dev`` as the GPU measurements run it
     (forward, cross-entropy on fp32 logits, backward, optimizer step, ``zero_grad(set_to_none=True)``;
@@ -422,8 +414,8 @@ def cuda_training_step(
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=precision == "fp16_mixed" and dev.type == "cuda")
     x = example_batch(model, batch, str(dev))
-    if memory_format is not None and x.dim() == 4:
-        x = x.contiguous(memory_format=memory_format)
+    if fmt is not None and x.dim() == 4:
+        x = x.contiguous(memory_format=fmt)
 
     def step() -> None:
         with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
