@@ -185,8 +185,8 @@ def main() -> int:
     path = Path(args[0]) if args and not args[0].isdigit() else DEFAULT
     try:
         calibrated = "--calibrated" in sys.argv
-        rows = cases(path, calibrated=calibrated)
         every = recorded(path)
+        rows = cases(path, every, calibrated)
         apart = cases(path, [m for m in every if not_training(m)], calibrated, training_only=False)
     except ValueError as exc:
         print(f"accuracy_suite_recorded: {exc}", file=sys.stderr)

@@ -213,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
             f"({c['flops'] / 1e9:.0f} GFLOP a forward pass, {time.perf_counter() - t0:.1f} s)",
             flush=True,
         )
+    from benchmarks.accuracy_suite_recorded import not_training
+
     invalid = sum(
-        2 * n >= SUITES[suite][1]
+        not_training({"optimizer_skipped": n, "timed_steps": SUITES[suite][1]})
         for r in rows
         if r["skipped_timed"] is not None
         for n, (suite, _) in zip(r["skipped_timed"], r["lines"], strict=True)
