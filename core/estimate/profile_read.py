@@ -25,9 +25,11 @@ PROFILE_FORMAT = "trainrig-profile"
 PROFILE_VERSION = 1
 
 # How a kernel's time moves to another device: "compute" by the ratio of the peaks for its
-# precision, "memory" by the ratio of bandwidths, "latency" (host-to-device copies, unknown
+# precision, "memory" by the ratio of bandwidths, "clock" by the SMs' clocks (kernels that walk their
+# elements at a rate per SM clock, not at the bandwidth), "latency" (host-to-device copies, unknown
 # kernels) by the clock and the launch floor.
 KERNEL_CLASSES: dict[str, str] = {
+    "sm_bound": "clock",
     "attention": "compute",
     "conv": "compute",
     "gemm": "compute",
@@ -40,15 +42,24 @@ KERNEL_CLASSES: dict[str, str] = {
     "transfer": "latency",
     "other": "latency",
 }
-# Patterns on the lower-cased kernel (or CPU op) name, tried in this order: attention before
+# Patterns on the lower-cased kernel (or CPU op) name, tried in this order: the kernels the GPU kernel
+# model prices per SM clock first (core/estimate/gpu_kernels.py nchw_transpose_s, gpu_memory.py
+# cudnn_batchnorm_s, batchnorm_channel_s and maxpool_s: cuDNN's NCHW ↔ NHWC transposes, cuDNN's NCHW and
+# PyTorch's NCHW per-channel batch norm, max pooling — a lent H100 and H200, 1.43 × its bandwidth, ran
+# each in the same time, docs/accuracy.md), attention before
 # GEMM (``fmha_cutlassF`` is a CUTLASS kernel), cuDNN's layout transposes and norms before
 # convolution (they say ``cudnn``), convolution before GEMM (cuDNN's implicit-GEMM convolutions
 # say ``gemm``), the optimizer's fused kernels before elementwise.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern))
     for kind, pattern in (
+        (
+            "sm_bound",
+            r"nchwtonhwc|nhwctonchw|bn_fw_tr_1c11_kernel_nchw|bn_bw_1c11_kernel_new|"
+            r"batch_norm_collect_statistics_kernel|batch_norm_backward_kernel|max_pool_(forward|backward)_n(chw|hwc)",
+        ),
         ("transfer", r"memcpy.*(htod|dtoh|host to device|device to host)|^memcpy [hd]to[hd]$"),
-        ("copy", r"^memcpy|^memset|memcpy dtod|copy_kernel|direct_copy|nchwtonhwc|nhwctonchw|transpose|permute"),
+        ("copy", r"^memcpy|^memset|memcpy dtod|copy_kernel|direct_copy|transpose|permute"),
         (
             "norm",
             r"batch_norm|batchnorm|bn_fw|bn_bw|layer_norm|layernorm|rms_norm|rmsnorm|group_norm|welford|gammabeta",

@@ -11,6 +11,10 @@ Per kernel (``t`` its time per call on the measured GPU S, ``T`` the candidate):
 * memory-bound (elementwise, norms, softmax and loss, reductions, optimizer, device copies):
   ``t × bandwidth_S / bandwidth_T``; a grid smaller than the SMs is latency-bound and moves with
   the clock instead.
+* bound by the SMs' clock (cuDNN's NCHW ↔ NHWC transposes, NCHW per-channel batch norm, max pooling:
+  the kernels the GPU kernel model prices at a rate per SM clock, which a lent H100 and H200 ran in
+  the same time although the H200 has 1.43 × the bandwidth): by the SMs × boost clock, in waves as
+  above.
 * the rest (unknown kernels, host↔device copies): by the boost clock ratio.
 * each call keeps a fixed device cost that does not scale: ``t_T = L + (t − L) × ratio`` with
   ``L = min(t, fixed)``; ``fixed`` is the kernel model's ``GEMM_FIXED_S`` for a matrix product or
@@ -139,6 +143,17 @@ def why_not_scalable(device: DeviceSpec, precision: str) -> str | None:
     return None
 
 
+def _by_waves(rate_s: float, rate_t: float, blocks: float | None, sms: tuple[int | None, int | None]) -> float:
+    """The time ratio (target over source) of a kernel of ``blocks`` thread blocks that runs at ``rate_s`` and
+    ``rate_t`` on GPUs whose SMs are ``sms``: in ``max(1, blocks / SMs)`` waves, each at the rate per SM (a grid
+    smaller than the GPU gains nothing from more SMs); the rates' ratio where the grid or the SMs are unknown."""
+    if blocks is None or not sms[1]:
+        return rate_s / rate_t
+    s_sm, t_sm = sms[0] or 1, sms[1]
+    waves = max(1.0, blocks / t_sm) / max(1.0, blocks / s_sm)
+    return waves * (rate_s / s_sm) / (rate_t / t_sm)
+
+
 def scale_kernel(
     k: KernelRecord, source: DeviceSpec, target: DeviceSpec, precision: str, sms: tuple[int | None, int | None]
 ) -> float:
@@ -150,12 +165,13 @@ def scale_kernel(
         p = kernel_precision(k.name, precision)
         # a half-precision kernel of an fp16 workload at the cards' FP16 rates (names do not tell fp16 from bf16)
         rated = "fp16_mixed" if p == "bf16_mixed" and precision == "fp16_mixed" else p
-        rate_s, rate_t = matmul_rate(source, rated), matmul_rate(target, rated)
-        ratio = rate_s / rate_t
-        if blocks is not None and sms[1]:
-            s_sm, t_sm = sms[0] or 1, sms[1]
-            waves = max(1.0, blocks / t_sm) / max(1.0, blocks / s_sm)
-            ratio = waves * (rate_s / s_sm) / (rate_t / t_sm)
+        ratio = _by_waves(matmul_rate(source, rated), matmul_rate(target, rated), blocks, sms)
+    elif cls == "clock":
+        # a rate per SM clock: SMs × clock, by waves (a grid of fewer blocks than SMs: the clock alone);
+        # a grid not recorded is taken as filling both GPUs
+        s_sm, t_sm = sms
+        rate_s, rate_t = (s_sm or 1) * (source.clock_hz or 1.0), (t_sm or s_sm or 1) * (target.clock_hz or 1.0)
+        ratio = _by_waves(rate_s, rate_t, blocks, sms) if blocks is not None else rate_s / rate_t
     elif cls == "memory":
         few_blocks = blocks is not None and sms[0] is not None and blocks < sms[0]
         ratio = (
@@ -187,6 +203,8 @@ RULES = {
     "published matmul measurements set, where published), by waves over the SMs; a matrix product's fixed "
     f"{GEMM_FIXED_S * 1e6:.0f} µs (pipeline fill, epilogue) kept",
     "memory": "ratio of the datasheet memory bandwidths (small grids: the clock ratio)",
+    "clock": "ratio of the SMs × their boost clock, by waves over the SMs (kernels that walk their elements at a "
+    "rate per SM clock, not at the bandwidth: per-channel batch norm, layout transposes, max pooling)",
     "latency": "ratio of the boost clocks",
 }
 

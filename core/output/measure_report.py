@@ -13,6 +13,7 @@ CLASS_LABELS = {
     "gemm": "matrix products",
     "conv": "convolutions",
     "attention": "attention",
+    "sm_bound": "per-SM-clock kernels",
     "norm": "norms",
     "softmax_loss": "softmax and loss",
     "reduction": "reductions",
@@ -55,7 +56,7 @@ def profile_summary(p: StepProfile) -> str:
 
 
 def _by_scaling(pred: ScaledPrediction) -> dict[str, float]:
-    out = {"compute": 0.0, "memory": 0.0, "latency": 0.0}
+    out = {"compute": 0.0, "memory": 0.0, "clock": 0.0, "latency": 0.0}
     for c in pred.by_class:
         out[KERNEL_CLASSES[c.kind]] += c.predicted_s
     return out
@@ -67,7 +68,7 @@ def scale_to_text(r: ScaleResult) -> str:
     lines.append("Predicted step per candidate (each kernel scaled from the measured one):")
     lines.append(
         f"  {'candidate':34} {'step':>10} {'× measured':>10} {'device':>10} {'compute':>10} {'memory':>10} "
-        f"{'other':>10}  bound"
+        f"{'SM clock':>10} {'other':>10}  bound"
     )
     for p in [r.measured, *r.predictions]:
         parts = _by_scaling(p)
@@ -75,7 +76,7 @@ def scale_to_text(r: ScaleResult) -> str:
         lines.append(
             f"  {name[:34]:34} {fmt_seconds(p.step_s):>10} {p.step_s / wall:>10.2f} {fmt_seconds(p.device_s):>10} "
             f"{fmt_seconds(parts['compute']):>10} {fmt_seconds(parts['memory']):>10} "
-            f"{fmt_seconds(parts['latency']):>10}"
+            f"{fmt_seconds(parts['clock']):>10} {fmt_seconds(parts['latency']):>10}"
             f"  {p.bound}"
         )
     for refusal in r.refused:
@@ -84,8 +85,10 @@ def scale_to_text(r: ScaleResult) -> str:
     lines.append("")
     lines.append(
         "compute = GEMM, convolution and attention kernels × the ratio of the datasheet peaks (by waves over the "
-        "SMs); memory = elementwise, norms, loss, optimizer and copies × the ratio of the bandwidths; other × the "
-        "clock ratio; every call keeps a 2.5 µs launch floor. Step = max(host, device) + the measured gap."
+        "SMs); memory = elementwise, norms, loss, optimizer and copies × the ratio of the bandwidths; SM clock = "
+        "per-channel batch norm, layout transposes and max pooling × the ratio of SMs × clock (by waves); "
+        "other × the clock ratio; every call keeps a 2.5 µs launch floor. "
+        "Step = max(host, device) + the measured gap."
     )
     lines.extend(f"Note: {n}" for n in r.notes)
     return "\n".join(lines)
@@ -189,7 +192,8 @@ def report_notes(r: ScaleResult) -> tuple[str, ...]:
         f"Measured on this GPU: {p.device_name}, {p.precision}, {_ms(p.wall_s)} per step "
         f"({p.steps} profiled steps{', PyTorch ' + p.torch_version if p.torch_version else ''}). "
         "Each kernel was scaled to the candidates below (compute-bound by the ratio of the datasheet peaks, "
-        "memory-bound by the ratio of the bandwidths); the host time is this machine's."
+        "memory-bound by the ratio of the bandwidths, per-SM-clock kernels by the SMs × clock); the host time is "
+        "this machine's."
     )
     lines = [head]
     lines += [

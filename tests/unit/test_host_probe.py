@@ -234,8 +234,10 @@ def test_measure_and_scale_holds_between_the_h100_and_the_h200_on_real_kernels()
     rows = h100_h200()
     assert len(rows) == 14
     within = [r for r in rows if abs(r["error"]) <= 0.15]
-    assert len(within) >= 13  # ResNet-50 fp16 NCHW H200 → H100 reads +17.5 %
-    assert statistics.mean(abs(r["error"]) for r in rows) <= 0.06
+    # 14 of 14, mean 3.7 %: ResNet-50 fp16 NCHW +5.4 and −4.5 % (−12.1 and +17.5 % when its batch norm, layout
+    # transposes and max pooling were scaled by the bandwidths, which they do not follow)
+    assert len(within) == 14
+    assert statistics.mean(abs(r["error"]) for r in rows) <= 0.045
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the calibrate worker needs torch==2.13.0")
