@@ -9,6 +9,9 @@ probe (core/estimate/host_probe.py) each line carries (gpu_suite.py now times it
 lease measured (tests/fixtures/gpu/hosts.json); without it, at the reference host's speed, as a
 purchase of that GPU is sized.
 
+Lines that recorded the host's time to issue a step (``host_issue_s``, gpu_suite.py since 2026-11-27) also
+get the model's host seconds against it, apart from the device's.
+
 Lines whose median timed step was not a training step are left out and listed apart: fp16 steps in
 which GradScaler skipped the optimizer (the suite trained one batch with one label at learning rate
 1e-3 until 2026-11-26, a ninth session; benchmarks/fp16_skips.py replays which; later lines say it
@@ -164,6 +167,10 @@ def cases(
                 "bound": step.bound,
                 "host_bound": step.host_bound,
                 "optimizer_s": step.optimizer_s,
+                # the host's side apart: the model's host seconds and, in lines since 2026-11-27, the
+                # measured time until the host had issued the step (before its synchronisation)
+                "predicted_host_s": step.host_s,
+                "measured_host_s": m.get("host_issue_s"),
                 "optimizer_skipped": m.get("optimizer_skipped", 0),
                 "timed_steps": m.get("timed_steps", TIMED_STEPS),
                 "error": step.step_s / m["step_time_s"] - 1,
@@ -207,6 +214,16 @@ def main() -> int:
             f"| {r['name']} | {r['precision']} | {r['batch']} | {r['measured_s'] * 1e3:.2f} ms "
             f"| {r['predicted_s'] * 1e3:.2f} ms | {r['error']:+.0%} | {r['bound']} |"
         )
+    host_side = [r for r in rows if r["measured_host_s"] and r["precision"] != "fp16_mixed"]
+    if host_side:
+        # fp16 steps wait for the device inside GradScaler before the optimizer step: not the host's alone
+        print("\nThe host's side apart (lines that recorded the time to issue a step; fp16 left out):")
+        print("\n| host side | steps | within 25 % | mean abs error | median error |")
+        print("|---|---|---|---|---|")
+        for label, bound in (("host-bound steps", True), ("device-bound steps", False)):
+            errors = [r["predicted_host_s"] / r["measured_host_s"] - 1 for r in host_side if r["host_bound"] == bound]
+            if errors:
+                print(f"| {label} | {summary(errors)} |")
     if apart:
         print(
             f"\nLeft out: {len(apart)} of {len(every)} lines timed a median step whose optimizer GradScaler skipped "

@@ -23,7 +23,10 @@ GradScaler skipped their optimizer in every step after; the lines recorded befor
 2026-11-26 ran so, benchmarks/fp16_skips.py replays which). ``--warmup`` steps, then in fp16 more while
 GradScaler still lowers its scale (at most 20), then the peak memory is reset and ``--steps`` steps
 (``timed_steps``) are each timed with a synchronisation on both ends: ``step_time_s`` is the median,
-``step_time_min_s`` the fastest, ``optimizer_skipped`` how many GradScaler skipped;
+``step_time_min_s`` the fastest, ``optimizer_skipped`` how many GradScaler skipped; ``host_issue_s``
+the median time until the host had issued a step, before its synchronisation (since 2026-11-27: the
+host's side of the step measured apart, so a host-bound step's miss can be told from the device's;
+in fp16 it includes GradScaler's wait for the device before the optimizer step);
 ``max_allocated``/``max_reserved`` are ``torch.cuda.max_memory_allocated``/``max_memory_reserved``
 over them (0 on the CPU), and
 ``allocated_before`` what was allocated before the case was built, after a garbage collection (lines
@@ -60,11 +63,18 @@ PROBE_EVERY = 25  # cases between two timings of the host probe
 
 
 def step_times_s(
-    torch: Any, dev: Any, step: Any, warmup: int = 3, steps: int = 10, after_warmup: Any = None
+    torch: Any,
+    dev: Any,
+    step: Any,
+    warmup: int = 3,
+    steps: int = 10,
+    after_warmup: Any = None,
+    issued: list[float] | None = None,
 ) -> list[float]:
     """Seconds of ``steps`` synchronised calls of ``step`` after ``warmup`` (cuDNN's search runs in the
     first), ``after_warmup()`` called in between (a peak-memory reset); benchmarks/fp32_convs.py and
-    nchw_convs.py time their single layers so too."""
+    nchw_convs.py time their single layers so too. ``issued``: filled with each timed step's seconds until
+    ``step`` returned, before the synchronisation (the host's time to issue it)."""
 
     def sync() -> None:
         if dev.type == "cuda":
@@ -79,8 +89,11 @@ def step_times_s(
     for _ in range(steps):
         t = time.perf_counter()
         step()
+        t_issued = time.perf_counter()
         sync()
         times.append(time.perf_counter() - t)
+        if issued is not None:
+            issued.append(t_issued - t)
     return times
 
 
@@ -191,7 +204,8 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         if cuda:
             torch.cuda.reset_peak_memory_stats(dev)
 
-    times = step_times_s(torch, dev, step, warmup, steps, after_warmup)
+    issued: list[float] = []
+    times = step_times_s(torch, dev, step, warmup, steps, after_warmup, issued)
     return {
         "name": case["name"]
         + ("" if case["memory_format"] == "contiguous" else " channels_last")
@@ -202,6 +216,7 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
         "parameters": sum(p.numel() for p in module.parameters()),
         "step_time_s": statistics.median(times),
         "step_time_min_s": min(times),
+        "host_issue_s": statistics.median(issued),
         "max_allocated": torch.cuda.max_memory_allocated(dev) if cuda else 0,
         "allocated_before": before,  # live before the case was built: not the case's (0 but the probe's)
         "max_reserved": torch.cuda.max_memory_reserved(dev) if cuda else 0,

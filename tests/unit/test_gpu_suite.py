@@ -68,6 +68,8 @@ def test_one_case_runs_on_the_cpu_and_writes_a_recorded_step_line() -> None:
     assert line["parameters"] == 569_354 and line["step_time_s"] >= line["step_time_min_s"] > 0
     assert line["workload"]["training"]["batch_size"] == 4
     assert line["optimizer_skipped"] == 0  # GradScaler's count (fp16 on a GPU; off here)
+    # the host's time to issue each step, before its synchronisation: never more than the step
+    assert 0 < line["host_issue_s"] <= line["step_time_s"]
     parse_workload(line["workload"])
 
 

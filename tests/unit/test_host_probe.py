@@ -275,3 +275,27 @@ def test_a_suite_line_sized_at_the_host_probe_it_carries() -> None:
     own = cases(H100_SUITE, [{**line, "host_probe_s": 1.10e-3}], calibrated=True)[0]
     assert own["predicted_s"] == pytest.approx(cases(H100_SUITE, [line], calibrated=True)[0]["predicted_s"])
     assert own["predicted_s"] < at_reference["predicted_s"] / 1.4  # a host-bound step at 1.54 × the speed
+
+
+def test_a_suite_line_that_timed_its_hosts_issue_is_held_against_the_hosts_side_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # gpu_suite.py now records the host's time to issue each step (host_issue_s); the second H200 lease's lines
+    # predate it, so its host-bound fp32 steps stand in with their whole step as the host's
+    from benchmarks import accuracy_suite_recorded as suite
+
+    lines = [json.loads(t) for t in (GPU / "h200-suite-2026-11-26e.jsonl").read_text().splitlines()]
+    for m in lines:
+        m["host_issue_s"] = m["step_time_s"]
+    path = tmp_path / "h200-suite-issued.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    rows = suite.cases(path, calibrated=True)
+    assert all(r["measured_host_s"] == r["measured_s"] for r in rows)
+    host_bound = [r for r in rows if r["host_bound"] and r["precision"] != "fp16_mixed"]
+    # a host-bound step is its host's seconds and what the device waits at its end: the host's part is less
+    assert host_bound and all(0 < r["predicted_host_s"] <= r["predicted_s"] * 1.0001 for r in host_bound)
+    monkeypatch.setattr(sys, "argv", ["accuracy_suite_recorded.py", str(path), "--calibrated"])
+    assert suite.main() == 0
+    out = capsys.readouterr().out
+    assert "The host's side apart" in out
+    assert f"| host-bound steps | {len(host_bound)} |" in out
