@@ -45,8 +45,8 @@ KERNEL_CLASSES: dict[str, str] = {
 # Patterns on the lower-cased kernel (or CPU op) name, tried in this order: the kernels the GPU kernel
 # model prices per SM clock first (core/estimate/gpu_kernels.py nchw_transpose_s, gpu_memory.py
 # cudnn_batchnorm_s, batchnorm_channel_s and maxpool_s: cuDNN's NCHW ↔ NHWC transposes, cuDNN's NCHW and
-# PyTorch's NCHW per-channel batch norm, max pooling — a lent H100 and H200, 1.43 × its bandwidth, ran
-# each in the same time, docs/accuracy.md), attention before
+# PyTorch's NCHW per-channel batch norm, max pooling — a lent H200, with the H100's SMs and clock and 1.43 ×
+# its bandwidth, ran each in the H100's time, docs/accuracy.md), attention before
 # GEMM (``fmha_cutlassF`` is a CUTLASS kernel), cuDNN's layout transposes and norms before
 # convolution (they say ``cudnn``), convolution before GEMM (cuDNN's implicit-GEMM convolutions
 # say ``gemm``), the optimizer's fused kernels before elementwise.

@@ -167,11 +167,11 @@ def scale_kernel(
         rated = "fp16_mixed" if p == "bf16_mixed" and precision == "fp16_mixed" else p
         ratio = _by_waves(matmul_rate(source, rated), matmul_rate(target, rated), blocks, sms)
     elif cls == "clock":
-        # a rate per SM clock: SMs × clock, by waves (a grid of fewer blocks than SMs: the clock alone);
-        # a grid not recorded is taken as filling both GPUs
+        # a rate per SM clock: SMs × clock, by waves (a grid of fewer blocks than SMs: the clock alone; a grid
+        # not recorded: taken as filling both GPUs)
         s_sm, t_sm = sms
         rate_s, rate_t = (s_sm or 1) * (source.clock_hz or 1.0), (t_sm or s_sm or 1) * (target.clock_hz or 1.0)
-        ratio = _by_waves(rate_s, rate_t, blocks, sms) if blocks is not None else rate_s / rate_t
+        ratio = _by_waves(rate_s, rate_t, blocks, sms)
     elif cls == "memory":
         few_blocks = blocks is not None and sms[0] is not None and blocks < sms[0]
         ratio = (
