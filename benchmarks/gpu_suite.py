@@ -33,6 +33,11 @@ over them (0 on the CPU), and
 recorded before 2026-11-26 (a sixth session) lack it: their peaks carried earlier networks' embeddings,
 which torchbridge's builder then kept in a reference cycle, hundreds of MiB by the suites' end).
 
+``--isolate`` runs each case in a fresh Python process, as a user's training run is (its host probe timed in
+that process; the line says ``isolated``): the suite's long process ran small CNNs 17–26 % slower, against
+networks without convolutions beside them, than the model and than short runs of the same kind of network
+(docs/accuracy.md, 2026-11-27), which a lease can now measure both ways.
+
 On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the
 seed MLP's step, all host work) timed in this process before the first case and again every
 ``--probe-every`` cases (default ``PROBE_EVERY``; with 1, also right after each case:
@@ -241,6 +246,36 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     }
 
 
+def isolated(case: dict[str, Any], device: str, warmup: int, steps: int, optimizer: str) -> dict[str, Any]:
+    """``measure`` of one case in a fresh Python process, as a user's training run is, its host probe timed in
+    that process first (on a GPU): the suite's long process had run hundreds of networks before each of its
+    small CNNs, which read 17–26 % slower there than the model, against networks without convolutions
+    beside them, while short runs of such CNNs did not (docs/accuracy.md). The line says ``isolated``."""
+    import subprocess
+
+    request = {"case": case, "device": device, "warmup": warmup, "steps": steps, "optimizer": optimizer}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--case-json", json.dumps(request)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError((done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _run_isolated_case(request: dict[str, Any]) -> int:
+    device = str(request["device"])
+    probe = host_probe_s(device) if device.startswith("cuda") else None
+    line = measure(request["case"], device, int(request["warmup"]), int(request["steps"]), str(request["optimizer"]))
+    line["isolated"] = True
+    if probe is not None:
+        line["host_probe_s"] = probe
+    print(json.dumps(line))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", help="cuda, cuda:1 or cpu (default: cuda)")
@@ -275,7 +310,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--budget-s", type=float, metavar="S", help="start no case after S seconds: what is measured by then is kept"
     )
+    ap.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run each case in a fresh Python process, as a user's training run is (its line says isolated)",
+    )
+    ap.add_argument("--case-json", help=argparse.SUPPRESS)  # the child of --isolate: one case, one line out
     args = ap.parse_args(argv)
+    if args.case_json:
+        return _run_isolated_case(json.loads(args.case_json))
     todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
     if args.random_only:
         todo = [c for c in todo if c["family"].startswith("random ")]
@@ -304,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     probe = None
     for i, case in enumerate(todo, 1):
-        if args.device.startswith("cuda") and (i - 1) % max(1, args.probe_every) == 0:
+        # an isolated case times the probe in its own process
+        if args.device.startswith("cuda") and not args.isolate and (i - 1) % max(1, args.probe_every) == 0:
             probe = host_probe_s(args.device)
             print(f"gpu_suite: host probe {probe * 1e3:.2f} ms", file=sys.stderr)
         if args.budget_s is not None and time.monotonic() - started > args.budget_s:
@@ -314,7 +358,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             break
         try:
-            line = measure(case, args.device, warmup, steps, args.optimizer)
+            if args.isolate:
+                line = isolated(case, args.device, warmup, steps, args.optimizer)
+            else:
+                line = measure(case, args.device, warmup, steps, args.optimizer)
         except Exception as exc:  # an out-of-memory case or a layer the device cannot run: say so, go on
             failed += 1
             print(

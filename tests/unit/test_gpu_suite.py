@@ -73,6 +73,19 @@ def test_one_case_runs_on_the_cpu_and_writes_a_recorded_step_line() -> None:
     parse_workload(line["workload"])
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the suite trains with torch==2.13.0")
+def test_an_isolated_case_runs_in_its_own_process_and_says_so(tmp_path: Path) -> None:
+    # --isolate: each case in a fresh process, as a user's training run is (the long suite process ran small CNNs
+    # slower than short runs did); the parent keeps the child's line
+    out = tmp_path / "isolated.jsonl"
+    code = gpu_suite.main(["--device", "cpu", "--quick", "--isolate", "--budget-s", "0.01", "--out", str(out)])
+    (text,) = out.read_text().splitlines()
+    line = json.loads(text)
+    assert code == 0 and line["isolated"] is True
+    assert line["step_time_s"] >= line["host_issue_s"] > 0
+    parse_workload(line["workload"])
+
+
 def test_a_built_network_is_freed_with_its_last_reference_not_at_the_next_garbage_collection() -> None:
     # torchbridge's builder kept each network's embeddings in a reference cycle: inside gpu_suite's
     # long process they outlived their case until Python's rare full collection, and the recorded suites'
