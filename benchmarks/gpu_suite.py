@@ -65,6 +65,7 @@ from benchmarks.suite_networks import all_layers, networks, random_network  # no
 
 PRECISIONS = ("fp32", "tf32", "bf16_mixed", "fp16_mixed")
 PROBE_EVERY = 25  # cases between two timings of the host probe
+ISOLATED_TIMEOUT_S = 900.0  # the longest an --isolate case's process may run
 
 
 def step_times_s(
@@ -246,32 +247,57 @@ def measure(case: dict[str, Any], device: str, warmup: int, steps: int, optimize
     }
 
 
-def isolated(case: dict[str, Any], device: str, warmup: int, steps: int, optimizer: str) -> dict[str, Any]:
+def isolated(
+    case: dict[str, Any], device: str, warmup: int, steps: int, optimizer: str, probe_after: bool = False
+) -> dict[str, Any]:
     """``measure`` of one case in a fresh Python process, as a user's training run is, its host probe timed in
-    that process first (on a GPU): the suite's long process had run hundreds of networks before each of its
-    small CNNs, which read 17–26 % slower there than the model, against networks without convolutions
-    beside them, while short runs of such CNNs did not (docs/accuracy.md). The line says ``isolated``."""
+    that process first (on a GPU; with ``probe_after`` again after the case): the suite's long process had run
+    hundreds of networks before each of its small CNNs, which read 17–26 % slower there than the model, against
+    networks without convolutions beside them, while short runs of such CNNs did not (docs/accuracy.md). The
+    line says ``isolated``; a process that fails, prints no line or runs past ISOLATED_TIMEOUT_S raises."""
     import subprocess
 
-    request = {"case": case, "device": device, "warmup": warmup, "steps": steps, "optimizer": optimizer}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--case-json", json.dumps(request)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    request = {
+        "case": case,
+        "device": device,
+        "warmup": warmup,
+        "steps": steps,
+        "optimizer": optimizer,
+        "probe_after": probe_after,
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--case-json", json.dumps(request)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=ISOLATED_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"its process ran past {ISOLATED_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
-        raise RuntimeError((done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1])
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+        raise RuntimeError((done.stderr.strip().splitlines() or [f"its process exited {done.returncode}"])[-1])
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError("its process printed no line")
+    return dict(json.loads(lines[-1]))
+
+
+def attach_probes(line: dict[str, Any], device: str, before: float, after: bool) -> None:
+    """The host probe timed before the case (``host_probe_s``) and, with ``after``, one timed now
+    (``host_probe_after_s``)."""
+    line["host_probe_s"] = before
+    if after:
+        line["host_probe_after_s"] = host_probe_s(device)
 
 
 def _run_isolated_case(request: dict[str, Any]) -> int:
     device = str(request["device"])
-    probe = host_probe_s(device) if device.startswith("cuda") else None
+    before = host_probe_s(device) if device.startswith("cuda") else None
     line = measure(request["case"], device, int(request["warmup"]), int(request["steps"]), str(request["optimizer"]))
     line["isolated"] = True
-    if probe is not None:
-        line["host_probe_s"] = probe
+    if before is not None:
+        attach_probes(line, device, before, bool(request.get("probe_after")))
     print(json.dumps(line))
     return 0
 
@@ -313,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--isolate",
         action="store_true",
-        help="run each case in a fresh Python process, as a user's training run is (its line says isolated)",
+        help="run each case in a fresh Python process, as a user's training run is (its line says isolated; "
+        "its host probe is timed in that process, after the case too with --probe-every 1)",
     )
     ap.add_argument("--case-json", help=argparse.SUPPRESS)  # the child of --isolate: one case, one line out
     args = ap.parse_args(argv)
@@ -359,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         try:
             if args.isolate:
-                line = isolated(case, args.device, warmup, steps, args.optimizer)
+                line = isolated(case, args.device, warmup, steps, args.optimizer, args.probe_every == 1)
             else:
                 line = measure(case, args.device, warmup, steps, args.optimizer)
         except Exception as exc:  # an out-of-memory case or a layer the device cannot run: say so, go on
@@ -369,10 +396,8 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             continue
-        if probe is not None:
-            line["host_probe_s"] = probe
-            if args.probe_every == 1:  # the host on both sides of the step
-                line["host_probe_after_s"] = host_probe_s(args.device)
+        if probe is not None:  # with --probe-every 1 the host on both sides of the step
+            attach_probes(line, args.device, probe, args.probe_every == 1)
         text = json.dumps(line)
         if sink:
             sink.write(text + "\n")

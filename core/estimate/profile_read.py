@@ -46,10 +46,10 @@ KERNEL_CLASSES: dict[str, str] = {
 # model prices per SM clock first (core/estimate/gpu_kernels.py nchw_transpose_s, gpu_memory.py
 # cudnn_batchnorm_s, batchnorm_channel_s and maxpool_s: cuDNN's NCHW ↔ NHWC transposes, cuDNN's NCHW and
 # PyTorch's NCHW per-channel batch norm, max pooling — a lent H200, with the H100's SMs and clock and 1.43 ×
-# its bandwidth, ran each in the H100's time, docs/accuracy.md), attention before
-# GEMM (``fmha_cutlassF`` is a CUTLASS kernel), cuDNN's layout transposes and norms before
-# convolution (they say ``cudnn``), convolution before GEMM (cuDNN's implicit-GEMM convolutions
-# say ``gemm``), the optimizer's fused kernels before elementwise.
+# its bandwidth, ran each in the H100's time, docs/accuracy.md; they say ``cudnn`` or ``pool``), attention
+# before GEMM (``fmha_cutlassF`` is a CUTLASS kernel), cuDNN's other norms before convolution (they say
+# ``cudnn``), convolution before GEMM (cuDNN's implicit-GEMM convolutions say ``gemm``), the optimizer's
+# fused kernels before elementwise.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern))
     for kind, pattern in (
@@ -93,7 +93,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 
 def classify_kernel(name: str) -> str:
-    """The class of a CUDA kernel (or CPU op) from its name: gemm, conv, attention, norm,
+    """The class of a CUDA kernel (or CPU op) from its name: sm_bound, gemm, conv, attention, norm,
     softmax_loss, reduction, elementwise, optimizer, copy, transfer or other."""
     low = name.lower()
     for kind, pattern in _PATTERNS:

@@ -29,11 +29,13 @@ wall time had beyond ``max(host, device)`` on this GPU (synchronisations, alloca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core.estimate.gemm import GEMM_FIXED_S
 from core.estimate.gpu_kernels import matmul_rate
+from core.estimate.gpu_memory import BATCHNORM_BLOCKS_PER_SM
 from core.estimate.profile_read import (
     KERNEL_CLASSES,
     KernelRecord,
@@ -66,6 +68,8 @@ __all__ = [
 # ramp-up, tail) is about 2.5 µs on recent NVIDIA GPUs; the shortest kernels in PyTorch profiles
 # of training steps last 2–4 µs. benchmarks/measure_scale.py checks it on two real profiles.
 LAUNCH_FLOOR_S = 2.5e-6
+# the per-SM-clock kernels that give each channel a block (cuDNN's and PyTorch's NCHW batch norm)
+_PER_CHANNEL_NORM = re.compile(r"bn_|batch_norm")
 # CUDA cores per SM by compute capability (NVIDIA CUDA C++ Programming Guide, "Arithmetic
 # Instructions" throughput table): the SM count of a catalogue GPU = CUDA cores / this.
 CORES_PER_SM = {"6.0": 64, "6.1": 128, "7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128}
@@ -154,6 +158,22 @@ def _by_waves(rate_s: float, rate_t: float, blocks: float | None, sms: tuple[int
     return waves * (rate_s / s_sm) / (rate_t / t_sm)
 
 
+def _clock_ratio(
+    k: KernelRecord, source: DeviceSpec, target: DeviceSpec, blocks: float | None, sms: tuple[int | None, int | None]
+) -> float:
+    """The time ratio of a kernel that walks its elements at a rate per SM clock: by the SMs × their boost clock,
+    in waves as the GPU kernel model runs them (a per-channel batch norm BATCHNORM_BLOCKS_PER_SM channels an SM
+    at once, gpu_memory.block_a_channel_s; a grid not recorded taken as filling both GPUs). Without both
+    clocks, the bandwidths' ratio (what the kernel model falls back to); without both SM counts, the clocks'."""
+    s_sm, t_sm = sms
+    if not (source.clock_hz and target.clock_hz):
+        return source.bandwidth / target.bandwidth if source.bandwidth and target.bandwidth else 1.0
+    if not (s_sm and t_sm):
+        return source.clock_hz / target.clock_hz
+    per_sm = BATCHNORM_BLOCKS_PER_SM if _PER_CHANNEL_NORM.search(k.name.lower()) else 1
+    return _by_waves(s_sm * source.clock_hz, t_sm * target.clock_hz, blocks, (s_sm * per_sm, t_sm * per_sm))
+
+
 def scale_kernel(
     k: KernelRecord, source: DeviceSpec, target: DeviceSpec, precision: str, sms: tuple[int | None, int | None]
 ) -> float:
@@ -167,11 +187,7 @@ def scale_kernel(
         rated = "fp16_mixed" if p == "bf16_mixed" and precision == "fp16_mixed" else p
         ratio = _by_waves(matmul_rate(source, rated), matmul_rate(target, rated), blocks, sms)
     elif cls == "clock":
-        # a rate per SM clock: SMs × clock, by waves (a grid of fewer blocks than SMs: the clock alone; a grid
-        # not recorded: taken as filling both GPUs)
-        s_sm, t_sm = sms
-        rate_s, rate_t = (s_sm or 1) * (source.clock_hz or 1.0), (t_sm or s_sm or 1) * (target.clock_hz or 1.0)
-        ratio = _by_waves(rate_s, rate_t, blocks, sms)
+        ratio = _clock_ratio(k, source, target, blocks, sms)
     elif cls == "memory":
         few_blocks = blocks is not None and sms[0] is not None and blocks < sms[0]
         ratio = (
@@ -185,11 +201,11 @@ def scale_kernel(
 
 
 # Published pairs of one architecture (Lambda's ResNet-50 and BERT throughputs, benchmarks/
-# measure_scale_published.py, docs/accuracy.md): within one class (H100 SXM ↔ PCIe) within 6 %; between
+# measure_scale_published.py, docs/accuracy.md): within one class (H100 SXM ↔ PCIe) within 8 %; between
 # a GeForce card and a workstation or data-centre card the datasheet peaks misled the scaling by 25–56 %
 # (GeForce datasheets halve the FP16 and TF32 tensor peaks, which the cards outrun). With the published
 # PyTorch matmul rates of the GeForce cards (gpu_kernels.matmul_rate, from
-# core/estimate/published_rates.py) the mean error is 8 % (RTX 3090 ↔ RTX A6000), 18 % (↔ A10) and
+# core/estimate/published_rates.py) the mean error is 8 % (RTX 3090 ↔ RTX A6000), 17 % (↔ A10) and
 # 27 % (RTX 4090 ↔ RTX 6000 Ada, which has none published).
 GEFORCE_NOTE = (
     "scaled between a GeForce card and a workstation or data-centre card: GeForce datasheets halve the FP16 "
@@ -229,7 +245,7 @@ def _predict(profile: StepProfile, source: DeviceSpec, target: DeviceSpec, gap: 
     bound = "host" if host is not None and host > device_s else "device"
     step = max(host or 0.0, device_s) + gap
     if sms[1] is None:
-        notes.append("its SM count is not known: kernels scaled by the peak ratio without waves")
+        notes.append("its SM count is not known: kernels scaled without waves over the SMs")
     if source.geforce != target.geforce:
         notes.append(GEFORCE_NOTE)
     return ScaledPrediction(target.name, step, device_s, host, gap, bound, by_class, tuple(notes))

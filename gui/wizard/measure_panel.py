@@ -24,7 +24,8 @@ from telemetry.pytorch_env import find_torch_environment
 MEASURE_TIP = (
     "Run a few training steps of this workload on this machine's GPU under torch.profiler, then predict each "
     "candidate GPU by scaling every kernel: compute-bound kernels by the ratio of the datasheet peaks, "
-    "memory-bound ones by the ratio of the bandwidths (docs/sizing.md, 'Measure on this GPU')"
+    "memory-bound ones by the ratio of the bandwidths, per-channel batch norm, layout transposes and max pooling "
+    "by the SMs × their clock (docs/sizing.md, 'Measure on this GPU')"
 )
 
 

@@ -149,11 +149,37 @@ def test_a_kernel_that_runs_at_a_rate_per_sm_clock_scales_by_the_sms_and_their_c
     # to an A100: 132 SMs × 1,980 MHz against 108 × 1,410 (the bandwidths would say 3,350 / 2,039)
     t = scale_kernel(transpose, H100_SXM, A100, "fp16_mixed", SMS)
     assert t == pytest.approx(4 * (LAUNCH_FLOOR_S + (500e-6 - LAUNCH_FLOOR_S) * (132 * 1980) / (108 * 1410)))
-    # cuDNN's NCHW batch norm, a block a channel: 64 channels are one wave on either GPU, so the clock alone
-    norm = kernel("void cudnn::bn_bw_1C11_kernel_new<__half, float, float2, 512, true, 1>", 300.0, 2, 64 / 132)
-    assert scale_kernel(norm, H100_SXM, A100, "fp16_mixed", SMS) == pytest.approx(
-        2 * (LAUNCH_FLOOR_S + (300e-6 - LAUNCH_FLOOR_S) * 1980 / 1410)
+    # cuDNN's NCHW batch norm, a block a channel, four channels an SM at once (gpu_memory.block_a_channel_s):
+    # ResNet-50's 140 channels a call are one wave on either GPU, so the clock alone
+    norm = kernel("void cudnn::bn_bw_1C11_kernel_new<__half, float, float2, 512, true, 1>", 300.0, 2, 140 / 132)
+    one_wave = 2 * (LAUNCH_FLOOR_S + (300e-6 - LAUNCH_FLOOR_S) * 1980 / 1410)
+    assert scale_kernel(norm, H100_SXM, A100, "fp16_mixed", SMS) == pytest.approx(one_wave)
+    # 1,024 channels: two waves on the H100's 528 slots, 2.4 on the A100's 432
+    wide = kernel(norm.name, 300.0, 2, 1024 / 132)
+    two_waves = 2 * (LAUNCH_FLOOR_S + (300e-6 - LAUNCH_FLOOR_S) * 1980 / 1410 * (1024 / 432) / (1024 / 528))
+    assert scale_kernel(wide, H100_SXM, A100, "fp16_mixed", SMS) == pytest.approx(two_waves)
+
+
+def test_a_per_sm_clock_kernel_without_a_clock_or_sm_count_falls_back_to_what_is_known() -> None:
+    transpose = kernel("void cudnn::engines_precompiled::nhwcToNchwKernel<__half, __half, float>", 500.0, 4, 250.0)
+    b200 = dev("B200 (HGX)")  # the catalogue gives no boost clock: the bandwidths' ratio, as the kernel model's
+    assert b200.clock_hz is None
+    assert scale_kernel(transpose, H100_SXM, b200, "fp16_mixed", (132, 148)) == pytest.approx(
+        4 * (LAUNCH_FLOOR_S + (500e-6 - LAUNCH_FLOOR_S) * 3350 / 7700)
     )
+    assert scale_kernel(transpose, b200, H100_SXM, "fp16_mixed", (148, 132)) == pytest.approx(
+        4 * (LAUNCH_FLOOR_S + (500e-6 - LAUNCH_FLOOR_S) * 7700 / 3350)
+    )
+    # the measured GPU's SM count unknown (a trace without deviceProperties): the clocks alone
+    assert scale_kernel(transpose, H100_SXM, A100, "fp16_mixed", (None, 108)) == pytest.approx(
+        4 * (LAUNCH_FLOOR_S + (500e-6 - LAUNCH_FLOOR_S) * 1980 / 1410)
+    )
+    # every current GPU of the catalogue (measure's default candidates) takes it within a factor of ten of the
+    # H100 SXM, both ways (a 1 Hz stand-in for a missing clock once gave the B200 a step of 4.8 million seconds)
+    for gpu in (d for d in CAT if d.kind == "gpu" and d.runs_cuda and d.bandwidth and d.availability == "current"):
+        for a, b in ((H100_SXM, gpu), (gpu, H100_SXM)):
+            t = scale_kernel(transpose, a, b, "fp16_mixed", (sm_count(a), sm_count(b)))
+            assert 0.1 * 2e-3 < t < 10 * 2e-3, gpu.name
 
 
 def test_sm_counts_come_from_cuda_cores_and_compute_capability() -> None:
