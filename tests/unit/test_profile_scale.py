@@ -97,6 +97,39 @@ def test_kernels_are_sorted_by_what_limits_them(name: str, kind: str) -> None:
     assert classify_kernel(name) == kind
 
 
+def test_the_real_kernels_the_model_prices_per_sm_clock_are_sorted_as_such() -> None:
+    # every kernel name two lent GPUs' profiles hold (tests/fixtures/gpu/h*-profiles-*.jsonl, benchmarks/
+    # profile_cases.py): the ones the kernel model prices per SM clock (benchmarks/cnn_kernels.py's, and
+    # PyTorch's NCHW batch norm for bf16) are sm_bound; their channels-last and single-read siblings are not
+    gpu = FIXTURES.parent / "gpu"
+    names = {
+        k["name"]
+        for path in (gpu / "h100-profiles-2026-11-26d.jsonl", gpu / "h200-profiles-2026-11-26e.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        for k in json.loads(line)["profile"]["kernels"]
+    }
+    per_clock = (
+        "max_pool_forward_nchw",
+        "max_pool_backward_nchw",
+        "max_pool_forward_nhwc",
+        "max_pool_backward_nhwc",
+        "nchwToNhwcKernel",
+        "nhwcToNchwKernel",
+        "bn_fw_tr_1C11_kernel_NCHW",
+        "bn_bw_1C11_kernel_new",
+        "batch_norm_collect_statistics_kernel<",
+        "batch_norm_backward_kernel<",
+    )
+    for part in per_clock:
+        found = [n for n in names if part in n]
+        assert found, part  # each kind is in the real profiles
+        assert {classify_kernel(n) for n in found} == {"sm_bound"}, part
+    for part in ("batchnorm_fwtr_nhwc_semiPersist", "bn_fw_tr_1C11_singleread", "batch_norm_transform_input_kernel"):
+        found = [n for n in names if part in n]
+        assert found and {classify_kernel(n) for n in found} == {"norm"}, part
+    assert len([n for n in names if classify_kernel(n) == "sm_bound"]) >= 20
+
+
 def kernel(name: str, per_call_us: float, calls: float = 1.0, bps: float | None = None) -> KernelRecord:
     return KernelRecord(name, classify_kernel(name), calls, per_call_us * 1e-6 * calls, bps)
 
