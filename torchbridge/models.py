@@ -6,8 +6,11 @@ import-linter allows this one module to reach torch.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 
@@ -390,16 +393,25 @@ def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
 
 
-SCALER_SETTLE_STEPS = 20  # fp16: extra warm-up steps at most while GradScaler still skips the optimizer
+@lru_cache(maxsize=1)
+def _measure_worker() -> Any:
+    """resources/workers/measure.py, the measure worker's module: the training step it times, GradScaler's
+    readings and its settling, which the GPU suite's and accuracy_cuda.py's measurements share."""
+    path = Path(__file__).resolve().parents[1] / "resources" / "workers" / "measure.py"
+    spec = importlib.util.spec_from_file_location("trainrig_measure_worker", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cuda_training_step(
     module: Any, model: Mapping[str, Any], batch: int, optimizer: str, precision: str, dev: Any, fmt: Any = None
 ) -> tuple[Any, Any]:
-    """(step, scaler): one training step of ``module`` on ``dev`` as the GPU measurements run it
-    (forward, cross-entropy on fp32 logits, backward, optimizer step, ``zero_grad(set_to_none=True)``;
-    mixed precision under ``torch.autocast``, ``torch.amp.GradScaler`` for fp16), on one random batch
-    already on the device.
+    """(step, scaler): one training step of ``module`` on ``dev`` as the GPU measurements run it — the measure
+    worker's (resources/workers/measure.py training_step: forward, cross-entropy on fp32 logits, backward,
+    optimizer step, ``zero_grad(set_to_none=True)``; mixed precision under ``torch.autocast``,
+    ``torch.amp.GradScaler`` for fp16 on a GPU) — on one random batch already on the device.
 
     The optimizer runs at learning rate 0, as ``measure_step_time`` does on the CPU: the arithmetic
     of a training step at the initial weights. At 1e-3 on one repeated batch with one label a network
@@ -410,47 +422,28 @@ def cuda_training_step(
     import torch
 
     opt = make_optimizer(module, optimizer, lr=0.0)
-    loss_fn = torch.nn.CrossEntropyLoss()
     dtype = {"fp16_mixed": torch.float16, "bf16_mixed": torch.bfloat16}.get(precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=precision == "fp16_mixed" and dev.type == "cuda")
     x = example_batch(model, batch, str(dev))
     if fmt is not None and x.dim() == 4:
         x = x.contiguous(memory_format=fmt)
-
-    def step() -> None:
-        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            out = module(x)
-            target = torch.zeros(out.shape[:-1], dtype=torch.long, device=dev)
-            loss = loss_fn(out.reshape(-1, out.shape[-1]).float(), target.reshape(-1))
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-
-    return step, scaler
+    return _measure_worker().training_step(torch, module, x, opt, scaler, dtype, dev), scaler
 
 
 def loss_scale(scaler: Any) -> float:
-    """GradScaler's current scale (a synchronisation); 1 where it is off."""
-    return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
+    """GradScaler's current scale (a synchronisation); 1 where it is off (the measure worker's)."""
+    return float(_measure_worker().loss_scale(scaler))
 
 
 def skipped_steps(scale_before: float, scale_after: float) -> int:
-    """Optimizer steps GradScaler skipped between two readings of its scale: each halves it (and a
-    run of 2,000 good steps, far more than a measurement takes, is what doubles it)."""
-    return max(0, round(math.log2(scale_before / scale_after))) if scale_after > 0 else 0
+    """Optimizer steps GradScaler skipped between two readings of its scale (the measure worker's)."""
+    return int(_measure_worker().skipped_steps(scale_before, scale_after))
 
 
-def settle_scaler(step: Any, scaler: Any, limit: int = SCALER_SETTLE_STEPS) -> int:
-    """Run extra warm-up steps while GradScaler still skips the optimizer; the steps it took."""
-    extra = 0
-    while scaler.is_enabled() and extra < limit:
-        before = loss_scale(scaler)
-        step()
-        extra += 1
-        if loss_scale(scaler) >= before:
-            break
-    return extra
+def settle_scaler(step: Any, scaler: Any) -> int:
+    """Extra warm-up steps while GradScaler still skips the optimizer, at most the measure worker's
+    SETTLE_STEPS; the steps it took."""
+    return int(_measure_worker().settle_scaler(step, scaler)[0])
 
 
 def measure_cuda_step(

@@ -96,7 +96,14 @@ def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> tuple[
         x = torch.randn(shape, device=dev)
     fmt = train.layout(torch, spec, model_doc["input_shape"])  # as the trainer runs it
     module.to(memory_format=fmt)
-    x = x.to(memory_format=fmt)
+    return training_step(torch, module, x.to(memory_format=fmt), opt, scaler, dtype, dev), scaler
+
+
+def training_step(torch: Any, module: Any, x: Any, opt: Any, scaler: Any, dtype: Any, dev: Any) -> Any:
+    """One training step of ``module`` on the batch ``x``: forward under ``torch.autocast`` in ``dtype``
+    (None: fp32), cross-entropy on fp32 logits against label 0, backward through ``scaler``, the optimizer
+    step, ``zero_grad(set_to_none=True)``. The GPU suite and accuracy_cuda.py run this one too
+    (torchbridge.models.cuda_training_step)."""
 
     def step() -> None:
         with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
@@ -109,7 +116,7 @@ def make_step(torch: Any, module: Any, spec: dict[str, Any], dev: Any) -> tuple[
         scaler.update()
         opt.zero_grad(set_to_none=True)
 
-    return step, scaler
+    return step
 
 
 def loss_scale(scaler: Any) -> float:
@@ -118,14 +125,29 @@ def loss_scale(scaler: Any) -> float:
     return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
 
 
-def settle(step: Any, scaler: Any) -> None:
-    """fp16: more warm-up steps while GradScaler still lowers its scale (the scaled gradients
-    overflowed, the optimizer step was skipped); refused where it never stops: such steps train nothing."""
-    for _ in range(SETTLE_STEPS):
+def skipped_steps(scale_before: float, scale_after: float) -> int:
+    """Optimizer steps GradScaler skipped between two readings of its scale (each halved it)."""
+    return max(0, round(math.log2(scale_before / scale_after))) if scale_after > 0 else 0
+
+
+def settle_scaler(step: Any, scaler: Any, limit: int = SETTLE_STEPS) -> tuple[int, bool]:
+    """fp16: more warm-up steps while GradScaler still lowers its scale (the scaled gradients overflowed,
+    the optimizer step was skipped), at most ``limit``: (the steps it took, whether the scale stopped falling;
+    True where the scaler is off)."""
+    extra = 0
+    while scaler.is_enabled() and extra < limit:
         before = loss_scale(scaler)
         step()
+        extra += 1
         if loss_scale(scaler) >= before:
-            return
+            return extra, True
+    return extra, not scaler.is_enabled()
+
+
+def settle(step: Any, scaler: Any) -> None:
+    """settle_scaler, refused where the scale never stops falling: such steps train nothing."""
+    if settle_scaler(step, scaler)[1]:
+        return
     raise MeasureError(
         f"in fp16 every one of {SETTLE_STEPS} more warm-up steps overflowed (GradScaler skipped the optimizer "
         f"step and halved its scale each time, now {loss_scale(scaler):g}): the model's values leave fp16's "
@@ -225,8 +247,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             step()
             sync()
             progress(i + 1, total)
-        if scaler.is_enabled():
-            settle(step, scaler)
+        settle(step, scaler)
         scale = loss_scale(scaler)
         # the step's wall and host times without the profiler: tracing every op slows the host
         # (on an H200's host the seed MLP's step took 1.6 ms alone and 3.2 ms profiled)
@@ -234,7 +255,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
         with profile(activities=activities) as prof:
             p_wall, p_host = timed_steps(warmup + steps, lambda i: record_function(f"ProfilerStep#{i}"))
-        skipped = round(math.log2(scale / loss_scale(scaler)))
+        skipped = skipped_steps(scale, loss_scale(scaler))
         if skipped > 0:
             raise MeasureError(
                 f"GradScaler skipped the optimizer step in {skipped} of the {2 * steps} measured fp16 steps "
