@@ -48,6 +48,11 @@ H100_FOURTH = ROOT / "tests/fixtures/gpu/h100-suite-2026-11-26d.jsonl"
 # a second H200 lease: 133 steps of 60 random architectures of another seed (2027, --random-only), a host
 # probe before and after each step
 H200_FRESH = ROOT / "tests/fixtures/gpu/h200-suite-2026-11-26e.jsonl"
+# a fifth H100 lease (2026-11-27): 93 steps of 60 random architectures of a seed no constant saw (2028,
+# --random-only --shuffle 2028), a host probe before and after each, and the time the host took to issue each step
+H100_FIFTH = ROOT / "tests/fixtures/gpu/h100-suite-2026-11-27.jsonl"
+# the same lease: the first 16 convolutional cases of that order again, each in a fresh process (--isolate)
+H100_ISOLATED = ROOT / "tests/fixtures/gpu/h100-isolated-2026-11-27.jsonl"
 HOSTS = ROOT / "tests/fixtures/gpu/hosts.json"
 # the name CUDA reports → the catalogue entry (an "NVIDIA H200" with 700 W is the SXM part)
 DEVICES = {"NVIDIA H200": "H200 SXM", "NVIDIA H100 80GB HBM3": "H100 SXM"}

@@ -10,6 +10,7 @@ be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
     python3 benchmarks/gpu_suite.py --out h100.jsonl               # every case on cuda:0
     python3 benchmarks/gpu_suite.py --random 50 --seed 7 --out r.jsonl
     python3 benchmarks/gpu_suite.py --device cpu --quick           # a smoke run without a GPU
+    python3 benchmarks/gpu_suite.py --random 60 --seed 7 --random-only --family "random cnn" --isolate
 
 How a step is measured (as the recorded steps were): inputs are random tensors already on the
 device; the loss is cross-entropy on the logits in fp32; mixed precision is ``torch.autocast`` with
@@ -34,9 +35,10 @@ recorded before 2026-11-26 (a sixth session) lack it: their peaks carried earlie
 which torchbridge's builder then kept in a reference cycle, hundreds of MiB by the suites' end).
 
 ``--isolate`` runs each case in a fresh Python process, as a user's training run is (its host probe timed in
-that process; the line says ``isolated``): the suite's long process ran small CNNs 17–26 % slower, against
-networks without convolutions beside them, than the model and than short runs of the same kind of network
-(docs/accuracy.md, 2026-11-27), which a lease can now measure both ways.
+that process; the line says ``isolated``), and ``--family`` keeps one family in its place in the suite's order:
+small CNNs read 17–26 % too fast in every suite, against networks without convolutions beside them, which
+might have been the suite's long process; a fifth H100 lease ran 16 of its convolutional steps again in fresh
+processes, and they took what the suite had measured (median ratio 1.00; docs/accuracy.md, 2026-11-27).
 
 On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the
 seed MLP's step, all host work) timed in this process before the first case and again every
@@ -318,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help=f"cases between two timings of the host probe (default {PROBE_EVERY}; 1: before and after each case)",
     )
+    ap.add_argument(
+        "--family",
+        action="append",
+        metavar="NAME",
+        help="only the cases of this family (as the lines name it: 'random cnn', 'resnet'); may be repeated",
+    )
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
@@ -351,6 +359,14 @@ def main(argv: list[str] | None = None) -> int:
         todo = [c for c in todo if c["family"].startswith("random ")]
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(todo)
+    if args.family:  # after the shuffle: a family keeps its order in the whole suite's
+        known = {c["family"] for c in todo}
+        unknown = sorted(set(args.family) - known)
+        if unknown:
+            names = ", ".join(sorted(known))
+            print(f"gpu_suite: no such family: {', '.join(unknown)} (known: {names})", file=sys.stderr)
+            return 2
+        todo = [c for c in todo if c["family"] in args.family]
     todo = todo[args.skip :]
     if args.list:
         for c in todo:

@@ -2,10 +2,11 @@
 the sizing's step tooltip and the report quote (resources/step_accuracy.json, read by
 core/output/sizing_report.step_accuracy_note). No GPU needed.
 
-The suites are the 1,087 training steps of the 1,098 of benchmarks/gpu_suite.py that two lent H200s and
-three lent H100s measured on 2026-11-26 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the seeded
-halves some constants were fitted on, docs/accuracy.md; the 11 left out timed fp16 steps whose optimizer
-GradScaler skipped, benchmarks/fp16_skips.py). Three groups, as a user meets them:
+The suites are the 1,180 training steps of the 1,191 of benchmarks/gpu_suite.py that two lent H200s and
+four lent H100s measured on 2026-11-26 and 27 (tests/fixtures/gpu/*-suite-*.jsonl; none fitted on but the
+seeded halves some constants were fitted on, docs/accuracy.md, and the fifth H100's 93 measured after every
+constant was set; the 11 left out timed fp16 steps whose optimizer GradScaler skipped,
+benchmarks/fp16_skips.py). Three groups, as a user meets them:
 
 - host-bound, at the reference host's speed: a GPU sized for a purchase, its host not measured;
 - host-bound, after calibrate: the host's speed from calibrate's host probe on that machine;
@@ -32,6 +33,7 @@ from benchmarks.accuracy_published import errors as published_errors  # noqa: E4
 from benchmarks.accuracy_suite_recorded import (  # noqa: E402
     DEFAULT,
     DEVICES,
+    H100_FIFTH,
     H100_FOURTH,
     H100_FRESH,
     H100_SUITE,
@@ -40,7 +42,7 @@ from benchmarks.accuracy_suite_recorded import (  # noqa: E402
 )
 
 OUT = ROOT / "resources" / "step_accuracy.json"
-SUITES = (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH, H200_FRESH)
+SUITES = (DEFAULT, H100_SUITE, H100_FRESH, H100_FOURTH, H200_FRESH, H100_FIFTH)
 GROUPS = {
     "host_reference": "host-bound steps at the reference host's speed",
     "host_calibrated": "host-bound steps after calibrate measured their host",
@@ -68,7 +70,7 @@ def groups() -> dict[str, dict[str, Any]]:
 
 
 def recorded_on() -> str:
-    """Which lent GPUs recorded the suites, from their lines: "two lent H200s and three lent H100s"."""
+    """Which lent GPUs recorded the suites, from their lines: "two lent H200s and four lent H100s"."""
     counts: dict[str, int] = {}
     for path in SUITES:
         device = json.loads(path.read_text(encoding="utf-8").splitlines()[0])["device"]
@@ -108,7 +110,7 @@ def document() -> dict[str, Any]:
         "few constants were fitted on, by what bounds the step, and on the published throughputs it was not "
         "fitted on (benchmarks/step_accuracy.py --write; docs/accuracy.md). Error: predicted / measured - 1.",
         "source": f"benchmarks/gpu_suite.py on {recorded_on()} ({steps} training steps: without the fp16 steps "
-        "whose optimizer GradScaler skipped, benchmarks/fp16_skips.py), PyTorch 2.11 + CUDA 13, 2026-11-26: "
+        "whose optimizer GradScaler skipped, benchmarks/fp16_skips.py), PyTorch 2.11 + CUDA 13, 2026-11-26 and 27: "
         + ", ".join(f"tests/fixtures/gpu/{p.name}" for p in SUITES),
         # the words the step's tooltip and the report quote: which GPUs recorded the steps
         "recorded_on": recorded_on(),

@@ -123,3 +123,20 @@ def test_a_built_network_is_freed_with_its_last_reference_not_at_the_next_garbag
         assert weight() is None
     finally:
         gc.enable()
+
+
+def test_a_family_is_measured_alone_in_its_place_in_the_suites_order(capsys: pytest.CaptureFixture[str]) -> None:
+    # --family: a lease measures one family (the convolutional networks again, in fresh processes) in the order
+    # the whole suite ran them, so each of its steps has its twin in the suite's lines
+    args = ["--random", "60", "--seed", "2028", "--random-only", "--shuffle", "2028", "--list"]
+    assert gpu_suite.main(args) == 0
+    whole = capsys.readouterr().out.splitlines()[:-1]
+    assert gpu_suite.main([*args, "--family", "random cnn"]) == 0
+    cnn = capsys.readouterr().out.splitlines()
+    assert cnn[-1] == "187 cases, 11 networks"
+    cnns = {c["name"] for c in gpu_suite.cases(False, 60, 2028) if c["family"] == "random cnn"}
+    assert cnn[:-1] == [line for line in whole if line.split()[0] in cnns]
+    # a family the suite does not have: said, with the ones it has
+    assert gpu_suite.main([*args, "--family", "cnn"]) == 2
+    known = "(known: random cnn, random decoder, random encoder, random mlp)"
+    assert f"no such family: cnn {known}" in capsys.readouterr().err
