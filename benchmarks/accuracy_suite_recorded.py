@@ -119,6 +119,17 @@ def conv_halves(lines: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], li
     return seeded_halves([m for m in lines if m["family"] in CONV_FAMILIES], seed)
 
 
+def step_probe_s(m: dict) -> float | None:
+    """The host probe a line's step is sized at: with a probe timed on both sides of the step (gpu_suite
+    --probe-every 1), their mean — the host's speed around the step, where the probe before it alone missed
+    the host's drift during it (the second H200 lease: mean |error| 14.4 → 13.1 %); else the probe before it,
+    or None (the lease's one probe in hosts.json)."""
+    before, after = m.get("host_probe_s"), m.get("host_probe_after_s")
+    if before is None or after is None:
+        return before
+    return (float(before) + float(after)) / 2
+
+
 def host_calibration(path: Path, probe_s: float | None = None, device: str | None = None) -> dict:
     """What calibrate's host probe would give on the host that recorded ``path``: the calibration's host
     figures, {SPEED_KEY: speed}, from ``probe_s`` on the catalogue ``device`` (a line's own probe, as
@@ -159,7 +170,7 @@ def cases(
         doc = m["workload"]
         cal = None
         if calibrated:
-            cal = host_calibration(path, m.get("host_probe_s"), DEVICES[m["device"]])
+            cal = host_calibration(path, step_probe_s(m), DEVICES[m["device"]])
         step = size_candidate(parse_workload(doc), find_device(DEVICES[m["device"]], cat), 1, calibrated=cal).step
         out.append(
             {

@@ -183,12 +183,12 @@ def fit_cudnn(seed: int = FIT_SEED) -> tuple[float, float, float]:
 
 def held_out_suites(seed: int = FIT_SEED) -> dict[str, list[float]]:
     """Each held-out set's errors at the committed prices: the probed H100 suites' other halves, the fresh
-    H200 lease, and the first H200 and H100 suites (sized at their lease's probe)."""
+    H200 lease, the first H200 and H100 suites (sized at their lease's probe) and the fifth H100 lease."""
     errors = {
         f"{path.name}, held-out half": [r["error"] for r in suite_cases(path, halves[1], calibrated=True)]
         for path, halves in probed_halves(seed).items()
     }
-    for path in (suites.H200_FRESH, suites.DEFAULT, suites.H100_SUITE):
+    for path in (suites.H200_FRESH, suites.DEFAULT, suites.H100_SUITE, suites.H100_FIFTH):
         errors[path.name] = [r["error"] for r in suite_cases(path, calibrated=True)]
     return errors
 

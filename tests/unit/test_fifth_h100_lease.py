@@ -35,13 +35,14 @@ def test_every_line_carries_its_hosts_probes_and_issue_time() -> None:
 def test_an_unseen_seed_on_a_fifth_h100_meets_spec_9_in_every_family() -> None:
     rows = cases(H100_FIFTH, calibrated=True)
     errors = [r["error"] for r in rows]
-    # 88 of 93 (95 %) within 25 %, mean |error| 11.3 % (SPEC 9: 90 %, 15 %)
-    assert sum(abs(e) <= 0.25 for e in errors) >= 88 and statistics.mean(abs(e) for e in errors) <= 0.12
+    # each at the mean of the probes on both sides of it: 90 of 93 (97 %) within 25 %, mean |error| 10.6 %
+    # (88 and 11.3 % at the probe before it alone; SPEC 9: 90 %, 15 %)
+    assert sum(abs(e) <= 0.25 for e in errors) >= 90 and statistics.mean(abs(e) for e in errors) <= 0.11
     families: dict[str, list[float]] = {}
     for r in rows:
         families.setdefault(r["family"], []).append(r["error"])
     assert set(families) == {"random mlp", "random cnn", "random encoder", "random decoder"}
-    for family, errs in families.items():  # 15 of 16, 30 of 32, 14 of 15, 29 of 30
+    for family, errs in families.items():  # 16 of 16, 30 of 32, 15 of 15, 29 of 30
         assert sum(abs(e) <= 0.25 for e in errs) >= 0.9 * len(errs), family
 
 
@@ -49,7 +50,7 @@ def test_the_hosts_side_of_a_host_bound_step_is_what_the_host_took_to_issue_it()
     # the model's host seconds against the measured issue time (fp16 left out: GradScaler waits for the device)
     rows = [r for r in cases(H100_FIFTH, calibrated=True) if r["host_bound"] and r["precision"] != "fp16_mixed"]
     errors = [r["predicted_host_s"] / r["measured_host_s"] - 1 for r in rows]
-    assert len(errors) == 38 and sum(abs(e) <= 0.25 for e in errors) >= 35  # 92 %, median −1 %
+    assert len(errors) == 37 and sum(abs(e) <= 0.25 for e in errors) >= 35  # 95 %, median −2 %
     assert abs(statistics.median(errors)) <= 0.03
 
 
@@ -61,7 +62,7 @@ def test_a_small_cnn_runs_as_fast_in_a_fresh_process_as_in_the_suites_long_one()
     assert len(isolated) == 16 and all(m["isolated"] and m["family"] == "random cnn" for m in isolated)
     ratios = [m["step_time_s"] / suite[_line_key(m)]["step_time_s"] for m in isolated]
     assert 0.97 <= statistics.median(ratios) <= 1.03
-    # so the model reads them as fast in both (median −13 % isolated, −14 % in the suite): what it misses on
+    # so the model reads them as fast in both (median −13 % in both): what it misses on
     # these CNNs is the host's, not the suite's process
     alone = {_key(r["name"], r["precision"], r["batch"]): r["error"] for r in cases(H100_ISOLATED, calibrated=True)}
     within = {_key(r["name"], r["precision"], r["batch"]): r["error"] for r in cases(H100_FIFTH, calibrated=True)}
