@@ -11,6 +11,7 @@ be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
     python3 benchmarks/gpu_suite.py --random 50 --seed 7 --out r.jsonl
     python3 benchmarks/gpu_suite.py --device cpu --quick           # a smoke run without a GPU
     python3 benchmarks/gpu_suite.py --random 60 --seed 7 --random-only --family "random cnn" --isolate
+    python3 benchmarks/gpu_suite.py --ladder --isolate --probe-every 1 --out ladder.jsonl   # host_ladder.py reads it
 
 How a step is measured (as the recorded steps were): inputs are random tensors already on the
 device; the loss is cross-entropy on the logits in fp32; mixed precision is ``torch.autocast`` with
@@ -63,7 +64,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite_networks import all_layers, networks, random_network  # noqa: E402
+from benchmarks.suite_networks import all_layers, ladder_networks, networks, random_network  # noqa: E402
 
 PRECISIONS = ("fp32", "tf32", "bf16_mixed", "fp16_mixed")
 PROBE_EVERY = 25  # cases between two timings of the host probe
@@ -175,6 +176,31 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
             and c["memory_format"] == "contiguous"
             and c["attention"] == "auto"
         ]
+    return out
+
+
+LADDER_PRECISIONS = ("fp32", "bf16_mixed")  # bf16: autocast's casts around each layer, cuDNN in half
+LADDER_BATCH = 8
+
+
+def ladder_cases(quick: bool) -> list[dict[str, Any]]:
+    """The host-cost ladder (suite_networks.LADDER_BLOCKS) at batch LADDER_BATCH in fp32 and bf16, NCHW;
+    ``quick``: depths 1 and 2 in fp32, batch 4."""
+    out = [
+        {
+            "name": name,
+            "family": family,
+            "model": model,
+            "batch": LADDER_BATCH,
+            "precision": precision,
+            "memory_format": "contiguous",
+            "attention": "auto",
+        }
+        for name, (model, family) in ladder_networks().items()
+        for precision in LADDER_PRECISIONS
+    ]
+    if quick:
+        out = [{**c, "batch": 4} for c in out if c["precision"] == "fp32" and c["name"].endswith(("-x1", "-x2"))]
     return out
 
 
@@ -321,6 +347,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"cases between two timings of the host probe (default {PROBE_EVERY}; 1: before and after each case)",
     )
     ap.add_argument(
+        "--ladder",
+        action="store_true",
+        help="only the host-cost ladder: linear and convolutional blocks stacked 1, 2, 4 and 8 deep, batch 8 "
+        "(benchmarks/host_ladder.py reads what it measures)",
+    )
+    ap.add_argument(
         "--family",
         action="append",
         metavar="NAME",
@@ -354,7 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.case_json:
         return _run_isolated_case(json.loads(args.case_json))
-    todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
+    if args.ladder:
+        todo = ladder_cases(args.quick)
+    else:
+        todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
     if args.random_only:
         todo = [c for c in todo if c["family"].startswith("random ")]
     if args.shuffle is not None:

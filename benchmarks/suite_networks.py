@@ -206,6 +206,47 @@ def random_network(rng: random.Random) -> tuple[dict[str, Any], str]:
     ), kind
 
 
+# The host-cost ladder (gpu_suite.py --ladder): the same block stacked 1, 2, 4 and 8 times on a tiny input, so
+# a step is the host's and its growth per block is what the host pays for one block's operators. A linear
+# block is the control without cuDNN; a convolution alone, with cuDNN's batch norm, and with max pooling
+# too tell which of a small CNN's layers the host pays more for than the model prices (docs/accuracy.md,
+# "A fifth H100 lease").
+LADDER_BLOCKS = {
+    "linear": [{"type": "linear", "out_features": 64}, {"type": "relu"}],
+    "conv": [{"type": "conv2d", "out_channels": 16, "kernel_size": 3, "padding": 1}, {"type": "relu"}],
+    "conv+bn": [
+        {"type": "conv2d", "out_channels": 16, "kernel_size": 3, "padding": 1},
+        {"type": "batchnorm2d"},
+        {"type": "relu"},
+    ],
+    "conv+bn+pool": [
+        {"type": "conv2d", "out_channels": 16, "kernel_size": 3, "padding": 1},
+        {"type": "batchnorm2d"},
+        {"type": "relu"},
+        {"type": "maxpool2d", "kernel_size": 3, "stride": 1, "padding": 1},  # keeps the image's size
+    ],
+}
+LADDER_DEPTHS = (1, 2, 4, 8)
+
+
+def ladder_networks() -> dict[str, tuple[dict[str, Any], str]]:
+    """The ladder's networks: name → (model, family "ladder <block>"); names say the block and the depth."""
+    nets = {}
+    for block, layers in LADDER_BLOCKS.items():
+        for depth in LADDER_DEPTHS:
+            stacked = [dict(layer) for _ in range(depth) for layer in layers]
+            if block == "linear":
+                model = {"input_shape": [64], "layers": [*stacked, {"type": "linear", "out_features": 10}]}
+            else:
+                tail = [{"type": "adaptive_avgpool2d", "output_size": 1}, {"type": "flatten"}]
+                model = {
+                    "input_shape": [3, 16, 16],
+                    "layers": [*stacked, *tail, {"type": "linear", "out_features": 10}],
+                }
+            nets[f"ladder-{block}-x{depth}"] = (model, f"ladder {block}")
+    return nets
+
+
 def all_layers(model: dict[str, Any]) -> list[dict[str, Any]]:
     """Every layer of a model, those inside repeat and residual containers included."""
     out = []
