@@ -37,9 +37,10 @@ which torchbridge's builder then kept in a reference cycle, hundreds of MiB by t
 
 ``--isolate`` runs each case in a fresh Python process, as a user's training run is (its host probe timed in
 that process; the line says ``isolated``), and ``--family`` keeps one family in its place in the suite's order:
-small CNNs read 17–26 % too fast in every suite, against networks without convolutions beside them, which
-might have been the suite's long process; a fifth H100 lease ran 16 of its convolutional steps again in fresh
-processes, and they took what the suite had measured (median ratio 1.00; docs/accuracy.md, 2026-11-27).
+small CNNs read 17–26 % too fast in the first five suites (13 % in the sixth), against networks without
+convolutions beside them, which might have been the suite's long process; a fifth H100 lease ran 16 of its
+convolutional steps again in fresh processes, and they took what the suite had measured (median ratio 1.00;
+docs/accuracy.md, 2026-11-27).
 
 On a GPU each line also carries ``host_probe_s``: calibrate's host probe (resources/host_probe.json, the
 seed MLP's step, all host work) timed in this process before the first case and again every
@@ -387,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.case_json:
         return _run_isolated_case(json.loads(args.case_json))
     if args.ladder:
+        if args.random or args.seed or args.random_only:
+            print(
+                "gpu_suite: --ladder measures its own networks: --random, --seed and --random-only do not apply",
+                file=sys.stderr,
+            )
+            return 2
         todo = ladder_cases(args.quick)
     else:
         todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
@@ -403,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         todo = [c for c in todo if c["family"] in args.family]
     todo = todo[args.skip :]
+    if not todo:
+        print(f"gpu_suite: no case left to measure (--skip {args.skip} of the order)", file=sys.stderr)
+        return 2
     if args.list:
         for c in todo:
             flags = (

@@ -46,13 +46,19 @@ def ladder_rows(path: Path) -> list[dict]:
             f"{path}: measured on {', '.join(others)}; the ladder prices a GPU's host, on one of "
             f"{', '.join(DEVICES)} (gpu_suite.py --ladder --device cuda)"
         )
-    calibrated = all(m.get("host_probe_s") for m in lines)
+    probed = {bool(m.get("host_probe_s")) for m in lines}
+    if len(probed) > 1:
+        raise ValueError(f"{path}: some lines carry a host probe and some do not: a mix of two recordings")
+    calibrated = probed == {True}
+    issued = {m.get("host_issue_s") is not None for m in lines}
+    if len(issued) > 1:
+        raise ValueError(f"{path}: some lines carry the host's issue time and some do not: a mix of two recordings")
     groups: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for r in cases(path, lines, calibrated=calibrated):
         match = DEPTH.match(r["name"])
         if match is None:
             continue
-        measured = r["measured_host_s"] or r["measured_s"]
+        measured = r["measured_host_s"] if issued == {True} else r["measured_s"]
         key = (match["block"], r["precision"])
         groups.setdefault(key, []).append((int(match["depth"]), measured, r["predicted_host_s"]))
     if not groups:

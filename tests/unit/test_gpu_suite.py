@@ -140,3 +140,12 @@ def test_a_family_is_measured_alone_in_its_place_in_the_suites_order(capsys: pyt
     assert gpu_suite.main([*args, "--family", "cnn"]) == 2
     known = "(known: random cnn, random decoder, random encoder, random mlp)"
     assert f"no such family: cnn {known}" in capsys.readouterr().err
+
+
+def test_the_ladder_refuses_the_random_suites_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gpu_suite.main(["--ladder", "--random-only", "--list"]) == 2
+    assert "--ladder measures its own networks" in capsys.readouterr().err
+    assert gpu_suite.main(["--ladder", "--family", "ladder conv", "--list"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "8 cases, 4 networks"
+    assert gpu_suite.main(["--ladder", "--skip", "32", "--list"]) == 2  # nothing left: said, not a silent 0
+    assert "no case left to measure (--skip 32 of the order)" in capsys.readouterr().err

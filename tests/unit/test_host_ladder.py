@@ -33,9 +33,10 @@ def test_the_ladder_stacks_each_block_one_to_eight_deep() -> None:
         parse_workload({"model": c["model"], "data": {"samples": 80}, "training": training})
 
 
-def _lines(tmp_path: Path, extra_per_conv_block_s: float = 0.0) -> Path:
+def _lines(tmp_path: Path, extra_per_conv_block_s: float = 0.0, probe_s: float | None = None) -> Path:
     """Ladder lines on the recorded H100 whose measured host seconds are the model's own (at the reference
-    host), plus ``extra_per_conv_block_s`` a block for the convolution-only ladder."""
+    host, or with ``probe_s`` on every line at that probe's speed), plus ``extra_per_conv_block_s`` a block for
+    the convolution-only ladder."""
     path = tmp_path / "ladder.jsonl"
     lines = []
     for c in gpu_suite.ladder_cases(quick=False):
@@ -47,10 +48,11 @@ def _lines(tmp_path: Path, extra_per_conv_block_s: float = 0.0) -> Path:
                 "step_time_s": 1.0,
                 "device": "NVIDIA H100 80GB HBM3",
                 "workload": {"model": c["model"], "data": {"samples": 80}, "training": training},
+                **({"host_probe_s": probe_s} if probe_s else {}),
             }
         )
     path.write_text("".join(json.dumps(m) + "\n" for m in lines))
-    for m, r in zip(lines, cases(path), strict=True):
+    for m, r in zip(lines, cases(path, calibrated=probe_s is not None), strict=True):
         depth = int(m["name"].rsplit("-x", 1)[1])
         extra = extra_per_conv_block_s * depth if m["family"] == "ladder conv" else 0.0
         m["host_issue_s"] = m["step_time_s"] = r["predicted_host_s"] + extra
@@ -77,6 +79,17 @@ def test_a_host_that_pays_more_for_a_convolution_shows_it_on_that_block_alone(tm
     assert rows[("conv+bn", "bf16_mixed")]["ratio"] == pytest.approx(1.0, abs=1e-6)
 
 
+def test_a_probed_lease_is_read_at_its_hosts_speed(tmp_path: Path) -> None:
+    # gpu_suite --probe-every 1 puts the host probe on every line: the model's seconds at that host's speed
+    at_reference = {(r["block"], r["precision"]): r for r in host_ladder.ladder_rows(_lines(tmp_path))}
+    slower = tmp_path / "slower"
+    slower.mkdir()
+    rows = host_ladder.ladder_rows(_lines(slower, probe_s=2 * 1.69e-3))  # a host half the reference's speed
+    assert all(r["calibrated"] and r["ratio"] == pytest.approx(1.0, abs=1e-6) for r in rows)
+    for r in rows:  # every block costs that host about twice the reference's
+        assert r["model_per_block_s"] / at_reference[(r["block"], r["precision"])]["model_per_block_s"] > 1.6
+
+
 def test_the_reader_says_what_is_wrong_with_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert host_ladder.main([str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl" in capsys.readouterr().err
@@ -87,6 +100,11 @@ def test_the_reader_says_what_is_wrong_with_a_file(tmp_path: Path, capsys: pytes
     cpu.write_text(_lines(tmp_path).read_text().replace("NVIDIA H100 80GB HBM3", "cpu"))
     assert host_ladder.main([str(cpu)]) == 2
     assert "measured on cpu; the ladder prices a GPU's host" in capsys.readouterr().err
+    mixed = tmp_path / "mixed.jsonl"
+    text = _lines(tmp_path).read_text().splitlines()
+    mixed.write_text("\n".join([text[0].replace('"host_issue_s"', '"issued_elsewhere"'), *text[1:]]) + "\n")
+    assert host_ladder.main([str(mixed)]) == 2
+    assert "some lines carry the host's issue time and some do not" in capsys.readouterr().err
     assert host_ladder.main([str(_lines(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert "| conv+bn+pool | fp32 | 1, 2, 4, 8 |" in out and "at the reference host's speed" in out
@@ -98,6 +116,7 @@ def test_the_ladder_runs_on_the_cpu(tmp_path: Path) -> None:
     assert gpu_suite.main(["--ladder", "--device", "cpu", "--quick", "--out", str(out)]) == 0
     lines = [json.loads(t) for t in out.read_text().splitlines()]
     assert [m["name"] for m in lines][:2] == ["ladder-linear-x1", "ladder-linear-x2"] and len(lines) == 8
-    # the deeper ladder takes longer on the host that runs it
-    steps = {m["name"]: m["step_time_s"] for m in lines}
-    assert steps["ladder-conv+bn+pool-x2"] > steps["ladder-conv+bn+pool-x1"]
+    # each line the network it names: a second block, a second block's weights
+    params = {m["name"]: m["parameters"] for m in lines}
+    assert params["ladder-conv+bn-x2"] - params["ladder-conv+bn-x1"] == 16 * 16 * 9 + 16 + 2 * 16
+    assert all(0 < m["host_issue_s"] <= m["step_time_s"] for m in lines)
