@@ -119,6 +119,19 @@ def host_probe_s(device: str) -> float:
     return float(calibrate.host_probe(torch, torch.device(device)))
 
 
+def _case(name: str, family: str, model: dict[str, Any], batch: int, precision: str, fmt: str) -> dict[str, Any]:
+    """One case to measure: a network in one precision, batch and memory format (attention as SDPA picks)."""
+    return {
+        "name": name,
+        "family": family,
+        "model": model,
+        "batch": batch,
+        "precision": precision,
+        "memory_format": fmt,
+        "attention": "auto",
+    }
+
+
 def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
     """Every (network, precision, batch, memory format) to measure; ``quick``: a few small ones."""
     nets = networks()
@@ -143,17 +156,7 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
         for precision in PRECISIONS:
             for batch in batches:
                 for fmt in ("contiguous", "channels_last") if image else ("contiguous",):
-                    out.append(
-                        {
-                            "name": name,
-                            "family": family,
-                            "model": model,
-                            "batch": batch,
-                            "precision": precision,
-                            "memory_format": fmt,
-                            "attention": "auto",
-                        }
-                    )
+                    out.append(_case(name, family, model, batch, precision, fmt))
                 # transformers also with the attention written out in Python (Hugging Face's eager)
                 if attends and batch == batches[0]:
                     out.append({**out[-1], "attention": "eager"})
@@ -188,15 +191,7 @@ def ladder_cases(quick: bool) -> list[dict[str, Any]]:
     """The host-cost ladder (suite_networks.LADDER_BLOCKS) at batch LADDER_BATCH in fp32 and bf16, NCHW;
     ``quick``: depths 1 and 2 in fp32, batch 4."""
     out = [
-        {
-            "name": name,
-            "family": family,
-            "model": model,
-            "batch": LADDER_BATCH,
-            "precision": precision,
-            "memory_format": "contiguous",
-            "attention": "auto",
-        }
+        _case(name, family, model, LADDER_BATCH, precision, "contiguous")
         for name, (model, family) in ladder_networks().items()
         for precision in LADDER_PRECISIONS
     ]

@@ -6,7 +6,6 @@ side by side with what the sizing assumes for each storage tier. The files are f
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import numpy as np
 
 from core.errors import TrainRigError
 from core.estimate.timing import STORAGE_READ_BPS
-from core.paths import resource_path
+from core.paths import worker_module
 from core.spec.workload import Workload
 
 ARRAY_FORMATS = ("raw", "npy")
@@ -33,13 +32,7 @@ IMAGE_SCALE, IMAGE_OFFSET = 32.0, 128.0
 def image_codec() -> ModuleType:
     """The trainer's image codec (resources/workers/image_codec.py), loaded by its path: the worker
     and the app write and read the same bytes."""
-    path = resource_path("workers", "image_codec.py")
-    spec = importlib.util.spec_from_file_location("trainrig_image_codec", path)
-    if spec is None or spec.loader is None:
-        raise TrainRigError(f"the image codec {path} is missing from this installation")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return worker_module("image_codec")
 
 
 def check_format(fmt: str, shape: list[int]) -> None:

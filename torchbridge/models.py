@@ -6,12 +6,11 @@ import-linter allows this one module to reach torch.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
+
+from core.paths import worker_module
 
 
 def build_module(model: Mapping[str, Any], attention: str = "auto") -> Any:
@@ -393,16 +392,10 @@ def set_tf32(torch: Any, precision: str, cudnn_tf32: bool = False) -> None:
     torch.backends.cudnn.allow_tf32 = precision == "tf32" or (precision == "fp32" and cudnn_tf32)
 
 
-@lru_cache(maxsize=1)
 def _measure_worker() -> Any:
     """resources/workers/measure.py, the measure worker's module: the training step it times, GradScaler's
     readings and its settling, which the GPU suite's and accuracy_cuda.py's measurements share."""
-    path = Path(__file__).resolve().parents[1] / "resources" / "workers" / "measure.py"
-    spec = importlib.util.spec_from_file_location("trainrig_measure_worker", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return worker_module("measure")
 
 
 def cuda_training_step(

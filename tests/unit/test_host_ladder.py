@@ -21,7 +21,7 @@ def test_the_ladder_stacks_each_block_one_to_eight_deep() -> None:
     assert len(todo) == 32 and {c["precision"] for c in todo} == {"fp32", "bf16_mixed"}
     assert {c["family"] for c in todo} == {"ladder linear", "ladder conv", "ladder conv+bn", "ladder conv+bn+pool"}
     for name, (model, family) in ladder_networks().items():
-        depth = int(name.rsplit("-x", 1)[1])
+        depth = int(host_ladder.DEPTH.match(name)["depth"])
         assert depth in LADDER_DEPTHS
         kinds = [layer["type"] for layer in model["layers"]]
         main = "linear" if family == "ladder linear" else "conv2d"
@@ -53,7 +53,7 @@ def _lines(tmp_path: Path, extra_per_conv_block_s: float = 0.0, probe_s: float |
         )
     path.write_text("".join(json.dumps(m) + "\n" for m in lines))
     for m, r in zip(lines, cases(path, calibrated=probe_s is not None), strict=True):
-        depth = int(m["name"].rsplit("-x", 1)[1])
+        depth = int(host_ladder.DEPTH.match(m["name"])["depth"])
         extra = extra_per_conv_block_s * depth if m["family"] == "ladder conv" else 0.0
         m["host_issue_s"] = m["step_time_s"] = r["predicted_host_s"] + extra
     path.write_text("".join(json.dumps(m) + "\n" for m in lines))
