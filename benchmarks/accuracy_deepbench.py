@@ -31,7 +31,8 @@ import core.estimate.gemm as gemm  # noqa: E402
 import core.estimate.gpu_kernels as gpu_kernels  # noqa: E402
 from benchmarks.fitting import least_log_error, seeded_halves  # noqa: E402
 from core.estimate.gemm import TILE, gemm_s  # noqa: E402
-from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, matrix_op_s, rnn_op_s  # noqa: E402
+from core.estimate.gpu_kernels import figures, matmul_efficiency, matmul_peak, matrix_op_s  # noqa: E402
+from core.estimate.gpu_rnn import rnn_op_s  # noqa: E402
 from core.estimate.op_work import OpWork  # noqa: E402
 from core.estimate.sizing import size_candidate  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
@@ -72,7 +73,7 @@ def rnn_errors() -> list[tuple[dict, float, float]]:
             if not (r["fwd_ms"] and r["bwd_inputs_ms"] and r["bwd_weights_ms"]):
                 continue
             op = types.SimpleNamespace(name=kind, rnn=(1, r["hidden"], r["hidden"], r["steps"]))
-            t = rnn_op_s(op, r["batch"], r["precision"], gpus[r["gpu"]])
+            t = rnn_op_s(op, r["batch"], r["precision"], gpus[r["gpu"]], algorithm="standard")
             measured = (r["fwd_ms"] + r["bwd_inputs_ms"] + r["bwd_weights_ms"]) * 1e-3
             out.append(({**r, "kind": kind}, t, t / measured - 1))
     return out

@@ -1,17 +1,20 @@
 """The kernel model against kernels timed on a lent H200 (tests/fixtures/gpu/h200-kernels-2026-11-26.json):
 DeepBench's matrix products and recurrent layers and XLA's sm_90 GEMM shapes, run there through
 PyTorch. No GPU needed. Never fitted on, except where --fit and --fit-rnn say: the misaligned
-products' shares of the peak (gpu_kernels.MISALIGNED_EFFICIENCY) and the recurrent layers' shortest
-time step (gpu_kernels.RNN_STEP_FLOOR_S), each fitted on a seeded half and reported on the other.
+products' shares of the peak (gpu_kernels.MISALIGNED_EFFICIENCY) and the recurrent layers' three prices
+(gpu_rnn.RNN_CALL_S, RNN_STEP_FLOOR_S, RNN_PERSIST_STEP_S), each fitted on a seeded half and reported on
+the other.
 
     python3 benchmarks/h200_kernels.py              # the tables, as in docs/accuracy.md
     python3 benchmarks/h200_kernels.py --fit        # refit MISALIGNED_EFFICIENCY on the fit half
-    python3 benchmarks/h200_kernels.py --fit-rnn    # refit RNN_STEP_FLOOR_S on the fit half
+    python3 benchmarks/h200_kernels.py --fit-rnn    # refit the recurrent layers' prices on the fit half
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import sys
 import types
 from collections import defaultdict
@@ -21,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core.estimate.gpu_kernels as gk  # noqa: E402
-from benchmarks.accuracy_suite_recorded import summary  # noqa: E402
+import core.estimate.gpu_rnn as gr  # noqa: E402
+from benchmarks.accuracy_suite_recorded import DEFAULT, H100_FOURTH, H100_FRESH, H100_SUITE, cases, recorded, summary  # noqa: E402
 from benchmarks.fitting import least_log_error, seeded_halves  # noqa: E402
 from core.estimate.gemm import TILE, gemm_s  # noqa: E402
 from core.hardware.catalogue import find_device, load_catalogue  # noqa: E402
@@ -69,7 +73,7 @@ def layers() -> list[dict]:
         if "error" in r or r["fwd_bwd_s"] < MIN_LAYER_S:
             continue
         op = types.SimpleNamespace(name=r["kind"], rnn=(1, r["hidden"], r["hidden"], r["steps"]))
-        t = gk.rnn_op_s(
+        t = gr.rnn_op_s(
             op, r["batch"], "fp32" if r["precision"] == "tf32" else r["precision"], g, r["precision"] == "tf32"
         )
         out.append({**r, "predicted": t, "error": t / r["fwd_bwd_s"] - 1})
@@ -111,31 +115,56 @@ def rnn_halves(seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
     return halves(layers(), seed)
 
 
-def fit_rnn_floor(seed: int = FIT_SEED) -> float:
-    """RNN_STEP_FLOOR_S (0 … 40 µs by 2 µs) with the least squared log error over the fit half of the
-    recurrent layers."""
+RECURRENT_SUITES = (H100_SUITE, H100_FRESH, H100_FOURTH, DEFAULT)  # the suites with recurrent networks
+
+
+def suite_recurrent() -> list[dict]:
+    """The GPU suites' recurrent networks' steps (four leases, none fitted on), each at its host probe."""
+    out = []
+    for path in RECURRENT_SUITES:
+        lines = [m for m in recorded(path) if m["family"] == "rnn"]
+        out += cases(path, lines, calibrated=True)
+    return out
+
+
+RNN_GRID = {  # the prices' grids, seconds
+    "RNN_CALL_S": [step * 1e-4 for step in range(13)],  # 0 … 1.2 ms
+    "RNN_STEP_FLOOR_S": [step * 2e-6 for step in range(21)],  # 0 … 40 µs
+    "RNN_PERSIST_STEP_S": [v * 1e-6 for v in (0.5, 1, 2, 3, 4, 6, 8, 10)],
+}
+
+
+def fit_rnn(seed: int = FIT_SEED) -> dict[str, float]:
+    """The recurrent layers' three prices (gpu_rnn: a call's fixed cost, the standard algorithm's
+    shortest step, a persistent kernel's step) with the least squared log error over the fit half of
+    the layers, searched together on RNN_GRID."""
     fit, _ = rnn_halves(seed)
     keys = {(r["kind"], r["precision"], r["hidden"], r["batch"], r["steps"]) for r in fit}
-    saved = gk.RNN_STEP_FLOOR_S
+    saved = {name: getattr(gr, name) for name in RNN_GRID}
 
-    def errors(floor: float) -> list[float]:
-        gk.RNN_STEP_FLOOR_S = floor
-        return [
-            r["error"] for r in layers() if (r["kind"], r["precision"], r["hidden"], r["batch"], r["steps"]) in keys
-        ]
+    def loss(values: tuple[float, ...]) -> float:
+        for name, v in zip(RNN_GRID, values, strict=True):
+            setattr(gr, name, v)
+        return sum(
+            math.log1p(r["error"]) ** 2
+            for r in layers()
+            if (r["kind"], r["precision"], r["hidden"], r["batch"], r["steps"]) in keys
+        )
 
     try:
-        return round(least_log_error([step * 2e-6 for step in range(21)], errors), 9)
+        best = min(itertools.product(*RNN_GRID.values()), key=loss)
+        return {name: round(v, 9) for name, v in zip(RNN_GRID, best, strict=True)}
     finally:
-        gk.RNN_STEP_FLOOR_S = saved
+        for name, v in saved.items():
+            setattr(gr, name, v)
 
 
 def main() -> int:
     if "--fit-rnn" in sys.argv:
-        print(
-            f"RNN_STEP_FLOOR_S fitted on the seeded half: {fit_rnn_floor() * 1e6:.0f} µs "
-            f"(committed: {gk.RNN_STEP_FLOOR_S * 1e6:.0f} µs)"
-        )
+        fitted = fit_rnn()
+        print(f"fitted on the seeded half (seed {FIT_SEED}):")
+        for name, v in fitted.items():
+            print(f"  {name} {v * 1e6:.1f} µs (committed: {getattr(gr, name) * 1e6:.1f} µs)")
     if "--fit" in sys.argv:
         print(
             f"fitted on the seeded half (seed {FIT_SEED}): {fit_misaligned()}  (committed: {gk.MISALIGNED_EFFICIENCY})"
@@ -154,6 +183,9 @@ def main() -> int:
     fit_layers, held_layers = rnn_halves()
     groups["DeepBench LSTM/GRU layers, fit half"] = [r["error"] for r in fit_layers]
     groups["DeepBench LSTM/GRU layers, held-out half"] = [r["error"] for r in held_layers]
+    groups["GPU suites' recurrent networks' steps, four leases at their probes"] = [
+        c["error"] for c in suite_recurrent()
+    ]
     for name in sorted(groups):
         print(f"| {name} | {summary(groups[name])} |")
     return 0

@@ -23,8 +23,8 @@ framework issuing those kernels — is priced in core/estimate/timing.py.
   kernels move at the bandwidth reached (core/estimate/gpu_memory.py); ``compile`` fuses each chain of
   elementwise ops into its neighbour so its bytes are moved once.
 * Attention (``F.scaled_dot_product_attention``, and unfused attention): core/estimate/gpu_attention.py.
-* LSTM/GRU (cuDNN): the input projections of all time steps as one GEMM, then one small GEMM and
-  one pointwise kernel per time step in forward and backward, which a small batch cannot fill.
+* LSTM/GRU (cuDNN): core/estimate/gpu_rnn.py (the algorithm PyTorch picks, the call's fixed cost, the
+  input projections of all time steps as one GEMM, then the time steps one after another).
 * Autocast copies the matrix weights to half precision every step (and their gradients back);
   GradScaler (fp16) unscales and checks every gradient for inf/NaN (gpu_memory.py).
 * The optimizer: PyTorch's foreach implementations (multi-tensor apply): the bytes of its states
@@ -94,16 +94,6 @@ WINOGRAD_KERNEL_AREAS = (9, 25)  # 3 × 3 and 5 × 5 (square, stride 1, undilate
 # peak they reach, by that alignment in bytes: fitted on a seeded half of DeepBench's misaligned shapes
 # timed on that H200, reported on the other half and on the GPT-2 steps (benchmarks/h200_kernels.py).
 MISALIGNED_EFFICIENCY = {2: 0.11, 4: 0.26, 8: 0.24}
-# The shortest a cuDNN recurrent layer's time step takes for its recurrent product, forward and
-# backward alike: each step's product waits for the step before (a chain of dependent kernels inside
-# cuDNN), so a small product in half precision or TF32 costs what the chain's latency does. Fitted on
-# a seeded half of DeepBench's LSTM/GRU layers timed on a lent H200 (least squared log error, 0–40 µs
-# by 2), held out on the other half and the GPU suite's recurrent networks (benchmarks/h200_kernels.py
-# --fit-rnn; docs/accuracy.md, "CUDA: a lent NVIDIA H200"). The chain is the host's: cuDNN launches each
-# time step's kernels from the CPU inside the one library call, so the floor is divided by the host's
-# speed (the H200's host, where it was fitted, measured 1.04 × the reference by the host probe; a lent
-# H100's host at 1.54 × ran the suite's GRU at seq 128 in 0.72–0.76 × the H200's time, docs/accuracy.md).
-RNN_STEP_FLOOR_S = 22e-6
 # Special-function unit throughput (exp2, rcp, rsqrt, …) per SM per clock on compute capability 5.x–9.0:
 # 16 (NVIDIA CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table). Flash attention's
 # softmax runs its exponentials there, beside the tensor cores (core/estimate/gpu_attention.py).
@@ -171,6 +161,7 @@ class GpuFigures:
     nchw_native: bool = False  # NCHW half-precision convolutions without cuDNN's layout transposes
     tf32_cores: bool = False  # TF32 runs on tensor cores (Ampere and later), even where its peak is FP32's
     clock: float = 0.0  # the SM clock sustained, Hz (the boost clock at the power limit; 0: unknown)
+    capability: str = ""  # CUDA compute capability, "9.0" ("": unknown)
 
     @property
     def sfu(self) -> float:
@@ -250,6 +241,7 @@ def figures(device: DeviceSpec, measured: Mapping[str, Any] | None = None) -> Gp
         nchw_native=nchw_native(device),
         tf32_cores=bool(device.tf32_flops),
         clock=_clock_hz(device) * clock,
+        capability=str(device.extra.get("compute_capability", "")),
     )
 
 
@@ -423,25 +415,3 @@ def nchw_transpose_s(io_elems: Any, pointwise: Any, nbytes: int, gpu: GpuFigures
     if gpu.clock <= 0:
         return NCHW_TRANSPOSE_ACCESSES * elems * nbytes / gpu.bandwidth
     return elems / (NCHW_TRANSPOSE_ELEMENTS_PER_CLOCK * gpu.sms * gpu.clock)
-
-
-def rnn_op_s(
-    op: OpWork, b: int, precision: str, gpu: GpuFigures, cudnn_tf32: bool = False, host_speed: float = 1.0
-) -> float:
-    """Seconds of a cuDNN LSTM/GRU layer's forward and backward at batch ``b`` (in ``cudnn_precision``):
-    the input projections of every step and the weight gradients as large GEMMs, then per time step
-    a (b × H)·(H × gates·H) GEMM and a pointwise kernel, forward and backward (cuDNN runs steps one
-    after another), a step no shorter than the host's launch chain (RNN_STEP_FLOOR_S at ``host_speed``)."""
-    precision = cudnn_precision(precision, gpu, cudnn_tf32)
-    gates = 4 if op.name == "lstm" else 3
-    dirs, hidden, in_f, steps = op.rnn
-    peak, nbytes = matmul_peak(precision, gpu)
-    eff = matmul_efficiency(precision, gpu)
-    gh = gates * hidden
-    big = dirs * (
-        3 * gemm_s(b * steps, gh, in_f, peak, gpu, nbytes, eff)  # input projection fwd, dgrad, wgrad
-        + gemm_s(gh, hidden, b * steps, peak, gpu, nbytes, eff)  # recurrent weights' gradient
-    )
-    recurrent = max(gemm_s(b, gh, hidden, peak, gpu, nbytes, eff), RNN_STEP_FLOOR_S / host_speed)
-    step = recurrent + max(KERNEL_FLOOR_S, 10 * b * hidden * 4 / gpu.bandwidth)
-    return big + dirs * steps * 2 * step  # forward and backward steps

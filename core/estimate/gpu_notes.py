@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.estimate.gpu_kernels import hopper_class, nchw_native
+from core.estimate.gpu_kernels import figures, hopper_class, nchw_native
 from core.estimate.gpu_memory import native_batch_norm
+from core.estimate.gpu_rnn import RNN_CALL_S, RNN_PERSIST_STEP_S, RNN_STEP_FLOOR_S, rnn_algorithms
+from core.estimate.op_work import forward_work
 from core.estimate.published_rates import published_note
 from core.hardware.catalogue import DeviceSpec
 from core.network.graph import Graph
@@ -45,14 +47,53 @@ def gpu_kernel_note(device: DeviceSpec, m: ModelAnalysis) -> str:
     return " (default for the device class)"
 
 
-def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec) -> list[str]:
+def recurrent_note(device: DeviceSpec, m: ModelAnalysis, precision: str, batch: int) -> str | None:
+    """Which of cuDNN's algorithms PyTorch runs the recurrent layers with at ``batch`` a GPU
+    (gpu_rnn.rnn_algorithms), and where its persistent kernel would take a layer at another batch."""
+    ops = [op for op in forward_work(m)[0] if op.rnn]
+    if not ops:
+        return None
+    gpu = figures(device)
+    picked = {a for op in ops for a in rnn_algorithms(op, batch, precision, gpu)}
+    persistent = f"about {RNN_PERSIST_STEP_S * 1e6:.0f} µs a time step"
+    if "persist" in picked:
+        return (
+            f"cuDNN's persistent kernel runs the LSTM at batch {batch} a GPU: one kernel for the sequence, "
+            f"{persistent}; PyTorch picks it for a one-layer LSTM in half precision of hidden ≤ 1,024, hidden "
+            "and input multiples of 128, at a batch a GPU that is a multiple of 8 up to 128 (docs/sizing.md §4c)"
+        )
+    if picked == {"small_h"}:
+        return (
+            f"cuDNN's small-hidden persistent kernels run the recurrent layers (hidden ≤ 192 forward, ≤ 128 "
+            f"backward), priced as its persistent kernel, {persistent}: no layer that small was measured"
+        )
+    chain = (
+        f"cuDNN's recurrent layers in its standard algorithm at batch {batch} a GPU: a chain of kernels every "
+        f"time step, launched by the host (at least {RNN_STEP_FLOOR_S * 1e6:.0f} µs a step), and "
+        f"{RNN_CALL_S * 1e3:.1f} ms a layer's call"
+    )
+    if precision not in HALF and any("persist" in rnn_algorithms(op, batch, "fp16_mixed", gpu) for op in ops):
+        chain += f"; under torch.autocast PyTorch gives its LSTM cuDNN's persistent kernel ({persistent})"
+    elif any("persist" in rnn_algorithms(op, b, precision, gpu) for op in ops for b in range(8, 129, 8)):
+        chain += (
+            "; at a batch a GPU that is a multiple of 8 up to 128 PyTorch gives its LSTM cuDNN's persistent "
+            f"kernel ({persistent})"
+        )
+    return chain
+
+
+def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec, batch: int | None = None) -> list[str]:
     """The layout and precision choices that change the kernel model's step: NCHW transposes in half
-    precision, in fp32 whether cuDNN's layers run on TF32, and on CUDA cores whether cuDNN searches
-    its convolution algorithms."""
+    precision, in fp32 whether cuDNN's layers run on TF32, on CUDA cores whether cuDNN searches
+    its convolution algorithms, and the algorithm of cuDNN's recurrent layers at ``batch`` a GPU (the
+    micro-batch; by default the workload's batch)."""
     if not uses_gpu_kernel_model(device, m) or m.graph is None:
         return []
     spatial, cudnn, batch_norm = _cudnn_layers(m.graph)
     out = []
+    rnn = recurrent_note(device, m, t.precision, batch or t.batch_size)
+    if rnn:
+        out.append(rnn)
     # compute capability 8.6/8.9 cards run NCHW half precision as it is (gpu_kernels.NCHW_NATIVE_CAPABILITIES)
     if t.memory_format != "channels_last" and t.precision in HALF and spatial and not nchw_native(device):
         out.append(

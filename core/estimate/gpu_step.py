@@ -29,7 +29,6 @@ from core.estimate.gpu_kernels import (
     matrix_op_s,
     nchw_transpose_s,
     nchw_transposes,
-    rnn_op_s,
     winograd,
 )
 from core.estimate.gpu_memory import (
@@ -42,6 +41,7 @@ from core.estimate.gpu_memory import (
     maxpool_s,
     native_batch_norm,
 )
+from core.estimate.gpu_rnn import rnn_op_s
 from core.hardware.catalogue import DeviceSpec
 
 if TYPE_CHECKING:

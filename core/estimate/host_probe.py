@@ -12,7 +12,7 @@ So `calibrate` times the host probe (resources/host_probe.json) on each CUDA GPU
 this module solves for the host speed at which the engine's own step for the same workload on the
 first of them equals the measured step. The speed then scales every host cost of this machine's GPU
 (the reference's per operator, per step, per cuDNN call: core/estimate/host.py; and the host's launch
-chain of a recurrent layer's time steps, gpu_kernels.rnn_op_s), in place of the speed from its CPU
+chain of a recurrent layer's time steps, gpu_rnn.rnn_op_s), in place of the speed from its CPU
 bench's cost per call (a CPU tensor's call, which leaves out CUDA's launch path).
 """
 

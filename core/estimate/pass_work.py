@@ -112,7 +112,7 @@ def pass_work(
             "attention": large.attention,
             # half precision under torch.autocast (fp32 weights), not a model held in half precision
             "autocast": large.precision_layout == "autocast",
-            "host_speed": speed,  # the host launches a recurrent layer's time steps (gpu_kernels.rnn_op_s)
+            "host_speed": speed,  # the host launches a recurrent layer's time steps (gpu_rnn.rnn_op_s)
         }
         if uses_gpu_kernels(setup):  # the kernels op by op: where the host's dispatch leaves the GPU waiting
             order = gpu_pass(setup, b, **options)

@@ -222,7 +222,7 @@ def size_candidate(
         *([f"cannot run this layout: {layout_problem}"] if layout_problem else []),
         *states_note(t.large, mem.offload_cpu_bytes, mem.offload_nvme_bytes, count),
     ]
-    assumptions += kernel_assumptions(device, m, t)
+    assumptions += kernel_assumptions(device, m, t, micro)
     if max_loaders is not None and st.loader_cores_needed > st.loader_cores and st.loader_cores == max_loaders:
         assert choice is not None
         assumptions.append(

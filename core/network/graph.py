@@ -45,6 +45,9 @@ class Op:
     # the implementation of an op whose eager kernels differ ("rmsnorm_fp32": RMSNorm decomposed in
     # fp32; "rotary_complex" / "rotary_half": rotary embeddings), "" for PyTorch's own module
     variant: str = ""
+    # a recurrent layer's place in its module's one cuDNN call: (index, layers); () for other ops. PyTorch
+    # gives cuDNN's persistent kernel single-layer calls only (core/estimate/gpu_rnn.py rnn_algorithms)
+    rnn_layer: tuple[int, int] = ()
 
 
 @dataclass(frozen=True)

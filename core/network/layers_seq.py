@@ -81,7 +81,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
     gates = 4 if kind == "lstm" else 3
     params = flops = t1 = t2 = 0
     in_f = features
-    for _ in range(layers):
+    for index in range(layers):
         w = gates * hidden * (in_f + hidden)
         layer_params = dirs * (w + (2 * gates * hidden if bias else 0))
         params += layer_params
@@ -93,7 +93,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
         # on PyTorch 2.11–2.13 is about 17·H per step and direction (engine: 2·gates·H + 2·H + 7·H)
         reserve = 7 * hidden if kind == "lstm" else 0
         extra = ((steps * dirs * (2 * gates * hidden + 2 * hidden + reserve), None),)
-        if p > 0 and _ < layers - 1:
+        if p > 0 and index < layers - 1:
             extra += ((steps * dirs * hidden, 1),)
         biases = (gates * hidden,) * 2 if bias else ()
         x = g.op(
@@ -110,6 +110,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             # per direction: input and hidden weights, then their biases
             tensor_sizes=dirs * (gates * hidden * in_f, gates * hidden * hidden, *biases),
         )
+        g.ops[-1] = replace(g.ops[-1], rnn_layer=(index, layers))
         in_f = dirs * hidden
     out_shape = (steps, dirs * hidden)
     g.row(LayerRow(path, kind, out_shape, params, flops, t1, t2, steps * dirs * hidden * gates * layers))

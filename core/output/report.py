@@ -248,7 +248,7 @@ def _assumptions(result: SizingResult, best: CandidateResult | None) -> tuple[tu
     # device's kind (core.estimate.activations.activation_note; None when all are the defaults)
     kind = "cpu" if best is not None and best.device.kind == "cpu" else "gpu"
     kernels = activation_note(t.large, t.checkpointing, kind, t.precision)
-    gpu = kernel_assumptions(best.device, result.workload.analysis, t) if best is not None else []
+    gpu = kernel_assumptions(best.device, result.workload.analysis, t, best.micro_batch) if best is not None else []
     c, d = result.workload.cost, result.workload.data
     out = [
         (

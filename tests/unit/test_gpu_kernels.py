@@ -253,7 +253,7 @@ def test_the_step_sums_the_kernels_op_by_op(
     # sum as matrix_op_s, rnn_op_s, attention_op_s and elementwise_s op by op, and each op's forward
     # and backward seconds (the order the device runs them in) add up to it
     from core.estimate.gpu_attention import attention_op_s
-    from core.estimate.gpu_kernels import KERNEL_FLOOR_S, matrix_op_s, rnn_op_s
+    from core.estimate.gpu_kernels import KERNEL_FLOOR_S, matrix_op_s
     from core.estimate.gpu_memory import (
         autocast_cast_s,
         batchnorm_channel_s,
@@ -263,6 +263,7 @@ def test_the_step_sums_the_kernels_op_by_op(
         gamma_beta_s,
         maxpool_s,
     )
+    from core.estimate.gpu_rnn import rnn_op_s
     from core.estimate.gpu_step import pass_kernels
     from core.estimate.op_work import ELEMENT_ACCESSES, forward_work
     from core.network.model import analyze_model

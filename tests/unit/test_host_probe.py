@@ -143,17 +143,20 @@ def test_the_h100_suite_on_a_faster_host_holds_once_its_host_is_calibrated() -> 
     # fitted; its host ran the seed MLP in 1.10 ms against the reference host's 1.69
     assert host_calibration(H100_SUITE)["host"][SPEED_KEY] == pytest.approx(1.54, abs=0.01)
     within, mean = _summary(cases(H100_SUITE))
-    # at the reference host's speed: host-bound steps too slow (93, 28 % before the host's prices were fitted
-    # on the probed suites)
-    assert (within, round(mean, 2)) == (103, 0.25)
+    # at the reference host's speed: host-bound steps too slow (103 before cuDNN's recurrent algorithms and a
+    # layer's fixed cost; 93, 28 % before the host's prices were fitted on the probed suites)
+    assert (within, round(mean, 2)) == (104, 0.25)
     within, mean = _summary(list(_calibrated(H100_SUITE)))
-    # 153 of 172 (89 %), 12.3 %, without the one fp16 step GradScaler skipped the optimizer of (154 of 173 with
-    # it; 157, 12.6 % before the host's prices were fitted on the probed suites; 154, 13.4 % before the row
-    # reductions' prices; 153, 14.0 % before eager fp32 scores)
-    assert len(_calibrated(H100_SUITE)) == 172 and within >= 153 and mean <= 0.13
-    # its recurrent networks: cuDNN's time steps launched by the faster host (gpu_kernels.RNN_STEP_FLOOR_S)
+    # 152 of 172 (88 %), 12.3 %, without the one fp16 step GradScaler skipped the optimizer of (153 before
+    # cuDNN's recurrent algorithms and a layer's fixed cost; 154 of 173 with it; 157, 12.6 % before the host's
+    # prices were fitted on the probed suites; 154, 13.4 % before the row reductions' prices; 153, 14.0 % before
+    # eager fp32 scores)
+    assert len(_calibrated(H100_SUITE)) == 172 and within >= 152 and mean <= 0.13
+    # its recurrent networks: cuDNN's time steps launched by the faster host (gpu_rnn.RNN_STEP_FLOOR_S)
     within, _ = _summary([r for r in _calibrated(H100_SUITE) if r["family"] == "rnn"])
-    assert within >= 10  # of 12; 6 with the floor at the reference host's
+    # of 12: 9 (10 before the layer's fixed cost, its two-layer LSTM bf16 b64 −22 → −26 %); 6 with the floor at
+    # the reference host's
+    assert within >= 9
 
 
 def test_a_third_h100_lease_on_fresh_cases_holds_with_the_probe_on_each_line() -> None:
@@ -178,12 +181,14 @@ def test_a_third_h100_lease_on_fresh_cases_holds_with_the_probe_on_each_line() -
 # skipped, benchmarks/fp16_skips.py)
 SPEC9_MISSES = {
     H100_SUITE: "the first H100 lease's 172 training steps, at the one probe its lease measured (tests/fixtures/gpu/"
-    "hosts.json): 153 within 25 % (89 %; bar 90 %), mean 12.3 % (bar 15 %, met): 157 of 173 (91 %) before the host's "
+    "hosts.json): 152 within 25 % (88 %; bar 90 %), mean 12.3 % (bar 15 %, met; 153 before cuDNN's recurrent "
+    "algorithms): 157 of 173 (91 %) before the host's "
     "prices were fitted on the probed suites, which gained 8 on the H200's first suite, 12 on its second and 13 on "
     "the fourth H100's (docs/accuracy.md)",
-    H100_FOURTH: "a fourth H100 lease's 391 fresh training steps, each at its own probe: 322 within 25 % (82 %; bar "
-    "90 %), mean 14.2 % (bar 15 %, met; 312 of 397 and 16.1 % before the host's prices were fitted on the probed "
-    "suites, half of this one among them); its device-bound steps 147 of 162 (91 %), its host-bound ones 175 of 229 "
+    H100_FOURTH: "a fourth H100 lease's 391 fresh training steps, each at its own probe: 326 within 25 % (83 %; bar "
+    "90 %), mean 14.1 % (bar 15 %, met; 322 before cuDNN's recurrent algorithms; 312 of 397 and 16.1 % before the "
+    "host's prices were fitted on the probed suites, half of this one among them); its device-bound steps 151 of 162 "
+    "(93 %), its host-bound ones 175 of 229 "
     "(76 %): the lease's "
     "host probe moved 1.17–2.07 ms within the hour, and a probe taken every 25 steps tracks the host's speed at "
     "each step loosely (docs/accuracy.md, 'A fourth H100 lease')",
@@ -254,17 +259,19 @@ def test_the_workers_probe_times_a_real_training_step() -> None:
 
 
 def test_a_recurrent_layers_time_steps_are_launched_by_the_host() -> None:
-    from core.estimate.gpu_kernels import RNN_STEP_FLOOR_S, figures, rnn_op_s
+    from core.estimate.gpu_kernels import figures
+    from core.estimate.gpu_rnn import RNN_CALL_S, RNN_STEP_FLOOR_S, rnn_op_s
     from core.estimate.op_work import forward_work
     from core.network.model import analyze_model
 
     ops, _ = forward_work(analyze_model(accuracy_models()["lstm-lm"]))
     lstm = next(op for op in ops if op.rnn)
     gpu = figures(H100)
-    # at batch 4 every time step is at the floor: a host twice as fast takes half of it off each step
+    # at batch 4 every time step is at the floor: a host twice as fast takes half of it off each step, and
+    # half of the call's fixed cost (cuDNN's setup of the layer, on the host)
     slow, fast = (rnn_op_s(lstm, 4, "bf16_mixed", gpu, host_speed=s) for s in (1.0, 2.0))
     dirs, _, _, steps = lstm.rnn
-    assert slow - fast == pytest.approx(dirs * steps * 2 * RNN_STEP_FLOOR_S / 2)
+    assert slow - fast == pytest.approx((dirs * steps * 2 * RNN_STEP_FLOOR_S + RNN_CALL_S) / 2)
 
 
 def test_a_suite_line_sized_at_the_host_probe_it_carries() -> None:
