@@ -93,8 +93,12 @@ def test_wider_and_deeper_never_cost_less(kind, width, depth, batch, extra, opt,
     base = cost(workload(kind(width, depth), batch, 10_000, 2, opt, prec))
     wider = cost(workload(kind(width + extra, depth), batch, 10_000, 2, opt, prec))
     deeper = cost(workload(kind(width, depth + 1), batch, 10_000, 2, opt, prec))
-    assert wider[0] >= base[0] and wider[1] >= base[1]
-    assert deeper[0] >= base[0] and deeper[1] >= base[1]
+    # time to a millionth: on a GPU the host's dispatch may leave the device waiting, and the wait spreads the
+    # pass's work beyond its kernels (autocast's casts) over them in proportion (pass_work._device_waits), so a
+    # wider layer can move a few nanoseconds of it off the stretch the device waits on (a CNN of 4 → 5 channels
+    # in fp16 at batch 619 on the RTX 4090: 3.191328 → 3.191302 ms a step, found by this test on 2026-11-27)
+    assert wider[0] >= base[0] and wider[1] >= base[1] * (1 - 1e-6)
+    assert deeper[0] >= base[0] and deeper[1] >= base[1] * (1 - 1e-6)
 
 
 @settings(max_examples=60, deadline=None)
