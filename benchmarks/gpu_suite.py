@@ -12,6 +12,7 @@ be held against it (benchmarks/accuracy_cuda_recorded.py reads such files).
     python3 benchmarks/gpu_suite.py --device cpu --quick           # a smoke run without a GPU
     python3 benchmarks/gpu_suite.py --random 60 --seed 7 --random-only --family "random cnn" --isolate
     python3 benchmarks/gpu_suite.py --ladder --isolate --probe-every 1 --out ladder.jsonl   # host_ladder.py reads it
+    python3 benchmarks/gpu_suite.py --recurrent --probe-every 1 --out rnn.jsonl   # recurrent_grid.py reads it
 
 How a step is measured (as the recorded steps were): inputs are random tensors already on the
 device; the loss is cross-entropy on the logits in fp32; mixed precision is ``torch.autocast`` with
@@ -65,7 +66,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite_networks import all_layers, ladder_networks, networks, random_network  # noqa: E402
+from benchmarks.suite_networks import (  # noqa: E402
+    all_layers,
+    ladder_cases,
+    networks,
+    random_network,
+    recurrent_cases,
+    suite_case,
+)
 
 PRECISIONS = ("fp32", "tf32", "bf16_mixed", "fp16_mixed")
 PROBE_EVERY = 25  # cases between two timings of the host probe
@@ -119,19 +127,6 @@ def host_probe_s(device: str) -> float:
     return float(calibrate.host_probe(torch, torch.device(device)))
 
 
-def _case(name: str, family: str, model: dict[str, Any], batch: int, precision: str, fmt: str) -> dict[str, Any]:
-    """One case to measure: a network in one precision, batch and memory format (attention as SDPA picks)."""
-    return {
-        "name": name,
-        "family": family,
-        "model": model,
-        "batch": batch,
-        "precision": precision,
-        "memory_format": fmt,
-        "attention": "auto",
-    }
-
-
 def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
     """Every (network, precision, batch, memory format) to measure; ``quick``: a few small ones."""
     nets = networks()
@@ -156,7 +151,7 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
         for precision in PRECISIONS:
             for batch in batches:
                 for fmt in ("contiguous", "channels_last") if image else ("contiguous",):
-                    out.append(_case(name, family, model, batch, precision, fmt))
+                    out.append(suite_case(name, family, model, batch, precision, fmt))
                 # transformers also with the attention written out in Python (Hugging Face's eager)
                 if attends and batch == batches[0]:
                     out.append({**out[-1], "attention": "eager"})
@@ -180,23 +175,6 @@ def cases(quick: bool, random_count: int, seed: int) -> list[dict[str, Any]]:
             and c["memory_format"] == "contiguous"
             and c["attention"] == "auto"
         ]
-    return out
-
-
-LADDER_PRECISIONS = ("fp32", "bf16_mixed")  # bf16: autocast's casts around each layer, cuDNN in half
-LADDER_BATCH = 8
-
-
-def ladder_cases(quick: bool) -> list[dict[str, Any]]:
-    """The host-cost ladder (suite_networks.LADDER_BLOCKS) at batch LADDER_BATCH in fp32 and bf16, NCHW;
-    ``quick``: depths 1 and 2 in fp32, batch 4."""
-    out = [
-        _case(name, family, model, LADDER_BATCH, precision, "contiguous")
-        for name, (model, family) in ladder_networks().items()
-        for precision in LADDER_PRECISIONS
-    ]
-    if quick:
-        out = [{**c, "batch": 4} for c in out if c["precision"] == "fp32" and c["name"].endswith(("-x1", "-x2"))]
     return out
 
 
@@ -343,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"cases between two timings of the host probe (default {PROBE_EVERY}; 1: before and after each case)",
     )
     ap.add_argument(
+        "--recurrent",
+        action="store_true",
+        help="only the recurrent-algorithm grid: one-layer LSTMs and GRUs of hidden 64 to 512 and a two-layer "
+        "LSTM at batch 20, 64 and 256 in fp32, bf16 and fp16 (benchmarks/recurrent_grid.py reads what it measures)",
+    )
+    ap.add_argument(
         "--ladder",
         action="store_true",
         help="only the host-cost ladder: linear and convolutional blocks stacked 1, 2, 4 and 8 deep, batch 8 "
@@ -382,14 +366,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.case_json:
         return _run_isolated_case(json.loads(args.case_json))
-    if args.ladder:
-        if args.random or args.seed or args.random_only:
-            print(
-                "gpu_suite: --ladder measures its own networks: --random, --seed and --random-only do not apply",
-                file=sys.stderr,
-            )
-            return 2
-        todo = ladder_cases(args.quick)
+    grid = "--ladder" if args.ladder else "--recurrent" if args.recurrent else ""
+    if args.ladder and args.recurrent:
+        print("gpu_suite: --ladder and --recurrent are two recordings: one at a time", file=sys.stderr)
+        return 2
+    if grid and (args.random or args.seed or args.random_only):
+        print(
+            f"gpu_suite: {grid} measures its own networks: --random, --seed and --random-only do not apply",
+            file=sys.stderr,
+        )
+        return 2
+    if grid:
+        todo = ladder_cases(args.quick) if args.ladder else recurrent_cases(args.quick)
     else:
         todo = cases(args.quick, args.random or (1 if args.quick else 0), args.seed)
     if args.random_only:

@@ -247,10 +247,80 @@ def ladder_networks() -> dict[str, tuple[dict[str, Any], str]]:
     return nets
 
 
+# The recurrent-algorithm grid (gpu_suite.py --recurrent, benchmarks/recurrent_grid.py reads it): one-layer
+# LSTMs and GRUs either side of PyTorch's choices of cuDNN's algorithm (core/estimate/gpu_rnn.py
+# rnn_algorithms) at RECURRENT_SEQ time steps: hidden 64 and 128 (the small-hidden kernels forward and
+# backward), 192 (forward only), 256 and 512 (the persistent kernel in half precision at a batch a multiple
+# of 8 up to 128), and a two-layer LSTM of 256 (one call, never persistent). No suite has measured a hidden
+# size under 256: the small-hidden kernels are priced as the persistent one, unmeasured.
+RECURRENT_HIDDEN = (64, 128, 192, 256, 512)
+RECURRENT_SEQ = 64
+RECURRENT_VOCAB = 1000
+
+
+def recurrent_networks() -> dict[str, tuple[dict[str, Any], str]]:
+    """The recurrent grid's networks: name → (model, family "recurrent lstm" or "recurrent gru")."""
+    nets = {}
+    for kind in ("lstm", "gru"):
+        for hidden in RECURRENT_HIDDEN:
+            nets[f"rnn-{kind}-{hidden}"] = (rnn(kind, hidden, 1, RECURRENT_SEQ, RECURRENT_VOCAB), f"recurrent {kind}")
+    nets["rnn-lstm-256x2"] = (rnn("lstm", 256, 2, RECURRENT_SEQ, RECURRENT_VOCAB), "recurrent lstm")
+    return nets
+
+
 def all_layers(model: dict[str, Any]) -> list[dict[str, Any]]:
     """Every layer of a model, those inside repeat and residual containers included."""
     out = []
     for layer in model.get("layers", []):
         out.append(layer)
         out += all_layers({"layers": layer.get("layers", []) + layer.get("shortcut", [])})
+    return out
+
+
+def suite_case(name: str, family: str, model: dict[str, Any], batch: int, precision: str, fmt: str) -> dict[str, Any]:
+    """One case to measure: a network in one precision, batch and memory format (attention as SDPA picks)."""
+    return {
+        "name": name,
+        "family": family,
+        "model": model,
+        "batch": batch,
+        "precision": precision,
+        "memory_format": fmt,
+        "attention": "auto",
+    }
+
+
+LADDER_PRECISIONS = ("fp32", "bf16_mixed")  # bf16: autocast's casts around each layer, cuDNN in half
+LADDER_BATCH = 8
+
+
+RECURRENT_PRECISIONS = ("fp32", "bf16_mixed", "fp16_mixed")  # autocast runs cuDNN's layers in fp16 either way
+RECURRENT_BATCHES = (20, 64, 256)  # not a multiple of 8; one; past 128 (PyTorch's persistent rule)
+
+
+def recurrent_cases(quick: bool) -> list[dict[str, Any]]:
+    """The recurrent-algorithm grid (suite_networks.recurrent_networks) in RECURRENT_PRECISIONS at
+    RECURRENT_BATCHES; ``quick``: hidden 64 and 256 in fp32 at batch 4."""
+    out = [
+        suite_case(name, family, model, batch, precision, "contiguous")
+        for name, (model, family) in recurrent_networks().items()
+        for precision in RECURRENT_PRECISIONS
+        for batch in RECURRENT_BATCHES
+    ]
+    if quick:
+        keep = ("rnn-lstm-64", "rnn-lstm-256")
+        out = [{**c, "batch": 4} for c in out if c["name"] in keep and c["precision"] == "fp32" and c["batch"] == 20]
+    return out
+
+
+def ladder_cases(quick: bool) -> list[dict[str, Any]]:
+    """The host-cost ladder (suite_networks.LADDER_BLOCKS) at batch LADDER_BATCH in fp32 and bf16, NCHW;
+    ``quick``: depths 1 and 2 in fp32, batch 4."""
+    out = [
+        suite_case(name, family, model, LADDER_BATCH, precision, "contiguous")
+        for name, (model, family) in ladder_networks().items()
+        for precision in LADDER_PRECISIONS
+    ]
+    if quick:
+        out = [{**c, "batch": 4} for c in out if c["precision"] == "fp32" and c["name"].endswith(("-x1", "-x2"))]
     return out
