@@ -114,6 +114,19 @@ def recorded(path: Path = DEFAULT) -> list[dict]:
     return out
 
 
+def probed_gpu_lines(path: Path, lines: list[dict], needs: str) -> bool:
+    """Whether ``lines`` (of ``path``) are each sized at their own host probe: every one carries it (True) or
+    none (False, the reference host's). Raises ValueError for lines measured off the recorded GPUs (``needs``
+    says what reads them) or a mix of probed and unprobed lines (two recordings)."""
+    others = sorted({str(m.get("device")) for m in lines} - set(DEVICES))
+    if others:
+        raise ValueError(f"{path}: measured on {', '.join(others)}; {needs}, on one of {', '.join(DEVICES)}")
+    probed = {bool(m.get("host_probe_s")) for m in lines}
+    if len(probed) > 1:
+        raise ValueError(f"{path}: some lines carry a host probe and some do not: a mix of two recordings")
+    return probed == {True}
+
+
 def conv_halves(lines: list[dict], seed: int = FIT_SEED) -> tuple[list[dict], list[dict]]:
     """The convolutional networks' steps: (fit half, held-out half), by a seeded shuffle."""
     return seeded_halves([m for m in lines if m["family"] in CONV_FAMILIES], seed)

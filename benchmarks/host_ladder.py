@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.accuracy_suite_recorded import DEVICES, cases, recorded  # noqa: E402
+from benchmarks.accuracy_suite_recorded import cases, probed_gpu_lines, recorded  # noqa: E402
 
 DEPTH = re.compile(r"^ladder-(?P<block>.+)-x(?P<depth>\d+)$")
 
@@ -40,16 +40,7 @@ def ladder_rows(path: Path) -> list[dict]:
     lines = recorded(path)
     if not lines:
         raise ValueError(f"{path}: no lines")
-    others = sorted({str(m.get("device")) for m in lines} - set(DEVICES))
-    if others:
-        raise ValueError(
-            f"{path}: measured on {', '.join(others)}; the ladder prices a GPU's host, on one of "
-            f"{', '.join(DEVICES)} (gpu_suite.py --ladder --device cuda)"
-        )
-    probed = {bool(m.get("host_probe_s")) for m in lines}
-    if len(probed) > 1:
-        raise ValueError(f"{path}: some lines carry a host probe and some do not: a mix of two recordings")
-    calibrated = probed == {True}
+    calibrated = probed_gpu_lines(path, lines, "the ladder prices a GPU's host (gpu_suite.py --ladder --device cuda)")
     issued = {m.get("host_issue_s") is not None for m in lines}
     if len(issued) > 1:
         raise ValueError(f"{path}: some lines carry the host's issue time and some do not: a mix of two recordings")

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.accuracy_suite_recorded import DEVICES, cases, recorded, summary  # noqa: E402
+from benchmarks.accuracy_suite_recorded import DEVICES, cases, probed_gpu_lines, recorded, summary  # noqa: E402
 from core.estimate.gpu_kernels import figures  # noqa: E402
 from core.estimate.gpu_rnn import rnn_algorithms  # noqa: E402
 from core.estimate.op_work import forward_work  # noqa: E402
@@ -41,13 +41,7 @@ def grid_rows(path: Path) -> list[dict]:
     lines = [m for m in recorded(path) if str(m.get("family", "")).startswith("recurrent ")]
     if not lines:
         raise ValueError(f"{path}: no line of the recurrent grid (gpu_suite.py --recurrent)")
-    others = sorted({str(m.get("device")) for m in lines} - set(DEVICES))
-    if others:
-        raise ValueError(f"{path}: measured on {', '.join(others)}; the grid is read on one of {', '.join(DEVICES)}")
-    probed = {bool(m.get("host_probe_s")) for m in lines}
-    if len(probed) > 1:
-        raise ValueError(f"{path}: some lines carry a host probe and some do not: a mix of two recordings")
-    rows = cases(path, lines, calibrated=probed == {True})
+    rows = cases(path, lines, calibrated=probed_gpu_lines(path, lines, "the grid prices a GPU's layers"))
     for r, m in zip(rows, lines, strict=True):
         r["algorithms"] = algorithms(m)
     return rows
