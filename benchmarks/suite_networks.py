@@ -227,6 +227,8 @@ LADDER_BLOCKS = {
     ],
 }
 LADDER_DEPTHS = (1, 2, 4, 8)
+LADDER_PRECISIONS = ("fp32", "bf16_mixed")  # bf16: autocast's casts around each layer, cuDNN in half
+LADDER_BATCHES = (8,)
 
 
 def ladder_networks() -> dict[str, tuple[dict[str, Any], str]]:
@@ -256,6 +258,8 @@ def ladder_networks() -> dict[str, tuple[dict[str, Any], str]]:
 RECURRENT_HIDDEN = (64, 128, 192, 256, 512)
 RECURRENT_SEQ = 64
 RECURRENT_VOCAB = 1000
+RECURRENT_PRECISIONS = ("fp32", "bf16_mixed", "fp16_mixed")  # autocast runs cuDNN's layers in fp16 either way
+RECURRENT_BATCHES = (20, 64, 256)  # not a multiple of 8; one; past 128 (PyTorch's persistent rule)
 
 
 def recurrent_networks() -> dict[str, tuple[dict[str, Any], str]]:
@@ -290,37 +294,32 @@ def suite_case(name: str, family: str, model: dict[str, Any], batch: int, precis
     }
 
 
-LADDER_PRECISIONS = ("fp32", "bf16_mixed")  # bf16: autocast's casts around each layer, cuDNN in half
-LADDER_BATCH = 8
-
-
-RECURRENT_PRECISIONS = ("fp32", "bf16_mixed", "fp16_mixed")  # autocast runs cuDNN's layers in fp16 either way
-RECURRENT_BATCHES = (20, 64, 256)  # not a multiple of 8; one; past 128 (PyTorch's persistent rule)
-
-
-def recurrent_cases(quick: bool) -> list[dict[str, Any]]:
-    """The recurrent-algorithm grid (suite_networks.recurrent_networks) in RECURRENT_PRECISIONS at
-    RECURRENT_BATCHES; ``quick``: hidden 64 and 256 in fp32 at batch 4."""
-    out = [
+def _grid_cases(
+    nets: dict[str, tuple[dict[str, Any], str]], precisions: tuple[str, ...], batches: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """Every network of a grid in each precision at each batch, NCHW."""
+    return [
         suite_case(name, family, model, batch, precision, "contiguous")
-        for name, (model, family) in recurrent_networks().items()
-        for precision in RECURRENT_PRECISIONS
-        for batch in RECURRENT_BATCHES
+        for name, (model, family) in nets.items()
+        for precision in precisions
+        for batch in batches
     ]
-    if quick:
-        keep = ("rnn-lstm-64", "rnn-lstm-256")
-        out = [{**c, "batch": 4} for c in out if c["name"] in keep and c["precision"] == "fp32" and c["batch"] == 20]
-    return out
 
 
 def ladder_cases(quick: bool) -> list[dict[str, Any]]:
-    """The host-cost ladder (suite_networks.LADDER_BLOCKS) at batch LADDER_BATCH in fp32 and bf16, NCHW;
-    ``quick``: depths 1 and 2 in fp32, batch 4."""
-    out = [
-        suite_case(name, family, model, LADDER_BATCH, precision, "contiguous")
-        for name, (model, family) in ladder_networks().items()
-        for precision in LADDER_PRECISIONS
-    ]
+    """The host-cost ladder (LADDER_BLOCKS) at LADDER_BATCHES in LADDER_PRECISIONS; ``quick``: depths 1 and 2
+    in fp32, batch 4."""
+    out = _grid_cases(ladder_networks(), LADDER_PRECISIONS, LADDER_BATCHES)
     if quick:
         out = [{**c, "batch": 4} for c in out if c["precision"] == "fp32" and c["name"].endswith(("-x1", "-x2"))]
+    return out
+
+
+def recurrent_cases(quick: bool) -> list[dict[str, Any]]:
+    """The recurrent-algorithm grid (recurrent_networks) in RECURRENT_PRECISIONS at RECURRENT_BATCHES;
+    ``quick``: hidden 64 and 256 in fp32 at batch 4."""
+    out = _grid_cases(recurrent_networks(), RECURRENT_PRECISIONS, RECURRENT_BATCHES)
+    if quick:
+        keep = ("rnn-lstm-64", "rnn-lstm-256")
+        out = [{**c, "batch": 4} for c in out if c["name"] in keep and c["precision"] == "fp32" and c["batch"] == 20]
     return out

@@ -63,7 +63,7 @@ def _capability(gpu: GpuFigures) -> tuple[int, int]:
 def _persist_static(op: Any, b: int, precision: str, gpu: GpuFigures) -> bool:
     """Whether PyTorch runs ``op`` at batch ``b`` with cuDNN's PERSIST_STATIC algorithm."""
     dirs, hidden, in_f, steps = op.rnn
-    layers = (getattr(op, "rnn_layer", ()) or (0, 1))[1]
+    layers = getattr(op, "rnn_layers", 1)
     if precision not in HALF_RNN_PRECISIONS or layers != 1 or dirs != 1:
         return False
     if hidden > 1024 or hidden % 128 or in_f % 128:

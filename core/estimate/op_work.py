@@ -127,7 +127,7 @@ class OpWork:
     kernel_area: int = 0  # a convolution's kernel height × width
     winograd_shape: bool = False  # square kernel, stride 1, undilated, ungrouped (graph.Op.winograd_shape)
     # what the GPU kernel model needs from the layer graph: name, forward GEMM's rows per sample, n, k, in/out
-    # elements a sample, a recurrent layer's (directions, hidden, input, steps) and (index, layers), causal mask
+    # elements a sample, a recurrent layer's (directions, hidden, input, steps) and its module's layers, causal mask
     name: str = ""
     gemm_rows: float = 0.0
     gemm_n: float = 0.0
@@ -135,7 +135,7 @@ class OpWork:
     in_elems: float = 0.0
     out_elems: float = 0.0
     rnn: tuple[int, int, int, int] = ()  # type: ignore[assignment]
-    rnn_layer: tuple[int, int] = ()  # type: ignore[assignment]
+    rnn_layers: int = 1
     causal: bool = False
     # attention: L×L×heads score elements per sample, query heads, dropout on the attention weights
     # (what the math and eager kernels move over the scores)
@@ -199,7 +199,7 @@ def _gemm_fields(g: Graph, op: Op) -> dict[str, Any]:
         in_f = max(1, round(op.tensor_sizes[0] / (gates * hidden)))
         dirs = max(1, round(op.matmul_params / (gates * hidden * (in_f + hidden))))
         fields["rnn"] = (dirs, hidden, in_f, max(1, round(fields["out_elems"] / (dirs * hidden))))
-        fields["rnn_layer"] = op.rnn_layer or (0, 1)
+        fields["rnn_layers"] = op.rnn_layers or 1
     elif op.flops and op.matmul_params and op.name != "sdpa":
         rows = op.flops / (2 * op.matmul_params)
         n = fields["out_elems"] / rows

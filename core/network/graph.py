@@ -45,9 +45,9 @@ class Op:
     # the implementation of an op whose eager kernels differ ("rmsnorm_fp32": RMSNorm decomposed in
     # fp32; "rotary_complex" / "rotary_half": rotary embeddings), "" for PyTorch's own module
     variant: str = ""
-    # a recurrent layer's place in its module's one cuDNN call: (index, layers); () for other ops. PyTorch
-    # gives cuDNN's persistent kernel single-layer calls only (core/estimate/gpu_rnn.py rnn_algorithms)
-    rnn_layer: tuple[int, int] = ()
+    # a recurrent layer: the layers of its module's one cuDNN call (0 for other ops); PyTorch gives cuDNN's
+    # persistent kernel single-layer calls only (core/estimate/gpu_rnn.py rnn_algorithms)
+    rnn_layers: int = 0
 
 
 @dataclass(frozen=True)

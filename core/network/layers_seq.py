@@ -110,7 +110,7 @@ def recurrent(spec: Mapping[str, Any], path: str, shape: Shape, x: int, g: Graph
             # per direction: input and hidden weights, then their biases
             tensor_sizes=dirs * (gates * hidden * in_f, gates * hidden * hidden, *biases),
         )
-        g.ops[-1] = replace(g.ops[-1], rnn_layer=(index, layers))
+        g.ops[-1] = replace(g.ops[-1], rnn_layers=layers)
         in_f = dirs * hidden
     out_shape = (steps, dirs * hidden)
     g.row(LayerRow(path, kind, out_shape, params, flops, t1, t2, steps * dirs * hidden * gates * layers))
