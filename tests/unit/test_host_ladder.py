@@ -14,6 +14,7 @@ from benchmarks import gpu_suite, host_ladder
 from benchmarks.accuracy_suite_recorded import cases
 from benchmarks.suite_networks import LADDER_DEPTHS, ladder_networks
 from core.spec.workload import parse_workload
+from tests.suite_lines import suite_lines, write_lines
 
 
 def test_the_ladder_stacks_each_block_one_to_eight_deep() -> None:
@@ -37,27 +38,14 @@ def _lines(tmp_path: Path, extra_per_conv_block_s: float = 0.0, probe_s: float |
     """Ladder lines on the recorded H100 whose measured host seconds are the model's own (at the reference
     host, or with ``probe_s`` on every line at that probe's speed), plus ``extra_per_conv_block_s`` a block for
     the convolution-only ladder."""
-    path = tmp_path / "ladder.jsonl"
-    lines = []
-    for c in gpu_suite.ladder_cases(quick=False):
-        training = {"batch_size": c["batch"], "epochs": 1, "optimizer": "adamw", "precision": c["precision"]}
-        lines.append(
-            {
-                "name": c["name"],
-                "family": c["family"],
-                "step_time_s": 1.0,
-                "device": "NVIDIA H100 80GB HBM3",
-                "workload": {"model": c["model"], "data": {"samples": 80}, "training": training},
-                **({"host_probe_s": probe_s} if probe_s else {}),
-            }
-        )
-    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    probe = {"host_probe_s": probe_s} if probe_s else {}
+    lines = suite_lines(gpu_suite.ladder_cases(quick=False), samples=80, **probe)
+    path = write_lines(tmp_path / "ladder.jsonl", lines)
     for m, r in zip(lines, cases(path, calibrated=probe_s is not None), strict=True):
         depth = int(host_ladder.DEPTH.match(m["name"])["depth"])
         extra = extra_per_conv_block_s * depth if m["family"] == "ladder conv" else 0.0
         m["host_issue_s"] = m["step_time_s"] = r["predicted_host_s"] + extra
-    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
-    return path
+    return write_lines(path, lines)
 
 
 def test_a_host_that_pays_what_the_model_prices_reads_one_for_every_block(tmp_path: Path) -> None:

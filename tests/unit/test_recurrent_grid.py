@@ -4,7 +4,6 @@ model prices — the small-hidden kernels never yet — and the reader sets each
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -13,30 +12,17 @@ import pytest
 from benchmarks import gpu_suite, recurrent_grid
 from benchmarks.accuracy_suite_recorded import cases
 from core.spec.workload import parse_workload
-
-H100 = "NVIDIA H100 80GB HBM3"
+from tests.suite_lines import H100, suite_lines, write_lines
 
 
 def _lines(tmp_path: Path, device: str = H100, scale: float = 1.0) -> Path:
     """The grid's lines on a lent H100 whose measured steps are the model's own × ``scale``."""
-    path = tmp_path / "rnn.jsonl"
-    lines = []
-    for c in gpu_suite.recurrent_cases(quick=False):
-        training = {"batch_size": c["batch"], "epochs": 1, "optimizer": "adamw", "precision": c["precision"]}
-        lines.append(
-            {
-                "name": c["name"],
-                "family": c["family"],
-                "step_time_s": 1.0,
-                "device": device,
-                "workload": {"model": c["model"], "data": {"samples": 1024}, "training": training},
-            }
-        )
-    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    lines = suite_lines(gpu_suite.recurrent_cases(quick=False), device)
+    path = write_lines(tmp_path / "rnn.jsonl", lines)
     if device == H100:
         for m, r in zip(lines, cases(path), strict=True):
             m["step_time_s"] = r["predicted_s"] * scale
-        path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+        write_lines(path, lines)
     return path
 
 
