@@ -127,8 +127,14 @@ def test_what_if_recomputes_on_the_results_page(qtbot, main_window) -> None:
     after = {c.device.name: c.memory.total for c in wiz.result.candidates}
     assert all(after[k] > before[k] for k in before)
     assert wiz.doc["training"]["batch_size"] == 8192 and wiz.training.batch.value() == 8192
+    assert wiz.candidates.max_gpus.value() == 1  # the GPU count was not changed: its page stays as it was
     wiz.results.gpus.setValue(4)
     assert max(c.count for c in wiz.result.candidates) == 4
+    # each what-if reaches the page its field belongs to (a page is loaded again only when its field changed)
+    assert wiz.candidates.max_gpus.value() == 4 and wiz.training.batch.value() == 8192
+    wiz.results.precision.setCurrentIndex(wiz.results.precision.findData("bf16_mixed"))
+    assert wiz.training.precision.currentData() == "bf16_mixed"
+    assert wiz.result.workload.training.precision == "bf16_mixed"
     # every row of the table shows the recomputed memory of its own candidate
     by_row = {(c.device.name, str(c.count)): fmt_bytes(c.memory.total) for c in wiz.result.candidates}
     shown = dict(

@@ -1,0 +1,70 @@
+"""The results page's candidate table, held by Qt's item model (a view paints it without calling Python)."""
+
+from __future__ import annotations
+
+import copy
+
+from PySide6.QtCore import QSortFilterProxyModel, Qt
+
+from core.estimate.sizing import size_workload
+from core.hardware.catalogue import find_device, load_catalogue
+from core.network.presets import load_presets
+from core.spec.workload import parse_workload
+from core.units import fmt_bytes
+from gui.models.candidate_table_model import (
+    COL_COUNT,
+    COL_DEVICE,
+    COL_FITS,
+    COL_MEMORY,
+    COL_STEP,
+    HEADERS,
+    ROW_ROLE,
+    SORT_ROLE,
+    CandidateTableModel,
+)
+
+
+def _sized():
+    preset = load_presets()["llama-8b"]
+    doc = copy.deepcopy({k: preset[k] for k in ("name", "model", "data", "training")})
+    doc["hardware"] = {"gpu_count": {"min": 1, "max": 8}}
+    cat = load_catalogue()
+    return size_workload(parse_workload(doc), [find_device("H100 SXM", cat), find_device("RTX 4090", cat)])
+
+
+def test_every_cell_shows_its_candidate_and_sorts_by_the_raw_figure(qtmodeltester) -> None:
+    result = _sized()
+    model = CandidateTableModel()
+    model.set_rows(list(result.candidates))
+    qtmodeltester.check(model)
+    assert model.rowCount() == len(result.candidates) and model.columnCount() == len(HEADERS)
+    for row, c in enumerate(result.candidates):
+        assert model.index(row, COL_DEVICE).data() == c.device.name
+        assert model.index(row, COL_COUNT).data() == str(c.count)
+        assert model.index(row, COL_MEMORY).data() == fmt_bytes(c.memory.total)
+        assert model.index(row, COL_MEMORY).data(SORT_ROLE) == c.memory.total
+        assert model.index(row, COL_DEVICE).data(ROW_ROLE) is c
+        assert f"{c.step.bound}-bound" in model.index(row, COL_STEP).data(Qt.ItemDataRole.ToolTipRole)
+        assert c.device.source in model.index(row, COL_DEVICE).data(Qt.ItemDataRole.ToolTipRole)
+        # an 8B model's Adam states do not fit one 24 GB card: "no", in red
+        if c.fits is False:
+            assert model.index(row, COL_FITS).data() == "no"
+            assert model.index(row, COL_FITS).data(Qt.ItemDataRole.ForegroundRole).color().name() == "#d9534f"
+    assert {model.index(r, COL_FITS).data() for r in range(model.rowCount())} >= {"no"}
+    assert model.headerData(COL_MEMORY, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    # sorted by memory through the page's proxy: the smallest figure first, by bytes and not by text
+    proxy = QSortFilterProxyModel()
+    proxy.setSourceModel(model)
+    proxy.setSortRole(SORT_ROLE)
+    proxy.sort(COL_MEMORY)
+    shown = [proxy.index(r, COL_MEMORY).data(SORT_ROLE) for r in range(proxy.rowCount())]
+    assert shown == sorted(c.memory.total for c in result.candidates)
+
+
+def test_the_same_measurement_again_leaves_the_table_as_it_is() -> None:
+    model = CandidateTableModel()
+    model.set_rows(list(_sized().candidates))
+    resets = []
+    model.modelReset.connect(lambda: resets.append(1))
+    model.set_measured(None)  # what each what-if change passes when nothing was measured
+    assert resets == [] and model.rowCount() > 0
