@@ -29,6 +29,7 @@ from core.advice.rule_context import (
     rule_context,
 )
 from core.errors import TrainRigError
+from core.estimate.memory_plan import memory_plan
 from core.estimate.sizing import CandidateResult, SizingResult, size_candidate
 from core.paths import resource_path
 from core.spec.workload import Workload
@@ -179,14 +180,15 @@ def _with_texts(rule: Rule, ctx: dict[str, Any], result: SizingResult, c: Candid
 
 def _fix_text(result: SizingResult, c: CandidateResult) -> str:
     """A concrete way out when memory is short: a micro-batch or batch that fits, more GPUs with the
-    workload's own sharding (ZeRO-2 when it shards nothing), checkpointing, or more RAM."""
+    workload's own sharding (ZeRO-2 when it shards nothing), checkpointing, or more RAM. Each alternative is
+    tried by its memory alone (memory_plan): whether it fits needs no step time."""
     if c.fits is not False:
         return ""
     w = result.workload
     options = []
     if w.training.micro_batch_size is not None:
         auto = replace(w, training=replace(w.training, micro_batch_size=None))
-        own = size_candidate(auto, c.device, c.count, c.capacity_bytes if c.device.kind == "cpu" else None)
+        own = memory_plan(auto, c.device, c.count, c.capacity_bytes if c.device.kind == "cpu" else None)
         if own.fits:
             options.append(f"reduce the micro-batch to {own.micro_batch} ({own.accumulation_steps} accumulation steps)")
     if c.largest_batch and not options:
@@ -198,12 +200,12 @@ def _fix_text(result: SizingResult, c: CandidateResult) -> str:
         for n in (2, 4, 8, 16, 32, 64):
             if n <= c.count or n in tried:  # the table's own counts are in the finding already
                 continue
-            if size_candidate(sharded, c.device, n).fits:
+            if memory_plan(sharded, c.device, n).fits:
                 options.append(f"use {n} GPUs with {SHARDING_TEXT[sharding]}")
                 break
         if not w.training.checkpointing and not options:
             ckpt = replace(w, training=replace(w.training, checkpointing=True))
-            if size_candidate(ckpt, c.device, c.count).fits:
+            if memory_plan(ckpt, c.device, c.count).fits:
                 options.append("turn on activation checkpointing")
     elif not options:
         options.append("choose a host with more RAM")

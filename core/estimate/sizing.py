@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,27 +14,21 @@ from core.estimate.gpu_notes import gpu_kernel_note, kernel_assumptions
 from core.estimate.memory import (
     CPU_RUNTIME_BYTES,
     MemoryBreakdown,
-    PhaseLines,
-    breakdown_at,
-    gpu_workspace_bytes,
-    largest_batch_per_device,
-    phase_lines,
 )
+from core.estimate.memory_plan import memory_plan
 from core.estimate.model_states import states_note
 from core.estimate.parallel_time import time_note
 from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.timing import (
     STORAGE_READ_BPS,
     StepTime,
-    accumulation_steps,
     dataset_bytes_on_disk,
     sample_bytes_on_disk,
     scaled_time,
     step_time,
 )
-from core.hardware.catalogue import GIB, DeviceSpec
-from core.hardware.platforms import PlatformChoice, platform_for
-from core.spec.large import check_degrees
+from core.hardware.catalogue import DeviceSpec
+from core.hardware.platforms import PlatformChoice
 from core.spec.loop import loop_for
 from core.spec.workload import Workload
 from core.units import fmt_bytes, fmt_seconds
@@ -127,53 +120,11 @@ def size_candidate(
     calibrated: Mapping[str, Any] | None = None,
 ) -> CandidateResult:
     t, m, d = workload.training, workload.analysis, workload.data
-    kind = "cpu" if device.kind == "cpu" else "gpu"  # accelerators hold their own memory, as GPUs do
-    # the runtime's own memory: CUDA's context on NVIDIA GPUs; unknown on TPUs and Trainium
-    runtime = kind if kind == "cpu" or device.runs_cuda else "accelerator"
+    p = memory_plan(workload, device, count, host_ram_bytes)
+    kind, choice, per_device, micro, steps_acc = p.kind, p.choice, p.per_device, p.micro_batch, p.accumulation_steps
     nodes = max(t.nodes, 1)
     devices = count * nodes
-    reserve = t.reserve_percent / 100
-    target_bytes = 8 * (m.output_elems // max(1, m.output_shape[-1]))  # int64 class index per output row
-
-    @functools.cache
-    def lines_for(accumulating: bool) -> PhaseLines:
-        return phase_lines(
-            m,
-            precision=t.precision,
-            optimizer=t.optimizer,
-            device_kind=kind,
-            devices=devices,
-            sharding=t.sharding,
-            checkpointing=t.checkpointing,
-            target_bytes_per_sample=target_bytes,
-            workspace_bytes=gpu_workspace_bytes(device.extra.get("compute_capability")) if device.kind == "gpu" else 0,
-            accumulating=accumulating,
-            large=t.large,
-            nodes=nodes,
-        )
-
-    lines = lines_for(False)
-    choice = None if device.is_this_machine else platform_for(device, count)
-    ram_note = ""
-    if kind == "gpu":
-        capacity = device.memory_bytes
-    elif choice is not None:  # a CPU to buy: the RAM of the machine it is bought in, not this one's
-        capacity = choice.platform.ram_gb * GIB
-        ram_note = f"RAM: the {choice.platform.ram_gb:,} GB its platform ({choice.platform.name}) is priced with"
-    else:
-        capacity = host_ram_bytes
     max_loaders = loader_core_limit(choice, count) if kind == "gpu" else None
-    per_device = -(-t.batch_size // devices)
-    micro, micro_note = micro_batch_for(lines_for, per_device, t.micro_batch_size, capacity, runtime, reserve)
-    steps_acc = accumulation_steps(per_device, micro)
-    mem = breakdown_at(lines_for(steps_acc > 1), micro, runtime, reserve)
-    fits = None if capacity is None else mem.total <= capacity
-    layout_problem = check_degrees(t.large, devices)
-    if layout_problem is not None:  # the model-parallel groups do not divide these devices
-        fits = False
-    largest = None
-    if capacity is not None:  # held at once, without accumulation; never more than the dataset
-        largest = min(largest_batch_per_device(lines, capacity, runtime, reserve) * devices, d.samples)
     read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
         m,
@@ -218,9 +169,9 @@ def size_candidate(
         read_note,
         *([st.input_note] if st.input_note else []),
         *host_assumptions(st),
-        *([ram_note] if ram_note else []),
-        *([f"cannot run this layout: {layout_problem}"] if layout_problem else []),
-        *states_note(t.large, mem.offload_cpu_bytes, mem.offload_nvme_bytes, count),
+        *([p.ram_note] if p.ram_note else []),
+        *([f"cannot run this layout: {p.layout_problem}"] if p.layout_problem else []),
+        *states_note(t.large, p.memory.offload_cpu_bytes, p.memory.offload_nvme_bytes, count),
     ]
     assumptions += kernel_assumptions(device, m, t, micro)
     if max_loaders is not None and st.loader_cores_needed > st.loader_cores and st.loader_cores == max_loaders:
@@ -229,16 +180,16 @@ def size_candidate(
             f"the {choice.platform.name}'s {choice.platform.cores} cores leave {max_loaders} loader cores per GPU, "
             f"fewer than the {st.loader_cores_needed:.1f} that keep up: decoding paces the step"
         )
-    if steps_acc > 1 or micro_note:
+    if steps_acc > 1 or p.micro_note:
         last = per_device - (steps_acc - 1) * micro
         assumptions.append(
             f"micro-batch {micro} × {steps_acc} accumulation steps per device"
             + (f" (the last micro-batch {last})" if last != micro else "")
-            + f" ({micro_note}): memory is that of one micro-batch, with the gradients kept between "
+            + f" ({p.micro_note}): memory is that of one micro-batch, with the gradients kept between "
             "micro-steps; each micro-step pays its own compute, memory-bound work, input and per-step "
             "framework overhead; the optimizer step and the gradient all-reduce run once per step"
             if steps_acc > 1
-            else f"micro-batch {micro} per device ({micro_note})"
+            else f"micro-batch {micro} per device ({p.micro_note})"
         )
     if calibrated and "run_scale" in calibrated:
         assumptions.append(
@@ -255,7 +206,7 @@ def size_candidate(
             "fine-tuning sized as full fine-tuning: every weight is trained (frozen layers and adapters are not "
             "modelled), so memory and time are those of training from scratch"
         )
-    if runtime == "accelerator":
+    if p.runtime == "accelerator":
         assumptions.append(
             f"no runtime memory overhead is known for {device.name} (the CUDA context applies to NVIDIA GPUs "
             "only): the tensors alone are counted, so the memory is a lower bound"
@@ -289,7 +240,20 @@ def size_candidate(
     if c.budget is not None and cost.capex is not None:
         budget = cost.capex <= c.budget
     return CandidateResult(
-        device, count, nodes, fits, capacity, mem, largest, st, steps, total, cost, deadline, budget, tuple(assumptions)
+        device,
+        count,
+        nodes,
+        p.fits,
+        p.capacity,
+        p.memory,
+        p.largest,
+        st,
+        steps,
+        total,
+        cost,
+        deadline,
+        budget,
+        tuple(assumptions),
     )
 
 
@@ -316,28 +280,6 @@ def loader_core_limit(choice: PlatformChoice | None, count: int) -> int | None:
         return None
     per_machine = math.ceil(count / max(1, choice.machines))
     return max(1, (choice.platform.cores - per_machine - 1) // per_machine)
-
-
-def micro_batch_for(
-    lines_for: Callable[[bool], PhaseLines],
-    per_device: int,
-    wanted: int | None,
-    capacity: int | None,
-    runtime: str,
-    reserve: float,
-) -> tuple[int, str]:
-    """The micro-batch per device and why: the workload's own ``micro_batch_size`` (at most the
-    batch per device); else the whole batch per device when it fits at once or the capacity is
-    unknown; else the largest micro-batch that fits with the gradients kept between micro-steps;
-    1 when not even one sample fits (the candidate does not fit)."""
-    if wanted is not None:
-        return min(wanted, per_device), "set in the workload"
-    if capacity is None or breakdown_at(lines_for(False), per_device, runtime, reserve).total <= capacity:
-        return per_device, ""
-    largest = largest_batch_per_device(lines_for(True), capacity, runtime, reserve)
-    if largest < 1:
-        return 1, "not even one sample fits"
-    return largest, "the largest that fits"
 
 
 TMPFS_DEFAULT_FRACTION = 0.5  # Linux mounts tmpfs with at most half of RAM unless told otherwise (tmpfs(5))

@@ -52,15 +52,22 @@ class MemoryBar(QWidget):
         show_cap = capacity is not None and capacity <= 3 * max(stacked, mem.total)
         largest = max(stacked, mem.total, capacity if show_cap and capacity else 0)
         unit, scale = ("GiB", 2**30) if largest >= 2**31 else ("MiB", 2**20)
-        self.plot.setLabel("bottom", unit)
+        # each item is set only where it changes: a set text lays the legend or the axis out again, a what-if
+        # change's largest cost in this bar
+        if self.plot.getAxis("bottom").labelText != unit:
+            self.plot.setLabel("bottom", unit)
         x0 = 0.0
         for (name, _), (sample, label) in zip(PARTS, self.legend.items, strict=True):
             width = values[name] / scale
-            self.bars[name].setOpts(x0=[x0], width=[width])
-            self.bars[name].setVisible(width > 0)
-            sample.setVisible(width > 0)
-            label.setVisible(width > 0)
-            label.setText(f"{name.replace('_', ' ')} {fmt_bytes(values[name])}")
+            shown = width > 0
+            if shown or self.bars[name].isVisible():
+                self.bars[name].setOpts(x0=[x0], width=[width])
+            for item in (self.bars[name], sample, label):
+                if item.isVisible() != shown:
+                    item.setVisible(shown)
+            text = f"{name.replace('_', ' ')} {fmt_bytes(values[name])}"
+            if shown and label.text != text:
+                label.setText(text)
             x0 += width
         self.peak.setValue(mem.total / scale)
         self.capacity.setVisible(show_cap)

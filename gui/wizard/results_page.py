@@ -176,6 +176,8 @@ class ResultsPage(QWidget):
         seed_box = QGroupBox("Seed formulas (as published)")
         QVBoxLayout(seed_box).addWidget(self.seed)
         self.tabs = tabs
+        self._scatter_stale = False
+        tabs.currentChanged.connect(self._show_scatter_if_shown)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(tabs)
@@ -217,7 +219,8 @@ class ResultsPage(QWidget):
         )
         self.model.set_rows(rank_candidates(result.candidates))
         self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
-        self._show_scatter(result)
+        self._scatter_stale = True  # drawn when its tab is shown: a hidden chart's redraw is a tenth of a change
+        self._show_scatter_if_shown()
         self._show_seed(result)
         self._show_findings(rec.findings)
         self._show_bom(rec.bom, result.workload.cost.currency)
@@ -245,6 +248,11 @@ class ResultsPage(QWidget):
         if rows:
             c = self.proxy.data(rows[0], ROW_ROLE)
             self.memory_bar.show_breakdown(c.memory, c.capacity_bytes, f"{c.device.name} × {c.count}")
+
+    def _show_scatter_if_shown(self) -> None:
+        if self._scatter_stale and self.result is not None and self.tabs.currentWidget() is self.scatter:
+            self._scatter_stale = False
+            self._show_scatter(self.result)
 
     def _show_scatter(self, result: SizingResult) -> None:
         """The candidates' training time against capex. Its items are made once and reused: a what-if
@@ -274,7 +282,8 @@ class ResultsPage(QWidget):
                 self._texts.append(pg.TextItem(color=fg, anchor=(0, 0)))
                 self.scatter.addItem(self._texts[-1])
             text = self._texts[len(self._labels)]
-            text.setText(label, color=fg)
+            if text.toPlainText() != label:  # a label set again lays the chart out again
+                text.setText(label, color=fg)
             self._labels.append((text, x, c.cost.capex))
         for text in self._texts[len(self._labels) :]:  # the pool's texts this result does not use
             text.setVisible(False)
@@ -286,9 +295,12 @@ class ResultsPage(QWidget):
             self.scatter.setYRange(0, max(ys) * 1.25 or 1.0, padding=0)
         self._place_labels()
         currency = result.workload.cost.currency
-        self.scatter.setLabel("left", f"capex ({currency})")
+        if self.scatter.getAxis("left").labelText != f"capex ({currency})":
+            self.scatter.setLabel("left", f"capex ({currency})")
         note = f" · not plotted (no price): {', '.join(skipped)}" if skipped else ""
-        self.scatter.setTitle(f"training time vs capex; hollow: does not fit{note}", size="9pt")
+        title = f"training time vs capex; hollow: does not fit{note}"
+        if self.scatter.getPlotItem().titleLabel.text != title:
+            self.scatter.setTitle(title, size="9pt")
 
     def _place_labels(self) -> None:
         """Each point's label beside it where it overlaps no point or label (core.output.chart_labels,
@@ -323,7 +335,7 @@ class ResultsPage(QWidget):
 
     def _show_findings(self, findings: Sequence[Finding]) -> None:
         self.findings.setHtml(findings_html(findings, self.palette().color(QPalette.ColorRole.PlaceholderText).name()))
-        self.tabs.setTabText(2, f"Findings ({len(findings)})")
+        self._tab_text(2, f"Findings ({len(findings)})")
 
     def _show_bom(self, bom: Sequence[BomLine], currency: str) -> None:
         self.bom.clear()
@@ -343,12 +355,18 @@ class ResultsPage(QWidget):
                 item.setFont(col, font)
             self.bom.addTopLevelItem(item)
 
+    def _tab_text(self, index: int, text: str) -> None:
+        """A tab's title, set only when it changes: setting it, even to the same text, lays the tabs and the
+        table above them out again and repaints both (4 ms of a what-if change on a two-core VM)."""
+        if self.tabs.tabText(index) != text:
+            self.tabs.setTabText(index, text)
+
     def _show_decision(self, rec: Recommendation) -> None:
         d = rec.decision
         if d is None or d.verdict is None:
             self.decision.setText("Nothing that fits can be bought or rented at a known price.")
-            self.tabs.setTabText(4, "Buy or rent")
+            self._tab_text(4, "Buy or rent")
             return
         head, _, rest = d.text.partition(". ")  # "Rent. Renting … ": the verdict in bold
         self.decision.setText(f"<p><b>{html.escape(head)}.</b> {html.escape(rest)}</p>")
-        self.tabs.setTabText(4, f"Buy or rent: {d.verdict}")
+        self._tab_text(4, f"Buy or rent: {d.verdict}")

@@ -1,4 +1,5 @@
-"""The results page's candidate table, held by Qt's item model (a view paints it without calling Python)."""
+"""The results page's candidate table, held by Qt's item model (a view paints it without calling Python), and
+its memory bar, whose items are set only where they change."""
 
 from __future__ import annotations
 
@@ -68,3 +69,32 @@ def test_the_same_measurement_again_leaves_the_table_as_it_is() -> None:
     model.modelReset.connect(lambda: resets.append(1))
     model.set_measured(None)  # what each what-if change passes when nothing was measured
     assert resets == [] and model.rowCount() > 0
+
+
+def test_the_memory_bar_shows_the_last_breakdown_it_was_given(qtbot) -> None:
+    from gui.widgets.memory_bar import MemoryBar
+    from reports.charts import PARTS
+
+    bar = MemoryBar()
+    qtbot.addWidget(bar)
+    small = next(c for c in _sized_preset("seed-mlp").candidates if c.count == 1)
+    large = next(c for c in _sized().candidates if c.count == 8)
+    for c in (small, large, small):  # MiB, GiB and back: every text and part follows the last one
+        bar.show_breakdown(c.memory, c.capacity_bytes, c.device.name)
+        stacked = max(sum(getattr(c.memory, name) for name, _ in PARTS), c.memory.total)
+        cap = c.capacity_bytes or 0
+        largest = max(stacked, cap if cap <= 3 * stacked else 0)  # a far larger capacity is named, not drawn
+        unit = "GiB" if largest >= 2**31 else "MiB"
+        assert bar.plot.getAxis("bottom").labelText == unit
+        for (name, _), (sample, label) in zip(PARTS, bar.legend.items, strict=True):
+            value = getattr(c.memory, name)
+            assert label.isVisible() == sample.isVisible() == bar.bars[name].isVisible() == (value > 0)
+            if value > 0:
+                assert label.text == f"{name.replace('_', ' ')} {fmt_bytes(value)}"
+        assert fmt_bytes(c.memory.total) in bar.plot.getPlotItem().titleLabel.text
+
+
+def _sized_preset(name: str):
+    preset = load_presets()[name]
+    doc = copy.deepcopy({k: preset[k] for k in ("name", "model", "data", "training")})
+    return size_workload(parse_workload(doc), [find_device("H100 SXM", load_catalogue())])

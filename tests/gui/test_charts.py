@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from reports.charts import round_ticks
 
 
@@ -41,3 +43,26 @@ def test_the_wizards_scatter_labels_overlap_nothing(qtbot, main_window) -> None:
     assert len(page._labels) == 8 and len(shown) >= 6
     for i, a in enumerate(shown):
         assert not any(a.intersects(b) for b in shown[i + 1 :])
+
+
+def test_the_scatter_shows_the_latest_what_if_when_its_tab_is_opened(qtbot, main_window) -> None:
+    """The chart is drawn when its tab is shown: a what-if change made on another tab is what it then shows."""
+    w = main_window()
+    wiz = w.sizing_tab
+    wiz.go(5)
+    page = wiz.results
+    page.tabs.setCurrentIndex(0)  # the memory bar
+    page.batch.setValue(page.batch.value() * 4)
+    page.tabs.setCurrentIndex(1)
+    spots = sorted(tuple(p.pos()) for p in page._points.points())
+    expected = sorted(
+        (math.log10(max(c.train_time_s, 1e-3)), c.cost.capex) for c in wiz.result.candidates if c.cost.capex is not None
+    )
+    assert spots == pytest.approx(expected) and len(spots) >= 1
+    # and while it is shown, each change redraws it at once
+    page.batch.setValue(page.batch.value() * 2)
+    spots = sorted(tuple(p.pos()) for p in page._points.points())
+    expected = sorted(
+        (math.log10(max(c.train_time_s, 1e-3)), c.cost.capex) for c in wiz.result.candidates if c.cost.capex is not None
+    )
+    assert spots == pytest.approx(expected)
