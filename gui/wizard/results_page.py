@@ -132,6 +132,7 @@ class ResultsPage(QWidget):
         self.model.modelReset.connect(lambda: self.table.setColumnHidden(COL_MEASURED, self.model.measured is None))
         self.table.setColumnHidden(COL_MEASURED, True)
         self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)  # a cell is one line: the last column wrapped "rent · 12 runs" out of sight
         self.memory_bar = MemoryBar()
         self.scatter = pg.PlotWidget(axisItems={"bottom": TimeAxis(orientation="bottom")})
         self.scatter.setLabel("bottom", "training time (log scale)")
