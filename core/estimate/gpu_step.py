@@ -74,7 +74,9 @@ class _MatrixOps:
     batch_norm_rows: np.ndarray
     batch_norm_channels: np.ndarray
     unshaped: tuple[OpWork, ...]  # matrix ops without a GEMM shape (traced models), priced one by one
-    others: tuple[OpWork, ...]  # recurrent layers and attention, priced one by one
+    # recurrent layers and attention, priced once per distinct op (a transformer's blocks repeat one), with
+    # where each sits
+    others: tuple[tuple[OpWork, np.ndarray], ...]
     elementwise: tuple[tuple[str, np.ndarray], ...]  # per kind: elements per sample of each of its ops
     elementwise_fp32: tuple[np.ndarray, ...]  # per kind: whether each of its ops moves fp32 under autocast
     # autocast's casts of fp32 inputs to half precision: elements per sample (× the calls casting them),
@@ -86,7 +88,6 @@ class _MatrixOps:
     # where each of the above sits in the op list (forward order): the per-op device times of pass_kernels
     shaped_at: np.ndarray
     unshaped_at: tuple[int, ...]
-    others_at: tuple[int, ...]
     elementwise_at: tuple[np.ndarray, ...]
     matmul_weights: float  # elements of the matrix weights autocast copies to half precision
     weight_ops: int  # ops holding matrix weights (one cast kernel each)
@@ -109,7 +110,10 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
     shaped_at = [i for i, o in enumerate(ops) if matrix(o) and has_shape(o)]
     shaped = [ops[i] for i in shaped_at]
     unshaped_at = tuple(i for i, o in enumerate(ops) if matrix(o) and not has_shape(o))
-    others_at = tuple(i for i, o in enumerate(ops) if o.rnn or o.name == "sdpa")
+    others: dict[OpWork, list[int]] = {}
+    for i, o in enumerate(ops):
+        if o.rnn or o.name == "sdpa":
+            others.setdefault(o, []).append(i)
     kinds: dict[str, tuple[list[float], list[int], list[bool]]] = {}
     for i, o in enumerate(ops):
         for kind, elems in o.elementwise:
@@ -148,7 +152,7 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         batch_norm_rows=batch_norm_rows,
         batch_norm_channels=batch_norm_channels,
         unshaped=tuple(ops[i] for i in unshaped_at),
-        others=tuple(ops[i] for i in others_at),
+        others=tuple((o, np.array(at, dtype=int)) for o, at in others.items()),
         elementwise=tuple((kind, np.array(v[0], dtype=float)) for kind, v in kinds.items()),
         elementwise_fp32=tuple(np.array(v[2], dtype=bool) for v in kinds.values()),
         cast_elems=np.array([ops[i].in_elems * ops[i].input_casts for i in cast_at], dtype=float),
@@ -162,7 +166,6 @@ def _matrix_ops(ops: Sequence[OpWork]) -> _MatrixOps:
         weight_ops=sum(1 for o in ops if o.rate),
         shaped_at=np.array(shaped_at, dtype=int),
         unshaped_at=unshaped_at,
-        others_at=others_at,
         elementwise_at=tuple(np.array(v[1], dtype=int) for v in kinds.values()),
     )
     if len(_MATRIX_CACHE) > 256:
@@ -299,7 +302,8 @@ def pass_kernels(
             i,
             matrix_op_s(op, b, precision, gpu, checkpointing, memory_format, cudnn_tf32, cudnn_benchmark),
         )
-    for i, op in zip(mo.others_at, mo.others, strict=True):
+    for op, at in mo.others:  # one price for the ops of each repeated block, added where each sits
+        i = int(at[0]) if len(at) == 1 else at
         if op.rnn:
             add(comp_f, comp_b, i, rnn_op_s(op, b, precision, gpu, cudnn_tf32, host_speed))
         elif attention in ("math", "eager") and op.scores:
