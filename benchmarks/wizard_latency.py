@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication
 
 
 def main() -> None:
+    tab = int(sys.argv[sys.argv.index("--tab") + 1]) if "--tab" in sys.argv[1:-1] else 0
     app = QApplication([])
     from core.storage.store import Store
     from gui.app import configure_app
@@ -42,7 +43,7 @@ def main() -> None:
             wiz.candidates.check(name)
         wiz.candidates.max_gpus.setValue(8)
         wiz.go(5)
-        wiz.results.tabs.setCurrentIndex(int(sys.argv[sys.argv.index("--tab") + 1]) if "--tab" in sys.argv else 0)
+        wiz.results.tabs.setCurrentIndex(tab)
         app.processEvents()
         times = []
         for i in range(40):

@@ -44,8 +44,8 @@ class MemoryPlan:
 
 
 def memory_plan(workload: Workload, device: DeviceSpec, count: int, host_ram_bytes: int | None = None) -> MemoryPlan:
-    """The memory side of size_candidate, alone: what a finding asks when it tries other batches, GPU counts
-    or sharding for one that fits (a fifth of a sizing's time; the step time is the rest)."""
+    """The memory side of size_candidate for ``count`` × ``device`` (``host_ram_bytes``: this machine's RAM, the
+    capacity of its own CPU)."""
     t, m, d = workload.training, workload.analysis, workload.data
     kind = "cpu" if device.kind == "cpu" else "gpu"
     # the runtime's own memory: CUDA's context on NVIDIA GPUs; unknown on TPUs and Trainium
