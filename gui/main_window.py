@@ -6,13 +6,14 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtWidgets import QMainWindow, QMessageBox
 
 from core import __version__
 from core.storage.store import Store
 from gui.tabs.inventory_tab import InventoryTab
 from gui.tabs.results_tab import ResultsTab
 from gui.tabs.telemetry_tab import TelemetryTab
+from gui.widgets.tab_widget import TabWidget
 from gui.wizard.wizard import SizingWizard
 
 
@@ -21,7 +22,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("TrainRig")
         self.store = store
-        self.tabs = QTabWidget()
+        self.tabs = TabWidget()
         self.inventory_tab = InventoryTab(store)
         self.sizing_tab = SizingWizard(store)
         self.tabs.addTab(self.inventory_tab, "&Inventory")

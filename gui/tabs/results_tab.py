@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTableView,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -47,6 +46,7 @@ from gui.tabs.results_actions import ResultsActions
 from gui.widgets.compare_plots import ComparePlots, RunCurves
 from gui.widgets.result_details import ResultDetails
 from gui.widgets.result_html import run_of, sizings_side_by_side_html
+from gui.widgets.tab_widget import TabWidget
 from gui.workers import Job, start_job
 
 DEBOUNCE_MS = 150  # the filter follows typing, re-querying once the typing pauses
@@ -149,7 +149,7 @@ class ResultsTab(ResultsActions, QWidget):
         # --- details and compare ---------------------------------------------------------------
         self.details = ResultDetails()
         self.compare = ComparePlots()
-        self.pane = QTabWidget()
+        self.pane = TabWidget()
         self.pane.addTab(self.details, "Details")
         self.pane.addTab(self.compare, "Compare")
         self.split = split = QSplitter(Qt.Orientation.Vertical)

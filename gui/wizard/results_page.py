@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTableView,
-    QTabWidget,
     QTextBrowser,
     QTreeWidget,
     QTreeWidgetItem,
@@ -39,6 +38,7 @@ from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import COL_MEASURED, ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
+from gui.widgets.tab_widget import TabWidget
 from gui.wizard.base import combo, spin
 from gui.wizard.measure_panel import MeasurePanel
 
@@ -168,7 +168,7 @@ class ResultsPage(QWidget):
             "Buying (capex, maintenance, energy) against renting the same devices on demand at each device's "
             "dated cloud price, for the expected use set on the Goal page (docs/advice.md)"
         )
-        tabs = QTabWidget()
+        tabs = TabWidget()
         tabs.addTab(self.memory_bar, "Memory")
         tabs.addTab(self.scatter, "Time vs cost")
         tabs.addTab(self.findings, "Findings")
