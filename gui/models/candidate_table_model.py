@@ -91,6 +91,7 @@ class CandidateTableModel(QStandardItemModel):
         """One row's cells: text, sort value, the row's result, alignment, colour and tooltip."""
         common_tip = "\n".join([r.device.source, *r.assumptions])
         tips = {
+            COL_DEVICE: f"{r.device.name} × {r.count}\n{common_tip}",  # the name whole where the column elides it
             COL_BUY_OR_RENT: _buy_or_rent_tip(r),
             COL_MEASURED: measured_cell(self._measured, r.device, r.count, r.step.step_s)[1],
         }

@@ -36,7 +36,7 @@ from core.estimate.sizing import SizingResult
 from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
-from gui.models.candidate_table_model import COL_MEASURED, ROW_ROLE, SORT_ROLE, CandidateTableModel
+from gui.models.candidate_table_model import COL_DEVICE, COL_MEASURED, ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
 from gui.widgets.tab_widget import TabWidget
 from gui.wizard.base import combo, spin
@@ -128,6 +128,10 @@ class ResultsPage(QWidget):
         # every column as wide as its contents (the device's name whole), the last one takes what is
         # left of a wide window (no empty band right of the table)
         self.table.horizontalHeader().setStretchLastSection(True)
+        # the device's name at most as wide as a GPU's: this machine's CPU name ("this machine (Intel(R) Xeon(R)
+        # Processor, 2 cores)") pushed the last column, buy or rent, out of a 1366-pixel window
+        self.table.horizontalHeader().setSectionResizeMode(COL_DEVICE, QHeaderView.ResizeMode.Interactive)
+        self._device_width = 0
         # the "Measured & scaled" column only once something was measured on this GPU
         self.model.modelReset.connect(lambda: self.table.setColumnHidden(COL_MEASURED, self.model.measured is None))
         self.table.setColumnHidden(COL_MEASURED, True)
@@ -219,6 +223,7 @@ class ResultsPage(QWidget):
             else "Add 'this machine' to the candidates to compare a run here with its sizing"
         )
         self.model.set_rows(rank_candidates(result.candidates))
+        self._fit_device_column()
         self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
         self._scatter_stale = True  # drawn when its tab is shown: a hidden chart's redraw is a tenth of a change
         self._show_scatter_if_shown()
@@ -243,6 +248,15 @@ class ResultsPage(QWidget):
                 f"Recommended: <b>{html.escape(best.device.name)} × {best.count}</b>{listed} — trains in "
                 f"{fmt_seconds(best.train_time_s)}" + (f" ({', '.join(extra)})" if extra else "")
             )
+
+    def _fit_device_column(self) -> None:
+        """The Device column as wide as its names, at most a GPU's name wide (a longer name is elided, whole in
+        its tooltip); set again only when the names need another width, so a width the user dragged stays."""
+        cap = self.table.fontMetrics().horizontalAdvance("NVIDIA GeForce RTX 4090 ×") + 16
+        width = min(self.table.sizeHintForColumn(COL_DEVICE), cap)
+        if width != self._device_width:
+            self._device_width = width
+            self.table.setColumnWidth(COL_DEVICE, width)
 
     def _show_selected(self) -> None:
         rows = self.table.selectionModel().selectedRows()

@@ -98,3 +98,36 @@ def _sized_preset(name: str):
     preset = load_presets()[name]
     doc = copy.deepcopy({k: preset[k] for k in ("name", "model", "data", "training")})
     return size_workload(parse_workload(doc), [find_device("H100 SXM", load_catalogue())])
+
+
+def test_the_buy_or_rent_column_is_in_view_beside_this_machines_long_name(qtbot, main_window) -> None:
+    """This machine's CPU name ("this machine (Intel(R) Xeon(R) Processor, 2 cores)") made the Device column
+    so wide that the last column, buy or rent, sat out of a 1366 × 768 window behind a scroll bar."""
+    from gui.models.candidate_table_model import COL_BUY_OR_RENT
+
+    w = main_window()
+    w.resize(1366, 768)
+    wiz = w.sizing_tab
+    w.tabs.setCurrentWidget(wiz)
+    wiz.go(1)
+    wiz.model_page.preset.setCurrentIndex(wiz.model_page.preset.findData("gpt2-small"))
+    wiz.candidates.check("NVIDIA H100 SXM")
+    wiz.candidates.max_gpus.setValue(8)
+    wiz.go(5)
+    table = wiz.results.table
+    names = [table.model().index(r, COL_DEVICE).data() for r in range(table.model().rowCount())]
+    assert any(n.startswith("this machine (") for n in names) and len(names) >= 6, names
+    qtbot.waitUntil(lambda: table.horizontalHeader().length() <= table.viewport().width())
+    assert not table.horizontalScrollBar().isVisible()
+    right = table.columnViewportPosition(COL_BUY_OR_RENT) + table.columnWidth(COL_BUY_OR_RENT)
+    assert right <= table.viewport().width()
+    fm = table.fontMetrics()
+    assert table.columnWidth(COL_DEVICE) >= fm.horizontalAdvance("NVIDIA GeForce RTX 4090")  # GPU names whole
+    row = names.index(next(n for n in names if n.startswith("this machine (")))
+    tip = table.model().index(row, COL_DEVICE).data(Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith(names[row])  # the elided name, whole in its tooltip
+    # a width the user drags stays through the next what-if change
+    table.setColumnWidth(COL_DEVICE, 400)
+    wiz.results.batch.setValue(wiz.results.batch.value() + 16)
+    qtbot.waitUntil(lambda: wiz.result is not None and wiz.result.workload.training.batch_size % 16 == 0)
+    assert table.columnWidth(COL_DEVICE) == 400
