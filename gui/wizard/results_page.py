@@ -253,7 +253,8 @@ class ResultsPage(QWidget):
         """The Device column as wide as its names, at most a GPU's name wide (a longer name is elided, whole in
         its tooltip); set again only when the names need another width, so a width the user dragged stays."""
         cap = self.table.fontMetrics().horizontalAdvance("NVIDIA GeForce RTX 4090 ×") + 16
-        width = min(self.table.sizeHintForColumn(COL_DEVICE), cap)
+        header = self.table.horizontalHeader().sectionSizeHint(COL_DEVICE)  # "Device" whole, with no rows too
+        width = max(min(self.table.sizeHintForColumn(COL_DEVICE), cap), header)
         if width != self._device_width:
             self._device_width = width
             self.table.setColumnWidth(COL_DEVICE, width)
