@@ -5,7 +5,7 @@ Qt's QTabWidget answers every LayoutRequest it gets with ``setUpLayout()``, whic
 layouts for a new geometry, the request climbs to the tab widget holding the page, and every
 widget on that page that does not paint its own background is painted again. On the sizing wizard
 that was the whole window, about 10 ms of each what-if change on a two-core machine (one status
-label's new text: 10.1 ms with QTabWidget, 0.3 ms here; benchmarks/wizard_latency.py).
+label's new text: 10.1 ms with QTabWidget, 1.6–2.3 ms here; docs/performance.md).
 
 Here a LayoutRequest lays the tab widget out only when what ``setUpLayout`` places could have
 moved: the tab bar or a corner widget changed its size or showed or hid. Otherwise it only passes

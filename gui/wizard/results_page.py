@@ -125,8 +125,8 @@ class ResultsPage(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # every column as wide as its contents (the device's name whole), the last one takes what is
-        # left of a wide window (no empty band right of the table)
+        # every column as wide as its contents (the device's name up to a GPU's, below), the last one takes
+        # what is left of a wide window (no empty band right of the table)
         self.table.horizontalHeader().setStretchLastSection(True)
         # the device's name at most as wide as a GPU's: this machine's CPU name ("this machine (Intel(R) Xeon(R)
         # Processor, 2 cores)") pushed the last column, buy or rent, out of a 1366-pixel window
