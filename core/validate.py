@@ -192,18 +192,21 @@ def load_json_document(text: str, name: str) -> Any:
         raise WorkloadError(
             "", f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
+    except ValueError as exc:  # Python's own limits: an integer of over 4,300 digits
+        raise WorkloadError("", f"{name} holds a number TrainRig cannot read: {exc}") from None
     _check_tree(doc, name)
     return doc  # its objects are dicts (a subclass that also names duplicate keys)
 
 
 def read_json_file(path: Path, what: str) -> Any:
-    """A user's JSON file (``what``: "workload file", "device file"), read as UTF-8 with the limits
-    of load_json_document; the size is checked before the file is read."""
+    """A user's JSON file (``what``: "workload file", "device file"), read as UTF-8 (with or without the
+    byte-order mark Windows editors write) with the limits of load_json_document; the size is checked
+    before the file is read."""
     try:
         size = path.stat().st_size
         if size > MAX_DOCUMENT_BYTES:
             raise WorkloadError("", f"{path.name} is {size / 2**20:.0f} MiB; TrainRig reads files up to 16 MiB")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise WorkloadError("", f"{what} {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -230,6 +230,12 @@ def _validate(path: Path, line_no: int, item: dict[str, Any]) -> None:
         raise bad("has no tags list")
     if kind == "sizing" and not isinstance(item.get("workload"), dict):
         raise bad("(a sizing) has no workload")
+    if kind == "sizing" and not isinstance(_decoded_text(item["workload"].get("document")), dict):
+        raise bad("(a sizing) has a damaged workload: its document is not a readable workload")
+    for column in JSON_COLUMNS.get(kind, ()):
+        text = item["row"].get(column)
+        if text is not None and _decoded_text(text) is _UNREADABLE:
+            raise bad(f"has a damaged {column}: it is not readable JSON")
     if kind == "run":
         chunks = item.get("chunks")
         if not isinstance(chunks, list):
@@ -242,6 +248,22 @@ def _validate(path: Path, line_no: int, item: dict[str, Any]) -> None:
                 raise bad("has a damaged chunk of samples") from None
             if len(t) != 8 * n or len(v) != 4 * n * k:
                 raise bad(f"has a chunk of samples of the wrong size ({len(v)} bytes for {n} × {k} values)")
+
+
+# the rows' columns that hold JSON text, which the results browser and the wizard read back
+JSON_COLUMNS = {
+    "sizing": ("candidates", "result"),
+    "run": ("workload", "command", "prediction", "measured", "metrics", "progress", "sampling"),
+}
+_UNREADABLE = object()
+
+
+def _decoded_text(text: Any) -> Any:
+    """``text`` decoded from JSON; _UNREADABLE when it is not a JSON text."""
+    try:
+        return json.loads(text) if isinstance(text, str) else _UNREADABLE
+    except ValueError:
+        return _UNREADABLE
 
 
 def _items(path: Path) -> Iterator[dict[str, Any]]:

@@ -14,9 +14,24 @@ from pathlib import Path
 from core.errors import OutputError
 
 
+def pdf_path(path: Path) -> Path:
+    """The PDF a chosen name means: the name itself with a .pdf suffix, else the name with .pdf added (a
+    chosen "report.v2" writes report.v2.pdf, not report.pdf; its CSV is written beside it)."""
+    return path if path.suffix.lower() == ".pdf" else path.with_name(path.name + ".pdf")
+
+
 def check_target(path: Path) -> None:
     """Refuse a target that cannot be written whole: a folder, a device or other non-regular file,
-    a read-only file, a missing folder."""
+    a read-only file, a missing folder, a name the file system refuses (too long)."""
+    try:
+        _check_target(path)
+    except OSError as exc:  # stat itself failed: a name past 255 bytes, a loop of links
+        raise OutputError(
+            f"{path.name[:60]}{'…' if len(path.name) > 60 else ''} cannot be written: {_reason(exc)}"
+        ) from None
+
+
+def _check_target(path: Path) -> None:
     if path.is_dir():
         raise OutputError(f"{path} is a folder; give a file name")
     if path.exists():

@@ -231,11 +231,12 @@ class ResultsMixin:
                 ).fetchone()
                 if r is None:
                     return {}
-                return {
+                result, workload = _json(r[2], {}), _json(r[3], None)
+                return {  # a damaged text reads as nothing stored, never as a value of another type
                     "workload_id": r[0],
                     "candidates": _json(r[1], []),
-                    "result": _json(r[2], {}),
-                    "workload": _json(r[3], None),
+                    "result": result if isinstance(result, dict) else {},
+                    "workload": workload if isinstance(workload, dict) else None,
                 }
             if kind == "run":
                 cur = db.execute("select * from runs where id = ?", [i])

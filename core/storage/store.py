@@ -242,10 +242,20 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         )
 
     def workload_document(self, workload_id: int) -> dict[str, Any] | None:
+        """The saved workload's document; None when there is none; StoreError when its stored text is not a
+        document (damaged, or written by something else)."""
         row = self._read(
             lambda: self.db.execute("select document from workloads where id = ?", [workload_id]).fetchone()
         )
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            doc = json.loads(row[0])
+        except (TypeError, ValueError):
+            doc = None
+        if not isinstance(doc, dict):
+            raise StoreError(f"saved workload #{workload_id} is damaged: its stored document is not a workload")
+        return doc
 
     def sizings(self) -> list[dict[str, Any]]:
         sql = (

@@ -19,7 +19,7 @@ from core.errors import TrainRigError
 from core.output.experiment_report import load_report
 from core.output.run_report import ResultReport, write_result_csv
 from core.spec.workload import parse_workload
-from core.storage.files import check_target
+from core.storage.files import check_target, pdf_path
 from gui.models.results_model import KIND_LABELS
 from gui.widgets.result_html import run_of
 from reports.run_pdf import write_result_pdf
@@ -138,10 +138,7 @@ class ResultsActions:
             except TrainRigError as exc:
                 self.say(f"Sizing #{id_}'s workload is no longer valid: {exc}")
                 return
-            from gui.wizard.wizard import starter_document
-
-            self.wizard.load_document({**starter_document(), **doc})
-            opened = True
+            opened = self.wizard.open_document(doc, f"sizing #{id_}")
         if opened:
             self.say(f"Opened sizing #{id_} in the Sizing wizard.", error=False)
             self.show_wizard.emit()
@@ -183,7 +180,7 @@ class ResultsActions:
         kind, id_ = keys[0]
         path, _ = QFileDialog.getSaveFileName(self, "Export report", f"{kind}-{id_}-report.pdf", "PDF (*.pdf)")
         if path:
-            self.export_report_to(Path(path).with_suffix(".pdf"), kind, id_)
+            self.export_report_to(pdf_path(Path(path)), kind, id_)
 
     def export_report_to(self: ResultsTab, pdf: Path, kind: str, id_: int) -> None:
         """Read the run or experiment and its samples off the window's thread, then write the PDF and,

@@ -44,6 +44,7 @@ from gui.models.results_model import (
 )
 from gui.tabs.results_actions import ResultsActions
 from gui.widgets.compare_plots import ComparePlots, RunCurves
+from gui.widgets.message import fit_message
 from gui.widgets.result_details import ResultDetails
 from gui.widgets.result_html import run_of, sizings_side_by_side_html
 from gui.widgets.tab_widget import TabWidget
@@ -464,7 +465,7 @@ class ResultsTab(ResultsActions, QWidget):
             self._update_buttons()
 
     def say(self, text: str, error: bool = True) -> None:
-        self.message.setText(text)
+        self.message.setText(fit_message(text))
         self.message.setStyleSheet("color: #d9534f;" if error else "")
 
 

@@ -19,7 +19,6 @@ from core.errors import TrainRigError
 from core.storage.error_log import unexpected_message
 from core.storage.store import Store
 from gui.widgets.experiment_dialog import ExperimentDialog, ExperimentRequest
-from gui.workers import start_job
 from telemetry.experiments import ExperimentOutcome, ExperimentPlan, run_experiment, save_one_factor
 from telemetry.pytorch_env import find_torch_environment
 from telemetry.runs import Run
@@ -102,9 +101,7 @@ class ExperimentActions:
 
         self._set_busy(True)
         self._say("Finding PyTorch for the experiment…")
-        self._job = start_job(
-            lambda: find(), lambda found: self._experiment_found(request, found), self._prepare_failed
-        )
+        self._prepare(find, lambda found: self._experiment_found(request, found))
 
     def _experiment_found(self: TelemetryTab, request: ExperimentRequest, python: str) -> None:
         self._job = None

@@ -33,6 +33,7 @@ from core.errors import TrainRigError
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
 from gui.tabs.telemetry_experiment import ExperimentActions, ExperimentRunner
+from gui.widgets.message import fit_message
 from gui.widgets.telemetry_plots import TelemetryPlots
 from gui.workers import Job, start_job
 from telemetry.pytorch_env import find_torch_environment
@@ -270,7 +271,23 @@ class TelemetryTab(ExperimentActions, QWidget):
 
         self._set_busy(True)
         self._say(f"Preparing {origin}: sizing it on this machine and finding PyTorch…")
-        self._job = start_job(prepare, lambda r: self._prepared(document, *r), self._prepare_failed)
+        self._prepare(prepare, lambda r: self._prepared(document, *r))
+
+    def _prepare(self, work: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """``work`` off the window's thread, then ``done`` with its result, or its error said, unless Cancel
+        (or closing) dropped it meanwhile: then nothing starts when it ends."""
+        job: list[Job] = []
+
+        def finished(result: Any) -> None:
+            if job and self._job is job[0]:
+                done(result)
+
+        def failed(message: str) -> None:
+            if job and self._job is job[0]:
+                self._prepare_failed(message)
+
+        job.append(start_job(work, finished, failed))
+        self._job = job[0]
 
     def _prepare_failed(self, message: str) -> None:
         self._job = None
@@ -321,6 +338,10 @@ class TelemetryTab(ExperimentActions, QWidget):
 
     # --- while it runs -------------------------------------------------------------------------
     def cancel(self) -> None:
+        if self._job is not None:  # still sizing or finding PyTorch: the trainer is not started
+            self._job = None
+            self._set_busy(False)
+            self._say("Cancelled before the trainer started: no run was made.")
         if self.experiment is not None:
             self.experiment.cancel()  # the run in progress is cancelled, and no other starts
         if self.run is not None and not self.run.done:
@@ -415,6 +436,7 @@ class TelemetryTab(ExperimentActions, QWidget):
         )
         if answer != QMessageBox.StandardButton.Yes:
             return False
+        self._job = None  # a run still being prepared is not started
         if self.experiment is not None:
             self.experiment.cancel()
         if self.run is not None:
@@ -424,7 +446,7 @@ class TelemetryTab(ExperimentActions, QWidget):
         return True
 
     def _say(self, text: str, error: bool = False) -> None:
-        self.status.setText(text)
+        self.status.setText(fit_message(text))
         self.status.setStyleSheet("color: #b00020" if error else "")
 
 

@@ -25,6 +25,15 @@ class WizardPage(QWidget):
         return None
 
 
+def set_value(box: QSpinBox | QDoubleSpinBox, value: float) -> None:
+    """Show a document's ``value`` in ``box``, brought into the box's range first: Qt raised OverflowError for a
+    number past a QSpinBox's 32 bits (a workload of five billion samples left the wizard half-loaded). What a
+    box cannot hold as written (its range, its decimals) the wizard reports when it loads the document
+    (SizingWizard.load_document)."""
+    value = min(max(value, box.minimum()), box.maximum())
+    box.setValue(int(value) if isinstance(box, QSpinBox) else float(value))
+
+
 def error_label() -> QLabel:
     label = QLabel()
     label.setWordWrap(True)

@@ -20,7 +20,18 @@ from PySide6.QtWidgets import (
 from core.errors import TrainRigError
 from core.hardware.candidates import THIS_MACHINE
 from core.hardware.catalogue import GIB, DeviceSpec, device_from_entry, normalise_device_entry
-from gui.wizard.base import WizardPage, combo, dspin, error_label, spin
+from gui.wizard.base import WizardPage, combo, dspin, error_label, set_value, spin
+
+
+def matching_names(wanted: str, names: list[str]) -> list[str]:
+    """The device names a workload's candidate ``wanted`` means, as the catalogue matches them
+    (core.hardware.catalogue.find_device): the exact name (any case), else every name it is a part of.
+    One name is a match; "NVIDIA A10" once also ticked both A100s."""
+    if wanted == THIS_MACHINE:
+        return [THIS_MACHINE] if THIS_MACHINE in names else []
+    key = " ".join(wanted.lower().split())
+    exact = [n for n in names if n.lower() == key]
+    return exact[:1] or [n for n in names if key and key in n.lower() and n != THIS_MACHINE]
 
 
 class CandidatesPage(WizardPage):
@@ -30,6 +41,7 @@ class CandidatesPage(WizardPage):
         super().__init__()
         self.catalogue = catalogue
         self.custom: list[dict[str, Any]] = []
+        self.unmatched: list[str] = []  # the last document's candidate names that tick no single device
         self.kind = combo(("all", "gpu", "tpu", "accelerator", "cpu"), "Show only this kind of device")
         self.min_memory = dspin(0, 1000, 0, "Hide devices with less memory than this", " GB")
         self.min_memory.setSpecialValueText("any")
@@ -220,22 +232,43 @@ class CandidatesPage(WizardPage):
         hw = doc.get("hardware", {})
         gc = hw.get("gpu_count", 1)
         lo, hi = (gc.get("min", 1), gc.get("max", gc.get("min", 1))) if isinstance(gc, dict) else (gc, gc)
-        self.min_gpus.setValue(int(lo))
-        self.max_gpus.setValue(int(hi))
-        for entry in hw.get("custom", []):
+        set_value(self.min_gpus, int(lo))
+        set_value(self.max_gpus, int(hi))
+        # the document's own custom devices replace the last document's (they carried over into the next file)
+        old = {c["name"] for c in self.custom}
+        for i in reversed(range(self.list.count())):
+            if self.list.item(i).data(Qt.ItemDataRole.UserRole) in old:
+                self.list.takeItem(i)
+        self.custom = []
+        for i, written in enumerate(hw.get("custom", [])):
+            # as the workload's parser reads it (a GPU unless it says otherwise): "kind" missing raised KeyError
+            entry = normalise_device_entry(written, f"hardware.custom[{i}]")
             if not any(c["name"] == entry["name"] for c in self.custom):
                 self.custom.append(entry)
                 self._add_item(device_from_entry({"source": "custom", **entry}, origin="workload"), checked=False)
         self.prices = {str(k): float(v) for k, v in (hw.get("prices") or {}).items()}
         for i in range(1, self.list.count()):
             self._label(self.list.item(i))
+        self.unmatched = []
         wanted = hw.get("candidates")
         if wanted:
-            for i in range(self.list.count()):
-                item = self.list.item(i)
-                name = item.data(Qt.ItemDataRole.UserRole)
-                on = any(w.lower() in name.lower() or (w == THIS_MACHINE and name == THIS_MACHINE) for w in wanted)
-                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            names = [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+            on = set()
+            for w in wanted:
+                hits = matching_names(str(w), names)
+                if len(hits) == 1:
+                    on.add(hits[0])
+                else:
+                    self.unmatched.append(
+                        f"hardware.candidates: {w!r} "
+                        + (
+                            f"matches {len(hits)} devices ({', '.join(hits[:4])}), none ticked"
+                            if hits
+                            else "matches no device"
+                        )
+                    )
+            for i, name in enumerate(names):
+                self.list.item(i).setCheckState(Qt.CheckState.Checked if name in on else Qt.CheckState.Unchecked)
 
     def store(self, doc: dict[str, Any]) -> None:
         hw = doc.setdefault("hardware", {})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import platform
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from core.output.report import build_report
 from core.output.report_csv import write_csv
 from core.output.sizing_report import sizing_to_dict
 from core.spec.workload import parse_workload, read_workload_document
-from core.storage.files import check_target
+from core.storage.files import check_target, pdf_path
 from core.units import fmt_seconds
 from reports.pdf import write_pdf
 from telemetry.inventory import inventory_to_text
@@ -42,9 +43,46 @@ def starter_document() -> dict[str, Any]:
     }
 
 
+def altered_values(written: Any, held: Any, path: str = "", skip: tuple[str, ...] = ()) -> list[str]:
+    """Where the pages hold a document's value otherwise than it was written (a spin box's range or decimals,
+    a choice a list does not offer, a candidate name matched to others): ``path: written → held`` for each
+    number, text or list of them in ``written`` that ``held`` (the document collected back from the pages)
+    has at the same place with another value (a list of layers layer by layer). Parts the pages add or
+    rebuild, and the paths in ``skip``, are not compared."""
+    if path in skip:
+        return []
+    if isinstance(written, dict) and isinstance(held, dict):
+        return [
+            line
+            for key, value in written.items()
+            if key in held
+            for line in altered_values(value, held[key], f"{path}.{key}" if path else str(key), skip)
+        ]
+    if isinstance(written, list) and isinstance(held, list) and any(isinstance(v, dict) for v in written + held):
+        if len(written) != len(held):
+            return [f"{path}: {len(written)} entries → {len(held)}"]
+        return [
+            line
+            for i, (a, b) in enumerate(zip(written, held, strict=True))
+            for line in altered_values(a, b, f"{path}[{i}]", skip)
+        ]
+    if isinstance(written, bool) or isinstance(held, bool):
+        return [] if written == held or not isinstance(written, bool) else [f"{path}: {written} → {held}"]
+    if isinstance(written, int | float) and isinstance(held, int | float):
+        same = math.isclose(written, held, rel_tol=1e-9, abs_tol=1e-12)
+        return [] if same else [f"{path}: {written:,.10g} → {held:,.10g}"]
+    if isinstance(written, str) and isinstance(held, str):
+        return [] if written == held else [f"{path}: {written!r} → {held!r}"]
+    scalars = (str, int, float)
+    if isinstance(written, list) and isinstance(held, list) and all(isinstance(v, scalars) for v in written + held):
+        if sorted(map(str, written)) != sorted(map(str, held)):
+            return [f"{path}: {', '.join(map(str, written))} → {', '.join(map(str, held)) or 'none'}"]
+    return []
+
+
 class WizardFiles:
     """Files and the store for the wizard; the wizard provides doc, store, recommendation,
-    inventory, machine, measured, result, load_document, mark_saved, _collect and _say."""
+    inventory, machine, measured, result, model_page, load_document, mark_saved, _collect and _say."""
 
     # --- files and the store ------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -59,9 +97,19 @@ class WizardFiles:
             parse_workload(doc)
         except TrainRigError as exc:
             return self._say(f"{path.name}: {exc}")
-        merged = {**starter_document(), **doc}
-        self.load_document(merged)
-        self._say(f"Opened {path.name}.", error=False)
+        return self.open_document(doc, path.name)
+
+    def open_document(self, doc: dict[str, Any], what: str) -> bool:
+        """Show ``doc`` on the pages (over the starter document) and say so. A value the pages cannot hold as
+        written is named, and the workload then counts as changed: saving it writes the pages' values."""
+        altered = self.load_document({**starter_document(), **doc})
+        if not altered:
+            return self._say(f"Opened {what}.", error=False)
+        self._say(
+            f"Opened {what}, but the pages hold {len(altered)} of its values otherwise: {'; '.join(altered[:6])}"
+            + (f"; and {len(altered) - 6} more" if len(altered) > 6 else "")
+            + ". Saving writes the values shown."
+        )
         return True
 
     def export_dialog(self) -> None:
@@ -73,7 +121,7 @@ class WizardFiles:
         )
         if not path:
             return
-        pdf = Path(path).with_suffix(".pdf")
+        pdf = pdf_path(Path(path))
         if self.export_report(pdf):
             answer = QMessageBox.question(
                 self, "Report written", f"Wrote {pdf.name} and {pdf.with_suffix('.csv').name}. Open the folder?"
@@ -124,16 +172,17 @@ class WizardFiles:
             self.open_saved(int(detail["workload_id"]))
 
     def open_saved(self, workload_id: int) -> bool:
-        doc = self.store.workload_document(workload_id) if self.store else None
+        try:
+            doc = self.store.workload_document(workload_id) if self.store else None
+        except TrainRigError as exc:
+            return self._say(f"{exc}: it cannot be opened.")
         if doc is None:
             return self._say(f"No saved workload #{workload_id}.")
         try:
             parse_workload(doc)
         except TrainRigError as exc:  # saved by an older version with other rules
             return self._say(f"Saved workload #{workload_id} is no longer valid: {exc}")
-        self.load_document({**starter_document(), **doc})
-        self._say(f"Opened saved workload #{workload_id}.", error=False)
-        return True
+        return self.open_document(doc, f"saved workload #{workload_id}")
 
     def save_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
@@ -144,6 +193,10 @@ class WizardFiles:
 
     def save_file(self, path: Path) -> bool:
         self._collect()
+        if self.model_page.unstored:
+            return self._say(
+                f"{path.name} was not written: the Model page's {self.model_page.unstored}; correct it first."
+            )
         try:
             path.write_text(json.dumps(self.doc, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:

@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
 from core.errors import WorkloadError
 from core.spec.large import CHECKPOINT_POLICIES, CHECKPOINT_TEXT
 from core.spec.loop import DEFAULT_FILE_WORKERS, LOOP_STYLES
-from core.spec.workload import DATA_FORMATS, PURPOSES, STORAGE_TIERS, parse_workload
+from core.spec.workload import DATA_FORMATS, MAX_SAMPLES, PURPOSES, STORAGE_TIERS, parse_workload
 from core.vocabulary import INPUT_DTYPES, OPTIMIZER_STATES, PRECISION_BYTES, SHARDINGS
-from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, spin
+from gui.wizard.base import WizardPage, combo, dspin, error_label, set_combo, set_value, spin
 from gui.wizard.large_form import LargeModelGroup
 
 USE_KINDS = ("runs", "hours_per_year")
@@ -86,13 +86,13 @@ class GoalPage(WizardPage):
         )
         self.runs = spin(1, 1000, "Networks training at the same time on one machine (cache and socket rules)")
         self.use_deadline = QCheckBox("Deadline")
-        self.deadline = dspin(0.1, 1e7, 1, "Training must finish within this many hours", " h")
+        self.deadline = dspin(0.01, 1e7, 2, "Training must finish within this many hours", " h")
         self.use_budget = QCheckBox("Budget")
         self.budget = dspin(1, 1e12, 0, "Hardware budget (capex) in the currency below")
         self.currency = QLineEdit("USD")
         self.currency.setMaxLength(8)
         self.currency.setToolTip("Currency of all money figures; catalogue prices are USD and are converted")
-        self.rate = dspin(0.0001, 1e9, 4, "What one US dollar costs in the currency above (catalogue prices are USD)")
+        self.rate = dspin(1e-6, 1e9, 6, "What one US dollar costs in the currency above (catalogue prices are USD)")
         self.rate.setValue(1.0)
         self.rate_date = QLineEdit()
         self.rate_date.setPlaceholderText("YYYY-MM-DD")
@@ -114,9 +114,9 @@ class GoalPage(WizardPage):
         )
         self.use_cloud = QCheckBox("Own cloud price")
         self.cloud = dspin(
-            0.001,
+            0.0001,
             1e4,
-            3,
+            4,
             "Your price of one device-hour rented, for every candidate (in the currency below); unticked: each "
             "device's dated on-demand price from the catalogue",
         )
@@ -164,24 +164,24 @@ class GoalPage(WizardPage):
         goal, cost = doc.get("goal", {}), doc.get("cost", {})
         self.name.setText(doc.get("name", ""))
         set_combo(self.purpose, goal.get("purpose", "scratch"))
-        self.runs.setValue(int(goal.get("concurrent_runs", 1)))
+        set_value(self.runs, int(goal.get("concurrent_runs", 1)))
         self.use_deadline.setChecked("deadline_hours" in cost)
         self.deadline.setEnabled("deadline_hours" in cost)
-        self.deadline.setValue(float(cost.get("deadline_hours", 24)))
+        set_value(self.deadline, float(cost.get("deadline_hours", 24)))
         self.use_budget.setChecked("budget" in cost)
         self.budget.setEnabled("budget" in cost)
-        self.budget.setValue(float(cost.get("budget", 10000)))
+        set_value(self.budget, float(cost.get("budget", 10000)))
         self.currency.setText(cost.get("currency", "USD"))
         set_combo(self.use_kind, "hours_per_year" if "hours_per_year" in cost else "runs")
-        self.use_runs.setValue(int(cost.get("runs", 1)))
-        self.use_hours.setValue(float(cost.get("hours_per_year", 1000)))
+        set_value(self.use_runs, int(cost.get("runs", 1)))
+        set_value(self.use_hours, float(cost.get("hours_per_year", 1000)))
         self._use_enabled()
         self.rent_allowed.setChecked(bool(cost.get("rent_allowed", True)))
         self.use_cloud.setChecked("cloud_per_gpu_hour" in cost)
         self.cloud.setEnabled("cloud_per_gpu_hour" in cost)
-        self.cloud.setValue(float(cost.get("cloud_per_gpu_hour", 2.5)))
+        set_value(self.cloud, float(cost.get("cloud_per_gpu_hour", 2.5)))
         rate = cost.get("exchange_rate", {})
-        self.rate.setValue(float(rate.get("per_usd", 1.0)))
+        set_value(self.rate, float(rate.get("per_usd", 1.0)))
         self.rate_date.setText(str(rate.get("date", "")))
         self._rate_enabled()
 
@@ -248,7 +248,9 @@ class DataPage(WizardPage):
         super().__init__()
         form = QFormLayout(self)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
-        self.samples = spin(1, 2_000_000_000, "Training samples S (Jamgharyan's S)")
+        # past a QSpinBox's 32 bits: LAION-5B has 5.8 billion samples
+        self.samples = dspin(1, MAX_SAMPLES, 0, "Training samples S (Jamgharyan's S)")
+        self.samples.setGroupSeparatorShown(True)
         self.features = QLabel()
         self.features.setToolTip("Elements per input sample N, from the model's input shape")
         self.outputs = spin(1, 1_000_000_000, "Outputs per sample N_M (classes, or one target per position)")
@@ -270,8 +272,8 @@ class DataPage(WizardPage):
 
     def load(self, doc: dict[str, Any]) -> None:
         data = doc.get("data", {})
-        self.samples.setValue(int(data.get("samples", 10000)))
-        self.outputs.setValue(int(data.get("outputs", 10)))
+        set_value(self.samples, int(data.get("samples", 10000)))
+        set_value(self.outputs, int(data.get("outputs", 10)))
         set_combo(self.dtype, data.get("dtype", "float32"))
         set_combo(self.format, data.get("format", "npy"))
         set_combo(self.storage, data.get("storage", "nvme"))
@@ -282,7 +284,7 @@ class DataPage(WizardPage):
     def store(self, doc: dict[str, Any]) -> None:
         data = doc.setdefault("data", {})
         data.update(
-            samples=self.samples.value(),
+            samples=round(self.samples.value()),
             outputs=self.outputs.value(),
             dtype=self.dtype.currentData(),
             format=self.format.currentData(),
@@ -319,7 +321,7 @@ class TrainingPage(WizardPage):
             self.checkpointing.setItemData(i, CHECKPOINT_TEXT[policy], Qt.ItemDataRole.ToolTipRole)
         self.sharding = combo(SHARDINGS, "How data-parallel GPUs share weights, gradients and optimizer state")
         self.nodes = spin(1, 10_000, "Machines, each with the candidate's GPU count")
-        self.reserve = dspin(0, 100, 0, "Extra memory: Jamgharyan asks 25–30 % for overfit reverse engineering", " %")
+        self.reserve = dspin(0, 100, 1, "Extra memory: Jamgharyan asks 25–30 % for overfit reverse engineering", " %")
         self.loop = combo(
             LOOP_CHOICES,
             "How your training loop feeds the GPU: on small networks the host (Python, the DataLoader, "
@@ -390,21 +392,21 @@ class TrainingPage(WizardPage):
 
     def load(self, doc: dict[str, Any]) -> None:
         t = doc.get("training", {})
-        self.batch.setValue(int(t.get("batch_size", 32)))
-        self.epochs.setValue(int(t.get("epochs", 1)))
+        set_value(self.batch, int(t.get("batch_size", 32)))
+        set_value(self.epochs, int(t.get("epochs", 1)))
         set_combo(self.optimizer, t.get("optimizer", "adam"))
         set_combo(self.precision, t.get("precision", "fp32"))
         ckpt = t.get("checkpointing", False)
         set_combo(self.checkpointing, ckpt if isinstance(ckpt, str) else "full" if ckpt else "none")
         set_combo(self.sharding, t.get("sharding", "none"))
-        self.nodes.setValue(int(t.get("nodes", 1)))
-        self.reserve.setValue(float(t.get("reserve_percent", 0)))
+        set_value(self.nodes, int(t.get("nodes", 1)))
+        set_value(self.reserve, float(t.get("reserve_percent", 0)))
         loop = t.get("loop")
         loop = {"style": loop} if isinstance(loop, str) else loop if isinstance(loop, dict) else {}
         style = loop.get("style", "auto" if not loop else "dataloader")
         set_combo(self.loop, style)
-        self.workers.setValue(int(loop.get("workers", DEFAULT_FILE_WORKERS if style == "dataloader_files" else 0)))
-        self.sync_every.setValue(int(loop.get("sync_every", 1)))
+        set_value(self.workers, int(loop.get("workers", DEFAULT_FILE_WORKERS if style == "dataloader_files" else 0)))
+        set_value(self.sync_every, int(loop.get("sync_every", 1)))
         self.pin_memory.setChecked(bool(loop.get("pin_memory", False)))
         self._loop_enabled()
         self._large_context()
@@ -427,10 +429,12 @@ class TrainingPage(WizardPage):
         )
         self.large.store(t)
         style = self.loop.currentData()
-        if style == "auto":
+        old = t.get("loop") if isinstance(t.get("loop"), dict) else {}
+        kept = {"log_every": old["log_every"]} if "log_every" in old else {}  # not on the page: kept as written
+        if style == "auto":  # no loop written: PyTorch's defaults for the data's format
             t.pop("loop", None)
             return
-        loop: dict[str, Any] = {"style": style, "sync_every": self.sync_every.value()}
+        loop: dict[str, Any] = {"style": style, "sync_every": self.sync_every.value(), **kept}
         if style != "device_tensors":
             loop.update(workers=self.workers.value(), pin_memory=self.pin_memory.isChecked())
         t["loop"] = loop

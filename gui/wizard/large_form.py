@@ -24,7 +24,7 @@ from core.spec.large import (
     PRECISION_LAYOUTS,
 )
 from core.spec.workload import MEMORY_FORMATS
-from gui.wizard.base import combo, set_combo, spin
+from gui.wizard.base import combo, set_combo, set_value, spin
 
 LAYOUT_LABELS = {
     "autocast": "PyTorch autocast",
@@ -210,14 +210,14 @@ class LargeModelGroup(QGroupBox):
         set_combo(self.reduce_dtype, t.get("reduce_dtype", "fp32"))
         self.fp8.setChecked(bool(t.get("fp8", False)))
         self.fp8_gather.setChecked(bool(t.get("fp8_all_gather", False)))
-        self.every.setValue(int(t.get("checkpoint_every", 1)))
+        set_value(self.every, int(t.get("checkpoint_every", 1)))
         set_combo(self.offload, t.get("offload", "none"))
         set_combo(self.optimizer_impl, t.get("optimizer_impl", "auto"))
-        self.tensor.setValue(int(par.get("tensor", 1)))
-        self.pipeline.setValue(int(par.get("pipeline", 1)))
-        self.microbatches.setValue(int(par.get("microbatches") or 0))
+        set_value(self.tensor, int(par.get("tensor", 1)))
+        set_value(self.pipeline, int(par.get("pipeline", 1)))
+        set_value(self.microbatches, int(par.get("microbatches") or 0))
         self.sequence.setChecked(bool(par.get("sequence", False)))
-        self.context.setValue(int(par.get("context", 1)))
+        set_value(self.context, int(par.get("context", 1)))
         self.hybrid.setChecked(bool(par.get("hybrid_shard", False)))
         set_combo(self.memory_format, t.get("memory_format", "contiguous"))
         self.compile.setChecked(bool(t.get("compile", False)))

@@ -90,6 +90,7 @@ class ModelPage(WizardPage):
         super().__init__()
         self.analysis: ModelAnalysis | None = None
         self._problem: str | None = None
+        self.unstored: str | None = None  # why what is typed is not in the document (store)
         self.use_preset = QRadioButton("Preset")
         self.use_layers = QRadioButton("Layer list")
         self.use_preset.setChecked(True)
@@ -189,7 +190,15 @@ class ModelPage(WizardPage):
         self._edited()
 
     def store(self, doc: dict[str, Any]) -> None:
-        doc["model"] = self.model_document()
+        """The model into ``doc``; while what is typed cannot be read as a model (a layer's arguments half
+        typed), the document keeps the last model that could and ``unstored`` says why (the page shows it;
+        saving refuses, closing asks)."""
+        try:
+            doc["model"] = self.model_document()
+        except TrainRigError as exc:
+            self.unstored = str(exc)
+        else:
+            self.unstored = None
 
     def model_document(self) -> dict[str, Any]:
         if self.use_code.isChecked() and self.traced is not None:
@@ -203,19 +212,18 @@ class ModelPage(WizardPage):
 
     # --- editing ------------------------------------------------------------------------------
     def set_layers(self, model: dict[str, Any]) -> None:
-        self.table.blockSignals(True)
+        """Fill the editor with ``model``'s layers and input, without an edit signal: the caller says when the
+        page has changed (``_edited``). An input shape that signalled while a preset was still chosen had the
+        preset's architecture drawn over the file's (the seed MLP opened after the Llama example sized Llama)."""
+        widgets = (self.table, self.input_shape, self.input_dtype)
+        for w in widgets:
+            w.blockSignals(True)
         self.table.setRowCount(0)
         for layer in model.get("layers", []):
             self._append_row(str(layer.get("type", "")), format_arguments(layer))
-        self.table.blockSignals(False)
         self.input_shape.setText(", ".join(str(d) for d in model.get("input_shape", [])))
         set_combo(self.input_dtype, model.get("input_dtype", "float32"))
-
-    def _show_read_only(self, model: dict[str, Any]) -> None:
-        for w in (self.input_shape, self.input_dtype):
-            w.blockSignals(True)
-        self.set_layers(model)
-        for w in (self.input_shape, self.input_dtype):
+        for w in widgets:
             w.blockSignals(False)
 
     def edit_preset_as_layers(self) -> None:
@@ -240,6 +248,14 @@ class ModelPage(WizardPage):
         model = doc.get("model", doc) if isinstance(doc, dict) else None
         if not isinstance(model, dict) or not ("layers" in model or "preset" in model):
             self._show_problem(f"{path.name} holds no model (input_shape and layers, or a preset)")
+            return False
+        try:  # a model the page can show: its layers and input read, or a preset it lists
+            if "preset" not in model:
+                analyze_model(model)
+            elif not isinstance(model["preset"], str) or model["preset"] not in load_presets():
+                raise TrainRigError(f"model.preset: unknown preset {model['preset']!r}")
+        except TrainRigError as exc:
+            self._show_problem(f"{path.name} holds no model the page can show: {exc}")
             return False
         self.load({"model": model})
         return True
@@ -290,11 +306,12 @@ class ModelPage(WizardPage):
 
     def trace_file(self, path: Path, factory: str, training: dict[str, Any] | None = None) -> None:
         """Trace ``path:factory`` off the GUI thread for the current input shape."""
-        model = {
-            "torch": f"{path.name}:{factory}",
-            "input_shape": self._shape(),
-            "input_dtype": self.input_dtype.currentData(),
-        }
+        try:
+            shape = self._shape()
+        except TrainRigError as exc:
+            self._show_problem(str(exc))
+            return
+        model = {"torch": f"{path.name}:{factory}", "input_shape": shape, "input_dtype": self.input_dtype.currentData()}
         train = training or {"batch_size": 32, "optimizer": "adam"}
         self.trusted_code[f"{path.name}:{factory}"] = path.parent.resolve()
         self._show_problem(None)
@@ -334,11 +351,17 @@ class ModelPage(WizardPage):
         self._edited()
 
     def _shape(self) -> list[Any]:
+        """The input shape typed, sizes as numbers (ASCII digits: "²" and "①" count as digits to Python but are
+        no size) and names as text, which the model's check then refuses or resolves."""
         out: list[Any] = []
         for part in self.input_shape.text().replace("x", ",").split(","):
             part = part.strip()
-            if part:
-                out.append(int(part) if part.isdigit() else part)
+            if part.isascii() and part.isdigit():
+                if len(part) > 15:
+                    raise TrainRigError(f"model.input_shape: {part[:15]}… is larger than any input")
+                out.append(int(part))
+            elif part:
+                out.append(part)
         return out
 
     def _layers(self) -> list[dict[str, Any]]:
@@ -356,7 +379,7 @@ class ModelPage(WizardPage):
     def _edited(self) -> None:
         preset_doc = load_presets().get(self.preset.currentData() or "", {})
         if self.use_preset.isChecked() and "layers" in preset_doc.get("model", {}):
-            self._show_read_only(preset_doc["model"])  # the preset's architecture, greyed until edited
+            self.set_layers(preset_doc["model"])  # the preset's architecture, greyed until edited
         self.preset_info.setText(f"{preset_doc.get('description', '')}  Source: {preset_doc.get('source', '')}")
         self.preset_info.setVisible(self.use_preset.isChecked() or self.use_code.isChecked())
         if self.use_code.isChecked() and self.traced is not None:

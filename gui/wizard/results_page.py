@@ -39,7 +39,7 @@ from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import COL_DEVICE, COL_MEASURED, ROW_ROLE, SORT_ROLE, CandidateTableModel
 from gui.widgets.memory_bar import MemoryBar
 from gui.widgets.tab_widget import TabWidget
-from gui.wizard.base import combo, spin
+from gui.wizard.base import combo, set_value, spin
 from gui.wizard.measure_panel import MeasurePanel
 
 SEED_TIPS = {
@@ -202,8 +202,8 @@ class ResultsPage(QWidget):
         gc = hw.get("gpu_count", 1)
         for w in (self.batch, self.gpus, self.precision):
             w.blockSignals(True)
-        self.batch.setValue(int(t.get("batch_size", 32)))
-        self.gpus.setValue(int(gc.get("max", 1) if isinstance(gc, dict) else gc))
+        set_value(self.batch, int(t.get("batch_size", 32)))
+        set_value(self.gpus, int(gc.get("max", 1) if isinstance(gc, dict) else gc))
         self.precision.setCurrentIndex(max(0, self.precision.findData(t.get("precision", "fp32"))))
         for w in (self.batch, self.gpus, self.precision):
             w.blockSignals(False)

@@ -26,10 +26,11 @@ from core.hardware.catalogue import load_catalogue, merge_user_devices
 from core.network.presets import load_presets
 from core.spec.workload import parse_workload
 from core.storage.store import Store
+from gui.widgets.message import fit_message
 from gui.wizard import session
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
-from gui.wizard.documents import WizardFiles, starter_document
+from gui.wizard.documents import WizardFiles, altered_values, starter_document
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.guides import GUIDES
 from gui.wizard.model_page import ModelPage
@@ -141,7 +142,9 @@ class SizingWizard(WizardFiles, QWidget):
             self.restore_banner.offer(str(last.get("name") or "unnamed workload"))
 
     # --- document -----------------------------------------------------------------------------
-    def load_document(self, doc: dict[str, Any]) -> None:
+    def load_document(self, doc: dict[str, Any]) -> list[str]:
+        """Show ``doc`` on the pages; the values they hold otherwise than written (``altered_values``), in which
+        case the workload counts as changed, not saved."""
         self._loading = True
         self.doc = copy.deepcopy(doc)
         for p in self.pages[:-1]:
@@ -150,7 +153,12 @@ class SizingWizard(WizardFiles, QWidget):
         self.results.set_controls(self.doc)
         self._loading = False
         self._changed()
-        self.mark_saved()
+        # candidate names are matched as the catalogue matches them ("H100 SXM" ticks NVIDIA H100 SXM): the page
+        # names those that tick no single device
+        altered = altered_values(doc, self.doc, skip=("hardware.candidates",)) + self.candidates.unmatched
+        if not altered:
+            self.mark_saved()
+        return altered
 
     # --- unsaved changes and the workload remembered across sessions --------------------------
     def mark_saved(self) -> None:
@@ -159,8 +167,10 @@ class SizingWizard(WizardFiles, QWidget):
         self._saved_key = session.document_key(self.doc)
 
     def has_unsaved_changes(self) -> bool:
+        """Whether closing would lose an edit: the document changed since it was saved, or the Model page holds
+        typing that is not in the document yet (a half-typed layer)."""
         self._collect()
-        return session.document_key(self.doc) != self._saved_key
+        return self.model_page.unstored is not None or session.document_key(self.doc) != self._saved_key
 
     def confirm_close(self) -> bool:
         """Asked by the main window before it closes: with unsaved changes the user saves them to a
@@ -306,6 +316,7 @@ class SizingWizard(WizardFiles, QWidget):
         problem = next((p for p in problems if p), None)
         if problem:
             self.message.setText("")
+            self.recommendation = None  # no figures for a workload the pages cannot describe: nothing to export
             return
         names = [n for n in self.doc["hardware"]["candidates"] if n != THIS_MACHINE or self.machine is not None]
         if not names:
@@ -376,7 +387,7 @@ class SizingWizard(WizardFiles, QWidget):
         self._changed()
 
     def _say(self, text: str, error: bool = True) -> bool:
-        self.message.setText(text)
+        self.message.setText(fit_message(text))
         self.message.setStyleSheet("color: #d9534f;" if error else "")
         return not error
 

@@ -171,3 +171,35 @@ def test_a_one_factor_experiment_from_the_tab_runs_each_value_and_lands_in_the_r
     assert set(results.compare.curve_counts().values()) == {3}
     if os.environ.get("TRAINRIG_SCREENSHOTS"):
         results.grab().save(str(ROOT / "docs/screenshot-experiment.png"))
+
+
+def test_cancel_while_a_run_is_being_prepared_starts_nothing(qtbot, main_window, monkeypatch) -> None:
+    """Cancel was enabled while the run was sized and PyTorch looked for, but did nothing then: the trainer
+    started a moment later (and did so too after closing the window while preparing)."""
+    import threading
+    from types import SimpleNamespace
+
+    import gui.tabs.telemetry_tab as telemetry_tab
+
+    release, started, found = threading.Event(), [], []
+
+    def find(python):
+        release.wait(10)
+        found.append(python)
+        return SimpleNamespace(ok=True, python="python3", message="")
+
+    monkeypatch.setattr(telemetry_tab, "find_torch_environment", find)
+    monkeypatch.setattr(telemetry_tab, "training_run", lambda *a, **k: started.append(a) or pytest.fail("started"))
+    w = main_window()
+    tab = w.telemetry_tab
+    tab.run_wizard_workload()
+    qtbot.waitUntil(lambda: "Preparing" in tab.status.text())
+    assert tab.cancel_button.isEnabled() and tab.running
+    tab.cancel()
+    assert tab.status.text() == "Cancelled before the trainer started: no run was made."
+    assert not tab.running and tab.start_wizard.isEnabled() and not tab.cancel_button.isEnabled()
+    release.set()  # the preparation ends after the cancel
+    qtbot.waitUntil(lambda: bool(found))
+    qtbot.wait(300)  # its result delivered to the window's thread
+    assert started == [] and tab.run is None
+    assert tab.status.text() == "Cancelled before the trainer started: no run was made."

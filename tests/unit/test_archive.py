@@ -179,6 +179,40 @@ def _damaged_archives(good: Path, tmp: Path) -> dict[str, tuple[Path, str]]:
         _zip(p, {"items.jsonl": items, "manifest.json": json.dumps(manifest).encode()})
 
     case("chunk-size", None, "chunk of samples of the wrong size", bad_chunk_consistent)
+
+    def consistent(edit):
+        """An archive whose items pass through ``edit`` and whose checksum is written anew for them: only the
+        items' own checks can find what is wrong."""
+
+        def build(p: Path) -> None:
+            import hashlib
+
+            with zipfile.ZipFile(good) as z:
+                items = [json.loads(x) for x in z.read("items.jsonl").splitlines()]
+                manifest = json.loads(z.read("manifest.json"))
+            for item in items:
+                edit(item)
+            data = b"".join((json.dumps(x, sort_keys=True) + "\n").encode() for x in items)
+            manifest["items_sha256"] = hashlib.sha256(data).hexdigest()
+            _zip(p, {"items.jsonl": data, "manifest.json": json.dumps(manifest).encode()})
+
+        return build
+
+    def damage_document(item: dict) -> None:  # opening it in the wizard raised JSONDecodeError
+        if item["kind"] == "sizing":
+            item["workload"]["document"] = "{not json"
+
+    def damage_result(item: dict) -> None:
+        if item["kind"] == "sizing":
+            item["row"]["result"] = "[1, 2"
+
+    case(
+        "sizing-document",
+        None,
+        "damaged workload: its document is not a readable workload",
+        consistent(damage_document),
+    )
+    case("sizing-result", None, "has a damaged result: it is not readable JSON", consistent(damage_result))
     return cases
 
 

@@ -183,3 +183,20 @@ def test_a_read_only_store_refuses_writes(tmp_path: Path) -> None:
         store.save_workload("x", {})
     assert store.workloads() == []
     store.close()
+
+
+def test_a_damaged_saved_workload_is_named_not_a_traceback(tmp_path: Path) -> None:
+    """A workload document that is not JSON (a database edited by hand, or damaged): the wizard's Open
+    raised JSONDecodeError; the store says which workload and why."""
+    store = Store.open(tmp_path / "t.db")
+    wid, _sid = store.save_sizing(
+        "w", {"model": {"preset": "seed-mlp"}}, ["NVIDIA GeForce RTX 4090"], {"candidates": []}
+    )
+    assert store.workload_document(wid) == {"model": {"preset": "seed-mlp"}}
+    for text in ("{not json", "[1, 2]", '"a text"'):
+        store.db.execute("update workloads set document = ? where id = ?", [text, wid])
+        store.db.conn.commit()
+        with pytest.raises(StoreError, match=f"saved workload #{wid} is damaged"):
+            store.workload_document(wid)
+    assert store.workload_document(wid + 100) is None
+    store.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -130,6 +132,11 @@ def test_overflowing_model_is_refused() -> None:
         ("{not json", "is not valid JSON"),
         ('{"model": {"preset": "seed-mlp"}, "training": {"epochs": 1.5}}', "training.epochs: must be an integer"),
         ("[]", "workload: must be an object"),
+        # Python's own limit on an integer's digits raised ValueError through the wizard's Open
+        (
+            '{"model": {"preset": "seed-mlp"}, "data": {"samples": ' + "9" * 5000 + "}}",
+            "holds a number TrainRig cannot",
+        ),
     ],
 )
 def test_cli_rejects_bad_files_with_exit_code_2(cli, write_json, content: str, words: str) -> None:
@@ -143,3 +150,20 @@ def test_cli_rejects_bad_files_with_exit_code_2(cli, write_json, content: str, w
 def test_cli_missing_file(cli, tmp_path) -> None:
     code, _, err = cli("size", str(tmp_path / "nope.json"))
     assert code == 2 and "does not exist" in err
+
+
+def test_a_file_with_the_byte_order_mark_windows_editors_write_is_read(cli, tmp_path) -> None:
+    p = tmp_path / "notepad.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps({"model": {"preset": "seed-mlp"}, "data": {"samples": 1000}}).encode())
+    code, out, err = cli("size", str(p), "--no-save", "-c", "4090")
+    assert "RTX 4090" in out  # sized, like the same file without the mark
+    assert code == 0 and "Traceback" not in err
+    assert "BOM" not in err
+
+
+def test_a_chosen_report_name_keeps_its_own_dots() -> None:
+    from core.storage.files import pdf_path
+
+    assert pdf_path(Path("report.v2")) == Path("report.v2.pdf")  # not report.pdf
+    assert pdf_path(Path("/x/Report.PDF")) == Path("/x/Report.PDF")
+    assert pdf_path(Path("quote")) == Path("quote.pdf")
