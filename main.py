@@ -65,7 +65,11 @@ def open_store(args: argparse.Namespace, db_path: Path) -> Store | None:
         print(f"trainrig: {text}…", file=sys.stderr, flush=True)
 
     if mode == "write":
-        return Store.open(db_path, on_wait=say)
+        from telemetry.orphan_runs import close_orphaned_runs
+
+        store = Store.open(db_path, on_wait=say)
+        close_orphaned_runs(store)  # runs a killed TrainRig left "running"
+        return store
     if mode == "read" and db_path.exists():
         return Store.open(db_path, read_only=True, on_wait=say)
     return None

@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         print(f"trainrig calibrate: {env.message}")
         return 2

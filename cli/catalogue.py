@@ -25,9 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("catalogue", help="list catalogue devices; add or remove your own")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.add_argument("--kind", choices=DEVICE_KINDS, help="only devices of this kind")
-    p.add_argument("--add", metavar="FILE", type=Path, help="add or update your devices from a JSON object or list")
-    p.add_argument("--remove", metavar="NAME", help="remove one of your devices")
-    p.set_defaults(func=run, store_mode=lambda a: "write" if a.add or a.remove else "read")
+    change = p.add_mutually_exclusive_group()  # one change a call: --remove beside --add was passed over
+    change.add_argument(
+        "--add", metavar="FILE", type=Path, help="add or update your devices from a JSON object or list"
+    )
+    change.add_argument("--remove", metavar="NAME", help="remove one of your devices")
+    p.set_defaults(func=run, store_mode=lambda a: "write" if a.add or a.remove is not None else "read")
 
 
 def all_entries(store: Store | None) -> list[dict[str, Any]]:
@@ -40,7 +43,7 @@ def all_entries(store: Store | None) -> list[dict[str, Any]]:
 def run(args: argparse.Namespace, store: Store | None) -> int:
     if args.add:
         return _add(args.add, store)
-    if args.remove:
+    if args.remove is not None:
         if store is None or not store.remove_user_device(args.remove):
             print(f"trainrig catalogue: no user device named {args.remove!r}", file=sys.stderr)
             return 2
@@ -71,6 +74,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
 def _add(path: Path, store: Store | None) -> int:
     doc = read_json_file(path, "device file")
     items = doc if isinstance(doc, list) else [doc]
+    if not items:
+        raise WorkloadError("", f"{path.name} lists no devices: nothing was saved")
     shipped = load_catalogue()
     entries = [normalise_device_entry(item, f"devices[{i}]") for i, item in enumerate(items)]
     for e in entries:

@@ -103,10 +103,13 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if not isinstance(document, dict):
         raise TrainRigError(f"{args.workload}: a workload is a JSON object")
     factor = parse_vary(args.vary)
+    for option, path in (("--epochs", "training.epochs"), ("--samples", "data.samples")):
+        if factor.path == path and getattr(args, option[2:]) is not None:
+            raise TrainRigError(f"{option} sets what --vary {factor.name} varies: give one of them")
     variants = tuple(expand(document, factor))  # every value checked before anything runs
     if len(variants) * args.repeats > MAX_RUNS:
         raise TrainRigError(f"{len(variants)} values × {args.repeats} repeats is over {MAX_RUNS} runs")
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         raise TrainRigError(env.message)
     name = str(document.get("name") or "workload")
@@ -157,7 +160,7 @@ def run_processes(args: argparse.Namespace, store: Store | None) -> int:
     document = read_workload_document(args.workload)
     workload = parse_workload(document)
     trainer_spec(workload, epochs=args.epochs, samples=args.samples, device=args.device)  # trainable here?
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         raise TrainRigError(env.message)
     predictions, notes = scaling_predictions(workload, counts, args.device, store)
@@ -228,7 +231,7 @@ def run_threads(args: argparse.Namespace, store: Store | None) -> int:
         if not counts or counts[0] < 1 or counts[-1] > 1024:
             raise TrainRigError(f"--threads takes counts of 1–1024; got {args.threads!r}")
     workload = parse_workload(read_workload_document(args.workload))
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         raise TrainRigError(env.message)
     physical, logical = physical_and_logical()
@@ -267,7 +270,7 @@ def run_storage(args: argparse.Namespace, store: Store | None) -> int:
     workload, prediction = size_here(document, store)
     check_format(args.data_format, [int(v) for v in workload.analysis.input_shape])  # before a file is written
     samples = args.samples or min(workload.data.samples, 20_000)
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         raise TrainRigError(env.message)
     inventory = collect_inventory()

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
         profile = read_profile_file(args.trace, precision=workload.training.precision)
         source = find_device(args.measured_on, catalogue) if args.measured_on else measured_source(profile, catalogue)
         return _show(args, scale_profile(profile, source, _candidates(args, workload)))
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         print(f"trainrig measure: {env.message}", file=sys.stderr)
         return 2

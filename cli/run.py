@@ -85,7 +85,7 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
             f"{launch.processes} processes with DistributedDataParallel: each rank's step and all-reduce are "
             "measured; the sizing's single-device prediction is not compared"
         )
-    env = find_torch_environment(args.python)
+    env = find_torch_environment(args.python, strict=True)
     if not env.ok:
         raise TrainRigError(env.message)
     bar = ProgressBar(sys.stderr)

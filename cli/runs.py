@@ -67,8 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, store: Store | None) -> int:
-    if args.limit is not None and args.limit < 1:
-        print(f"trainrig runs: --limit must be 1 or more, not {args.limit}", file=sys.stderr)
+    if args.limit is not None and not 1 <= args.limit <= 2**62:  # SQLite's integers are 64-bit
+        print(f"trainrig runs: --limit must be 1 or more and at most 2^62, not {args.limit}", file=sys.stderr)
         return 2
     if args.report is not None or args.pdf or args.csv:
         return write_report(args, store)

@@ -198,6 +198,30 @@ def load_json_document(text: str, name: str) -> Any:
     return doc  # its objects are dicts (a subclass that also names duplicate keys)
 
 
+class NotAFile(ValueError):
+    """A path that is no regular file, or one over the size a reader takes."""
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them: NotAFile for a device or a pipe
+    (/dev/zero never ends and filled the memory; a FIFO waited for a writer) and for a file over ``limit``
+    (read as far as ``limit`` + 1 bytes, whatever size it reports: /proc files report 0); OSError as
+    opening or reading raises it."""
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO opens at once, to be refused
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotAFile("is a folder" if stat.S_ISDIR(mode) else "is not a regular file (a device, a pipe or a socket)")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise NotAFile(f"is over {limit / 2**20:,.0f} MiB, the most TrainRig reads of it")
+    return data
+
+
 def read_json_file(path: Path, what: str) -> Any:
     """A user's JSON file (``what``: "workload file", "device file"), read as UTF-8 (with or without the
     byte-order mark Windows editors write) with the limits of load_json_document; the size is checked
@@ -206,9 +230,11 @@ def read_json_file(path: Path, what: str) -> Any:
         size = path.stat().st_size
         if size > MAX_DOCUMENT_BYTES:
             raise WorkloadError("", f"{path.name} is {size / 2**20:.0f} MiB; TrainRig reads files up to 16 MiB")
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_bounded(path, MAX_DOCUMENT_BYTES).decode("utf-8-sig")
     except FileNotFoundError:
         raise WorkloadError("", f"{what} {str(path)!r} does not exist") from None
+    except NotAFile as exc:
+        raise WorkloadError("", f"{what} {str(path)!r} {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError("", f"{what} {str(path)!r} cannot be read: {exc}") from None
     return load_json_document(text, path.name)

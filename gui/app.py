@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from core.errors import StoreError
 from core.storage.store import Store
+from telemetry.orphan_runs import close_orphaned_runs
 
 _collector: object | None = None
 
@@ -63,6 +64,7 @@ def run_app(db_path: Path) -> int:
     configure_app(app)
     try:
         store: Store | None = Store.open(db_path)
+        close_orphaned_runs(store)  # runs a killed TrainRig left "running"
     except StoreError as exc:
         QMessageBox.warning(None, "TrainRig — database", f"{exc}\n\nTrainRig starts without saving results this time.")
         store = None

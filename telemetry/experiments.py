@@ -84,8 +84,12 @@ def run_experiment(
         extra: Mapping[str, Any] = {}
         if setup is not None:
             prediction, extra = setup(variant, prediction)
+        # the plan's epochs and samples for every run, but never over the factor being varied: the Telemetry
+        # tab always gives its epochs, and an experiment over epochs trained every value for that many
+        epochs = None if plan.factor.path == "training.epochs" else plan.epochs
+        samples = None if plan.factor.path == "data.samples" else plan.samples
         for repeat in range(plan.repeats):
-            spec = trainer_spec(workload, epochs=plan.epochs, samples=plan.samples, device=plan.device, seed=repeat)
+            spec = trainer_spec(workload, epochs=epochs, samples=samples, device=plan.device, seed=repeat)
             r = training_run(
                 python,
                 spec,

@@ -83,9 +83,14 @@ def check_python(python: str, timeout_s: float = 30.0) -> TorchEnvironment:
     return TorchEnvironment(python, True, msg, info.get("python"), info.get("torch"), cuda, tuple(info["devices"]))
 
 
-def find_torch_environment(preferred: str | None = None, timeout_s: float = 30.0) -> TorchEnvironment:
-    """The first candidate Python with a working PyTorch, else the reason for the first one."""
-    results = [check_python(p, timeout_s) for p in candidate_pythons(preferred)]
+def find_torch_environment(
+    preferred: str | None = None, timeout_s: float = 30.0, strict: bool = False
+) -> TorchEnvironment:
+    """The first candidate Python with a working PyTorch, else the reason for the first one. ``strict``: a
+    ``preferred`` Python is the only one tried (the command line's --python: a path that does not exist
+    was passed over for another Python without a word)."""
+    pythons = [preferred] if strict and preferred else candidate_pythons(preferred)
+    results = [check_python(p, timeout_s) for p in pythons]
     for r in results:
         if r.ok:
             return r

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.storage.store import Store
+from telemetry.orphan_runs import recorder_identity
 from telemetry.sampler import DEFAULT_RATE_HZ, Sampler, Source, default_sources
 
 MAX_LINE_BYTES = 1 << 20  # a longer "line" is garbage (a worker printing a tensor), not a message
@@ -321,6 +322,7 @@ class Run:
             "started_wall": s.started_wall,
             "sampler_cpu_s": s.cpu_time_s,
             "garbage_lines": self.garbage_lines,
+            "recorder": recorder_identity(),  # telemetry.orphan_runs: closed as failed if this process is gone
         }
 
     def _store_samples(self, rows: list[tuple[float, list[float | None]]]) -> None:

@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import TrainRigError
+from core.validate import NotAFile, read_bounded
 
 PROFILE_FORMAT = "trainrig-profile"
+# a Chrome trace of a few profiled steps is tens of MiB; a larger file is not one measure-and-scale asks for
+MAX_PROFILE_BYTES = 1024 * 2**20
 PROFILE_VERSION = 1
 
 # How a kernel's time moves to another device: "compute" by the ratio of the peaks for its
@@ -167,7 +170,9 @@ def read_profile_file(path: Path | str, precision: str | None = None) -> StepPro
     """Read either format from ``path``: a TrainRig profile or a Chrome trace."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_bounded(p, MAX_PROFILE_BYTES).decode("utf-8-sig")
+    except NotAFile as exc:
+        raise ProfileError(f"the profile {p} {exc}") from None
     except OSError as exc:
         raise ProfileError(f"the profile {p} cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -181,9 +186,17 @@ def read_profile_file(path: Path | str, precision: str | None = None) -> StepPro
     return parse_chrome_trace(doc, str(p), precision=precision)
 
 
-def _number(value: Any, where: str, what: str, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
-        raise ProfileError(f"{where}: {what} must be a number ≥ {minimum:g}, got {value!r}")
+# the longest a profiled training step's event or total may last: a day (a trace of 1e308 µs printed
+# step times of 300 digits)
+MAX_TRACE_US = 86_400e6
+
+
+def _number(value: Any, where: str, what: str, minimum: float = 0.0, maximum: float = MAX_TRACE_US) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ProfileError(f"{where}: {what} must be a number, got {value!r}")
+    if not minimum <= value <= maximum:
+        span = f"at least {minimum:g}" if maximum == math.inf else f"{minimum:g} to {maximum:g}"
+        raise ProfileError(f"{where}: {what} must be {span}, got {value!r}")
     return float(value)
 
 
@@ -191,7 +204,7 @@ def parse_trainrig_profile(doc: Mapping[str, Any], where: str = "profile") -> St
     """The compact JSON the measure worker writes (kernel totals over ``steps`` profiled steps)."""
     if doc.get("version") != PROFILE_VERSION:
         raise ProfileError(f"{where}: profile version {doc.get('version')!r} is not {PROFILE_VERSION}")
-    steps = int(_number(doc.get("steps"), where, "steps", 1))
+    steps = int(_number(doc.get("steps"), where, "steps", 1, 1e6))
     raw = doc.get("kernels")
     if not isinstance(raw, list) or not raw:
         raise ProfileError(f"{where}: it lists no kernels; nothing ran on the device while it was profiled")
@@ -205,13 +218,13 @@ def parse_trainrig_profile(doc: Mapping[str, Any], where: str = "profile") -> St
             KernelRecord(
                 name=k["name"],
                 kind=classify_kernel(k["name"]),
-                calls=_number(k.get("count"), at, "count", 1) / steps,
+                calls=_number(k.get("count"), at, "count", 1, math.inf) / steps,
                 total_s=_number(k.get("total_us"), at, "total_us") * 1e-6 / steps,
-                blocks_per_sm=None if bps is None else _number(bps, at, "blocks_per_sm"),
+                blocks_per_sm=None if bps is None else _number(bps, at, "blocks_per_sm", 0, math.inf),
             )
         )
-    wall = [_number(v, where, "step_wall_s") for v in doc.get("step_wall_s") or []]
-    host = [_number(v, where, "step_host_s") for v in doc.get("step_host_s") or []]
+    wall = [_number(v, where, "step_wall_s", 0, MAX_TRACE_US * 1e-6) for v in doc.get("step_wall_s") or []]
+    host = [_number(v, where, "step_host_s", 0, MAX_TRACE_US * 1e-6) for v in doc.get("step_host_s") or []]
     sms = doc.get("sm_count")
     return StepProfile(
         device_name=str(doc.get("device") or "unknown device"),
@@ -337,7 +350,7 @@ def _trace_precision(kernels: Sequence[KernelRecord]) -> str:
 
 
 def _ts(e: Mapping[str, Any], where: str) -> float:
-    return _number(e.get("ts"), f"{where}: event {e.get('name')!r}", "ts", -math.inf)
+    return _number(e.get("ts"), f"{where}: event {e.get('name')!r}", "ts", -math.inf, math.inf)
 
 
 def _dur(e: Mapping[str, Any], where: str) -> float:

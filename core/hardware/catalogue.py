@@ -381,8 +381,18 @@ def merge_user_devices(shipped: Sequence[DeviceSpec], user_entries: Sequence[Map
 
 
 def check_user_device_name(name: str, shipped: Sequence[DeviceSpec]) -> None:
-    if any(d.name.lower() == name.lower() for d in shipped):
+    """Refuse a user device's name that would take a shipped device's place: its very name, or a part of one
+    (a user device named "4090" was sized wherever the README's ``-c 4090`` meant the RTX 4090)."""
+    key = " ".join(name.lower().split())
+    if any(d.name.lower() == key for d in shipped):
         raise WorkloadError("name", f"{name!r} is a shipped catalogue device; give your entry another name")
+    part_of = [d.name for d in shipped if key in d.name.lower()]
+    if part_of:
+        raise WorkloadError(
+            "name",
+            f"{name!r} is part of the shipped {part_of[0]}'s name and would be found in its place; "
+            "give your entry a name of its own",
+        )
 
 
 def match_detected_cpu(model: str, devices: Sequence[DeviceSpec]) -> DeviceSpec | None:

@@ -190,10 +190,25 @@ def read_workload_document(path: str | Path) -> Any:
     return read_json_file(Path(path), "workload file")
 
 
+MAX_NAME_CHARS = 200  # a 100,000-character name made a 90-page report
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _name(name: str) -> str:
+    """A workload's name as reports and terminals show it: a line of at most MAX_NAME_CHARS characters,
+    without control characters (a NUL reached the terminal) or the marks that reverse text's direction
+    (U+202E shows a name other than the one stored)."""
+    if len(name) > MAX_NAME_CHARS:
+        raise WorkloadError("name", f"is {len(name):,} characters long; give at most {MAX_NAME_CHARS}")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 or c in _BIDI_CONTROLS for c in name):
+        raise WorkloadError("name", f"{name!r} contains a line break, a control character or a direction mark")
+    return name
+
+
 def parse_workload(doc: Any) -> Workload:
     doc = require_mapping(doc, "workload")
     reject_unknown(doc, {"name", "goal", "model", "data", "training", "hardware", "cost", "description"}, "")
-    name = get_str(doc, "name", "", default="unnamed workload")
+    name = _name(get_str(doc, "name", "", default="unnamed workload"))
     model_doc = require_mapping(doc.get("model"), "model") if "model" in doc else None
     if model_doc is None:
         raise WorkloadError("model", "is required (a preset, or input_shape and layers)")

@@ -46,8 +46,10 @@ def _check_target(path: Path) -> None:
 
 def write_atomically(path: Path, write: Callable[[Path], None], verify: Callable[[Path], None] | None = None) -> None:
     """Call ``write(tmp)`` for a temporary file beside ``path``, ``verify(tmp)`` (raising OutputError
-    with the reason when the file is incomplete), then rename it over ``path``."""
-    path = Path(path)
+    with the reason when the file is incomplete), then rename it over ``path``. A link is written through:
+    the file it points to is replaced, the link kept (renaming over the link replaced the link itself; run
+    as root, ``--pdf /dev/stdout`` replaced the system's /dev/stdout with a PDF)."""
+    path = Path(os.path.realpath(path))
     check_target(path)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)

@@ -4,9 +4,11 @@ from schema i to i + 1 (core.storage.store runs them after taking a backup)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import sqlite_utils
 
+from core.errors import StoreError
 from core.storage import experiments, results_index, samples
 
 
@@ -105,3 +107,21 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _m7_experiments,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def read_version(db: sqlite_utils.Database, p: Path | None) -> int:
+    """The schema version of an open database: 0 for an empty file; StoreError for another program's
+    database or a damaged version."""
+    tables = set(db.table_names())
+    if "meta" not in tables:
+        if tables:
+            raise StoreError(f"{p} is an SQLite database of another program (no TrainRig schema); it was not changed")
+        return 0
+    row = db.execute("select value from meta where key = 'schema_version'").fetchone()
+    try:  # a whole number or its digits; a NULL, a float or other text is damage
+        version = 0 if not row else int(row[0]) if isinstance(row[0], int | str) else -1
+    except ValueError:
+        version = -1
+    if version < 0:
+        raise StoreError(f"{p} has a damaged schema version {row[0]!r}; it was not opened or changed")
+    return version

@@ -32,6 +32,8 @@ TRASH_TABLES = (
     "results_index",
 )
 SORTABLE = frozenset(COLUMNS) - {"tags"}
+MAX_NAME_CHARS = 200  # as a workload's name (core.spec.workload)
+MAX_NOTES_CHARS = 20_000
 ID_ORDERED_BY = {"key": "kind {dir}, id {dir}", "id": "id {dir}, kind {dir}"}
 SELECT = (
     "select kind, id, name, created, machine, devices, status, predicted_step_s, measured_step_s, "
@@ -263,6 +265,8 @@ class ResultsMixin:
         return {**row, **self._read(load)}
 
     # --- what the user adds --------------------------------------------------------------------
+    # a 100,000-character name widened the window to 709,408 pixels; two million characters of notes took
+    # a second to show on every selection
     def set_tags(self, kind: str, item_id: int, tags: Sequence[str]) -> list[str]:
         """Replace the item's tags (trimmed, each once); returns them."""
         clean = results_index.clean_tags(list(tags))
@@ -274,10 +278,18 @@ class ResultsMixin:
         new = str(name).strip()
         if not new:
             raise TrainRigError("a name cannot be empty; the name was not changed")
+        if len(new) > MAX_NAME_CHARS:
+            raise TrainRigError(
+                f"a name of {len(new):,} characters is too long (at most {MAX_NAME_CHARS}); not changed"
+            )
         self._update_user_fields(kind, item_id, name=new)
 
     def annotate(self, kind: str, item_id: int, notes: str) -> None:
         """Replace the item's notes."""
+        if len(str(notes)) > MAX_NOTES_CHARS:
+            raise TrainRigError(
+                f"notes of {len(str(notes)):,} characters are too long (at most {MAX_NOTES_CHARS:,}); not changed"
+            )
         self._update_user_fields(kind, item_id, notes=str(notes))
 
     def _update_user_fields(

@@ -24,7 +24,7 @@ from core.storage import results_index
 from core.storage import samples as sample_chunks
 from core.storage.archive import ArchiveMixin
 from core.storage.experiments import ExperimentsMixin
-from core.storage.migrations import MIGRATIONS, SCHEMA_VERSION
+from core.storage.migrations import MIGRATIONS, SCHEMA_VERSION, read_version
 from core.storage.results import ResultsMixin
 from core.storage.sample_export import SamplesMixin
 from core.storage.sqlite_file import check_is_sqlite, exclusive_lock, explain
@@ -79,7 +79,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
             uri = f"file:{p.resolve()}?mode=ro" if read_only else f"file:{p.resolve()}"
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_POLL_S, check_same_thread=False)
             db = sqlite_utils.Database(conn)
-            version = _read_version(db, p)
+            version = read_version(db, p)
         except sqlite3.DatabaseError as exc:
             raise StoreError(explain(exc, p, "it was not changed")) from None
         except OSError as exc:
@@ -108,7 +108,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         """Migrate to SCHEMA_VERSION. Called under the file lock (open), so that of several TrainRigs
         opening the same old database at once one migrates and the others find it done; the backup
         is taken before the migration's transaction, and an existing backup is never overwritten."""
-        version = _read_version(self.db, self.path)
+        version = read_version(self.db, self.path)
         if version >= SCHEMA_VERSION:
             return
         if version > 0 and self.path is not None:
@@ -189,7 +189,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
 
     @property
     def schema_version(self) -> int:
-        return _read_version(self.db, self.path)
+        return read_version(self.db, self.path)
 
     def save_workload(self, name: str, document: dict[str, Any]) -> int:
         return int(self._write(lambda: self._insert_workload(name, document)))
@@ -434,6 +434,12 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         with self._held("nothing could be read"):
             return [dict(r) for r in self.db.query(sql)]
 
+    def unfinished_runs_here(self) -> list[tuple[int, dict[str, Any]]]:
+        """(id, sampling) of this machine's runs still marked running, for telemetry.orphan_runs."""
+        sql = "select id, sampling from runs where status = 'running' and machine = ?"
+        rows = self._read(lambda: self.db.execute(sql, [this_host()]).fetchall())
+        return [(int(r[0]), _json_object(r[1])) for r in rows]
+
     def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest finished trained runs, newest first, with what their predictions and
         measurements were: what the next sizing of this machine learns from
@@ -469,28 +475,20 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
                 self.db.close()
 
 
-def _read_version(db: sqlite_utils.Database, p: Path | None) -> int:
-    tables = set(db.table_names())
-    if "meta" not in tables:
-        if tables:
-            raise StoreError(f"{p} is an SQLite database of another program (no TrainRig schema); it was not changed")
-        return 0
-    row = db.execute("select value from meta where key = 'schema_version'").fetchone()
-    try:
-        version = int(row[0]) if row else 0
-    except ValueError:
-        version = -1
-    if version < 0:
-        raise StoreError(f"{p} has a damaged schema version {row[0]!r}; it was not opened or changed")
-    return version
-
-
 def _decoded(run: dict[str, Any]) -> dict[str, Any]:
     """A runs row with its JSON columns as values."""
     for k in ("workload", "command", "prediction", "measured", "metrics", "progress", "sampling"):
         if run.get(k) is not None:
             run[k] = json.loads(run[k])
     return run
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def this_host() -> str:

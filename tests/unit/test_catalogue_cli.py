@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from core.hardware.platforms import load_platforms
 
 GPU_FIELDS = (
@@ -106,6 +108,15 @@ def test_user_device_never_overrides_a_shipped_one(cli, write_json) -> None:
     assert len(t4) == 1 and t4[0]["fp32_tflops"] == 8.1
 
 
+def test_a_user_device_cannot_take_a_shipped_devices_short_name(cli, write_json, seed_doc) -> None:
+    """A user device named "4090" was found for the README's `-c 4090` in the RTX 4090's place."""
+    dev = write_json({"name": "4090", "fp32_tflops": 1, "memory_gb": 1}, "dev.json")
+    code, _, err = cli("catalogue", "--add", str(dev))
+    assert code == 2 and "'4090' is part of the shipped NVIDIA GeForce RTX 4090's name" in err
+    code, out, _ = cli("size", str(write_json(seed_doc)), "-c", "4090", "--no-save")
+    assert code == 0 and "NVIDIA GeForce RTX 4090" in out
+
+
 def test_bad_user_device_names_the_field(cli, write_json) -> None:
     dev = write_json([{"name": "ok", "fp32_tflops": 1, "memory_gb": 1}, {"name": "bad", "fp32_tflops": -2}], "d.json")
     code, _, err = cli("catalogue", "--add", str(dev))
@@ -114,3 +125,16 @@ def test_bad_user_device_names_the_field(cli, write_json) -> None:
     assert not [d for d in json.loads(out) if d["user"]]  # nothing half-saved
     code, _, err = cli("catalogue", "--remove", "nothing-like-this")
     assert code == 2 and "no user device" in err
+
+
+def test_options_that_would_be_passed_over_are_refused(cli, write_json) -> None:
+    """--remove beside --add was ignored ("saved My GPU", the other still there), --remove "" listed the
+    catalogue, and an empty list was "added" without a word."""
+    dev = write_json({"name": "My lab GPU", "fp32_tflops": 5, "memory_gb": 8}, "dev.json")
+    with pytest.raises(SystemExit) as stopped:  # argparse's own refusal, as for any usage error
+        cli("catalogue", "--add", str(dev), "--remove", "My lab GPU 2")
+    assert stopped.value.code == 2
+    code, _, err = cli("catalogue", "--remove", "")
+    assert code == 2 and "no user device named ''" in err
+    code, _, err = cli("catalogue", "--add", str(write_json([], "none.json")))
+    assert code == 2 and "none.json lists no devices: nothing was saved" in err

@@ -44,3 +44,11 @@ def test_a_bad_value_is_refused_before_anything_runs(cli, write_json, _isolated_
     code, _out, err = cli("experiment", str(write_json(TINY)), "--vary", "training.batch_size=16,0")
     assert code == 2 and "training.batch_size=0" in err
     assert Store.open(_isolated_db).runs() == []  # nothing was trained
+
+
+def test_an_option_that_sets_the_varied_field_is_refused(cli, write_json, _isolated_db) -> None:
+    code, _out, err = cli("experiment", str(write_json(TINY)), "--vary", "epochs=1,3", "--epochs", "1")
+    assert code == 2 and "--epochs sets what --vary epochs varies: give one of them" in err
+    code, _out, err = cli("experiment", str(write_json(TINY)), "--vary", "data.samples=100,1000", "--samples", "100")
+    assert code == 2 and "--samples sets what --vary data.samples varies" in err
+    assert Store.open(_isolated_db).runs() == []

@@ -97,3 +97,37 @@ def test_summary_rows_per_value_with_mean_and_spread_of_repeats() -> None:
 
 def test_spread_of_nothing_is_none() -> None:
     assert spread([None, float("nan")]) is None
+
+
+@pytest.mark.parametrize(("vary", "key"), [("epochs=1,3", "epochs"), ("data.samples=200,400", "samples")])
+def test_the_varied_field_is_never_overridden_by_the_plans_own(monkeypatch, vary: str, key: str) -> None:
+    """The Telemetry tab always gives its epochs and samples: an experiment over epochs trained every value
+    for the tab's one epoch, and its table showed 1 and 3 with the same figures."""
+    from types import SimpleNamespace
+
+    import telemetry.experiments as ex
+    from core.spec.experiment import expand, parse_vary
+
+    specs: list[dict] = []
+
+    def fake_run(python, spec, **kw):
+        specs.append(spec)
+        return SimpleNamespace(
+            start=lambda: None,
+            status="finished",
+            metrics={},
+            measured=lambda: {},
+            prediction=None,
+            started={},
+            sampler=None,
+            run_id=len(specs),
+        )
+
+    monkeypatch.setattr(ex, "training_run", fake_run)
+    factor = parse_vary(vary)
+    doc = {"name": "t", "model": {"preset": "seed-mlp"}, "data": {"samples": 100}, "training": {"epochs": 2}}
+    plan = ex.ExperimentPlan("t", factor, tuple(expand(doc, factor)), epochs=1, samples=100)
+    ex.run_experiment("python3", plan, None, rate_hz=10, wait=lambda r: None)
+    assert [s[key] for s in specs] == list(factor.values)
+    other = "samples" if key == "epochs" else "epochs"
+    assert [s[other] for s in specs] == [plan.samples if other == "samples" else plan.epochs] * 2

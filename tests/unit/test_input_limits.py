@@ -109,3 +109,21 @@ def test_catalogue_add_refuses_what_could_never_be_selected(cli, tmp_path: Path,
 @pytest.mark.parametrize("text", ["＝HYPERLINK(1)", "＋1+cmd", "－2", "＠SUM(A1)", " =1+1"])
 def test_look_alike_formula_prefixes_are_neutralised_too(text: str) -> None:
     assert neutralise(text) == "'" + text
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="a POSIX device file")
+def test_a_device_or_a_pipe_is_refused_before_it_is_read(cli, tmp_path) -> None:
+    """/dev/zero reports a size of 0 and never ends: reading it filled the memory at 2 GB/s; a FIFO waited
+    for a writer forever. A /proc file (size 0, a few bytes) is read as far as the limit, no further."""
+    fifo = tmp_path / "w.json"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        code, out, err = cli("size", path, "--no-save")
+        assert code == 2 and out == ""
+        assert (
+            err.strip() == f"trainrig size: workload file {path!r} is not a regular file (a device, a pipe or a socket)"
+        )
+    code, _out, err = cli("size", "/proc/self/status", "--no-save")
+    assert code == 2 and "status is not valid JSON" in err
+    code, _out, err = cli("measure", "examples/seed-mlp.json", "--trace", "/dev/zero", "--measured-on", "H100 SXM")
+    assert code == 2 and "the profile /dev/zero is not a regular file" in err

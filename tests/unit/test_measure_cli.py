@@ -65,7 +65,7 @@ def test_without_a_cuda_gpu_it_says_so_and_what_to_do_instead(cli, write_json, m
     import cli.measure as command
 
     env = TorchEnvironment("python3", True, "PyTorch 2.13.0+cpu on Python 3.11, CPU-only build", cuda_available=False)
-    monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
+    monkeypatch.setattr(command, "find_torch_environment", lambda python=None, **_: env)
     code, out, err = cli("measure", str(write_json(TINY_CNN)))
     assert code == 2 and out == ""
     assert "no CUDA GPU here" in err and "--trace" in err and "--device cpu" in err
@@ -75,7 +75,7 @@ def test_without_pytorch_it_says_how_to_install_it(cli, write_json, monkeypatch)
     import cli.measure as command
 
     env = TorchEnvironment("python3", False, "PyTorch is not installed in python3: install PyTorch into that Python")
-    monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
+    monkeypatch.setattr(command, "find_torch_environment", lambda python=None, **_: env)
     code, _, err = cli("measure", str(write_json(TINY_CNN)))
     assert code == 2 and "PyTorch is not installed" in err
 
@@ -84,7 +84,7 @@ def test_a_summary_model_cannot_be_measured(cli, write_json, monkeypatch) -> Non
     import cli.measure as command
 
     env = TorchEnvironment("python3", True, "PyTorch with CUDA", cuda_available=True)
-    monkeypatch.setattr(command, "find_torch_environment", lambda python=None: env)
+    monkeypatch.setattr(command, "find_torch_environment", lambda python=None, **_: env)
     doc = {
         **RESNET,
         "model": {

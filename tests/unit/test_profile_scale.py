@@ -289,6 +289,12 @@ def test_a_real_cpu_chrome_trace_is_refused_for_having_no_device_kernels() -> No
         ('{"displayTimeUnit": "ms"}', "no 'traceEvents' list"),
         ('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": -4}]}', "dur must be"),
         ('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": "5"}]}', "dur must be"),
+        # a kernel of 1e308 µs printed step times of 300 digits
+        ('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 0, "dur": 1e308}]}', "dur must be 0 to"),
+        (
+            '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": "abc", "dur": 5}]}',
+            "ts must be a number,",
+        ),
         ('{"format": "trainrig-profile", "version": 1, "steps": 2, "kernels": []}', "lists no kernels"),
         ('{"format": "trainrig-profile", "version": 9, "steps": 2, "kernels": []}', "version 9"),
     ],

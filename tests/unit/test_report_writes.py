@@ -91,3 +91,18 @@ def test_an_incomplete_file_is_never_renamed_into_place(tmp_path: Path) -> None:
     ):
         write_atomically(path, lambda tmp: tmp.write_bytes(b"%PDF-1.4 cut short"), verify)
     assert path.read_bytes() == b"%PDF old %%EOF" and [p.name for p in tmp_path.iterdir()] == ["r.pdf"]
+
+
+def test_a_link_is_written_through_and_kept(cli, tmp_path: Path) -> None:
+    """Renaming the new report over the path replaced a link with a file (the shared report it pointed to
+    unchanged); as root, --pdf /dev/stdout replaced the system's /dev/stdout with a PDF."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "shared.csv").write_text("the old report")
+    (out / "mine.csv").symlink_to("shared.csv")
+    code, _, err = cli("report", WORKLOAD, "-c", "4090", "--csv", str(out / "mine.csv"))
+    assert code == 0, err
+    assert (out / "mine.csv").is_symlink() and os.readlink(out / "mine.csv") == "shared.csv"
+    written = (out / "shared.csv").read_text(encoding="utf-8-sig")
+    assert "bill of materials,Accelerator,NVIDIA GeForce RTX 4090 × 1" in written
+    assert sorted(p.name for p in out.iterdir()) == ["mine.csv", "shared.csv"]  # no part file left

@@ -127,6 +127,11 @@ def test_tags_names_and_notes_are_kept_and_searched(store: Store) -> None:
     assert row["tags"] == ["baseline", "GPU"] and row["notes"].startswith("Ran with") and row["accuracy"] == 0.7
     with pytest.raises(TrainRigError, match="cannot be empty"):
         store.rename("run", rid, "  ")
+    with pytest.raises(TrainRigError, match="a name of 100,000 characters is too long"):
+        store.rename("run", rid, "x" * 100_000)
+    with pytest.raises(TrainRigError, match="notes of 2,000,000 characters are too long"):
+        store.annotate("run", rid, "n" * 2_000_000)
+    assert store.results(text="resnet")[0]["notes"].startswith("Ran with")  # unchanged
     with pytest.raises(TrainRigError, match="not in the database"):
         store.set_tags("run", 999, ["x"])
 

@@ -47,6 +47,8 @@ def test_run_on_a_bad_csv_fails_with_the_row_and_the_reason(cli, write_json, see
         (["--rate", "50"], "--rate must be 1–20"),
         (["--device", "tpu"], "--device must be cpu or cuda:N"),
         (["--csv", "/nonexistent.csv"], "does not exist"),
+        # the Python asked for, not another one found: it trained with the first Python on the PATH
+        (["--python", "/nonexistent/python3"], "/nonexistent/python3 does not exist or is not executable"),
     ],
 )
 def test_run_refuses_bad_options_with_exit_code_2(cli, write_json, seed_doc, args, message) -> None:

@@ -91,3 +91,5 @@ def test_a_bad_date_or_limit_is_refused_in_one_line(cli, _isolated_db: Path) -> 
     assert code == 2 and "'last week' is not a date" in err and "Traceback" not in err
     code, _, err = cli("runs", "--limit", "0")
     assert code == 2 and "--limit must be 1 or more" in err
+    code, _, err = cli("runs", "--limit", "99999999999999999999")  # OverflowError from SQLite: "unexpected error"
+    assert code == 2 and "at most 2^62" in err and "unexpected" not in err

@@ -51,8 +51,8 @@ def test_a_damaged_database_says_so_and_is_never_written_to(cli, tmp_path: Path)
     assert p.read_bytes() == before
 
 
-@pytest.mark.parametrize("version", ["-5", "two"])
-def test_a_damaged_schema_version_is_refused_like_a_future_one(tmp_path: Path, version: str) -> None:
+@pytest.mark.parametrize("version", ["-5", "two", "7.0", None])  # NULL raised TypeError: "unexpected error"
+def test_a_damaged_schema_version_is_refused_like_a_future_one(tmp_path: Path, version) -> None:
     p = tmp_path / "t.db"
     Store.open(p).close()
     conn = sqlite3.connect(p)
@@ -60,7 +60,7 @@ def test_a_damaged_schema_version_is_refused_like_a_future_one(tmp_path: Path, v
     conn.commit()
     conn.close()
     before = p.read_bytes()
-    with pytest.raises(StoreError, match=f"damaged schema version '{version}'; it was not opened or changed"):
+    with pytest.raises(StoreError, match=f"damaged schema version {version!r}; it was not opened or changed"):
         Store.open(p)
     assert p.read_bytes() == before
 

@@ -101,6 +101,11 @@ CASES = [
     ("bad shape", ["model", "input_shape"], [3, 0, 32], "model.input_shape[1]", "positive integer"),
     ("unknown preset", ["model"], {"preset": "alexnet-9000"}, "model.preset", "unknown preset"),
     ("bad utilisation", ["cost"], {"utilisation": 1.5}, "cost.utilisation", "must be in"),
+    # a NUL reached the terminal, U+202E showed another name than the stored one, 100,000 characters made
+    # a 90-page report
+    ("NUL in the name", ["name"], "lab\x00run", "name", "control character"),
+    ("direction mark in the name", ["name"], "fig\u202egnp.exe", "name", "direction mark"),
+    ("name too long", ["name"], "x" * 100_000, "name", "is 100,000 characters long; give at most 200"),
 ]
 
 
