@@ -58,7 +58,8 @@ def run(args: argparse.Namespace, store: Store | None) -> int:
     if args.device != "cpu" and not args.device.startswith("cuda"):
         raise TrainRigError(f"--device must be cpu or cuda:N, not {args.device!r}")
     if args.csv is not None and not args.csv.is_file():
-        raise TrainRigError(f"the CSV {args.csv} does not exist")
+        why = "is a folder" if args.csv.is_dir() else "is not a regular file" if args.csv.exists() else "does not exist"
+        raise TrainRigError(f"the CSV {args.csv} {why}")
     if not 1 <= args.nproc_per_node <= 256 or not 1 <= args.nnodes <= 1024:
         raise TrainRigError("--nproc-per-node must be 1–256 and --nnodes 1–1024")
     launch = Launch(args.nproc_per_node, args.nnodes, args.rdzv_endpoint)

@@ -19,7 +19,7 @@ from core.errors import TrainRigError
 from core.estimate.sizing import CandidateResult
 from core.hardware.candidates import THIS_MACHINE
 from core.paths import resource_path
-from core.spec.workload import Workload, parse_workload
+from core.spec.workload import MAX_EPOCHS, MAX_SAMPLES, Workload, parse_workload
 from core.storage.store import Store
 from telemetry.candidates import recommend_here
 from telemetry.runs import Run
@@ -72,11 +72,11 @@ def trainer_spec(
             f"{list(workload.analysis.output_shape)} is not one score per class"
         )
     n = samples if samples is not None else workload.data.samples
-    if n < 2:
-        raise TrainRigError("a run needs at least 2 training samples")
+    if not 2 <= n <= MAX_SAMPLES:
+        raise TrainRigError(f"a run needs 2 to {MAX_SAMPLES:,} training samples, not {n:,}")
     e = epochs if epochs is not None else workload.training.epochs
-    if e < 1:
-        raise TrainRigError("a run needs at least 1 epoch")
+    if not 1 <= e <= MAX_EPOCHS:
+        raise TrainRigError(f"a run needs 1 to {MAX_EPOCHS:,} epochs, not {e:,}")
     return {
         "model": _model_for_trainer(model, trace, base_dir),
         "classes": workload.data.outputs,

@@ -44,6 +44,7 @@ SCALING_MODELS = (
     "wuensche-tensorflow",
 )
 MAX_SAMPLES = 10**13
+MAX_EPOCHS = 10**7
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,7 @@ def _training(t: Mapping[str, Any]) -> TrainingSpec:
     precision = get_choice(t, "precision", "training", PRECISION_BYTES, default="fp32")
     return TrainingSpec(
         batch_size=batch,
-        epochs=get_int(t, "epochs", "training", maximum=10**7),
+        epochs=get_int(t, "epochs", "training", maximum=MAX_EPOCHS),
         optimizer=get_choice(t, "optimizer", "training", OPTIMIZER_STATES, default="adam"),
         precision=precision,
         checkpointing=full,

@@ -47,6 +47,9 @@ def test_run_on_a_bad_csv_fails_with_the_row_and_the_reason(cli, write_json, see
         (["--rate", "50"], "--rate must be 1–20"),
         (["--device", "tpu"], "--device must be cpu or cuda:N"),
         (["--csv", "/nonexistent.csv"], "does not exist"),
+        (["--csv", "/tmp"], "the CSV /tmp is a folder"),  # said "does not exist"
+        (["--epochs", "99999999999"], "a run needs 1 to 10,000,000 epochs, not 99,999,999,999"),
+        (["--samples", "1"], "a run needs 2 to 10,000,000,000,000 training samples, not 1"),
         # the Python asked for, not another one found: it trained with the first Python on the PATH
         (["--python", "/nonexistent/python3"], "/nonexistent/python3 does not exist or is not executable"),
     ],
