@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     args = build_parser().parse_args(argv)
+    if args.db is not None and not args.db.parent.is_dir():  # a typo in --db made a new, empty history elsewhere
+        print(f"trainrig: --db {args.db}: the folder {args.db.parent} does not exist", file=sys.stderr)
+        return EXIT_BAD_INPUT
     db_path = args.db or default_db_path()
     if (args.self_test or args.command is None) and not qt_installed():
         print(f"trainrig: the window {QT_MISSING}", file=sys.stderr)

@@ -200,3 +200,11 @@ def test_a_damaged_saved_workload_is_named_not_a_traceback(tmp_path: Path) -> No
             store.workload_document(wid)
     assert store.workload_document(wid + 100) is None
     store.close()
+
+
+def test_a_db_in_a_folder_that_does_not_exist_is_refused_not_created(cli, tmp_path: Path) -> None:
+    """A typo in --db made the folders and an empty database: the history seemed gone."""
+    code, out, err = cli("--db", str(tmp_path / "typo" / "trainrig.db"), "runs")
+    assert code == 2 and out == ""
+    assert err.strip() == f"trainrig: --db {tmp_path}/typo/trainrig.db: the folder {tmp_path}/typo does not exist"
+    assert not (tmp_path / "typo").exists()
