@@ -263,10 +263,15 @@ def _data(d: Mapping[str, Any], model: ModelAnalysis) -> DataSpec:
     default_outputs = shape[-1] if len(shape) == 1 else math.prod(shape[:-1])
     dtype = get_choice(d, "dtype", "data", INPUT_DTYPES, default=model.input_dtype)
     image = image_shape(model.input_shape)
+    outputs = get_int(d, "outputs", "data", default=default_outputs, maximum=10**9)
+    if outputs > math.prod(shape):  # a billion targets for 10 scores sized a 294 TiB dataset
+        raise WorkloadError(
+            "data.outputs", f"is {outputs:,}, more than the {math.prod(shape):,} values the model gives a sample"
+        )
     return DataSpec(
         samples=get_int(d, "samples", "data", maximum=MAX_SAMPLES),
         features=get_int(d, "features", "data", default=model.input_elems, maximum=10**12),
-        outputs=get_int(d, "outputs", "data", default=default_outputs, maximum=10**9),
+        outputs=outputs,
         dtype=dtype,
         format=get_choice(d, "format", "data", DATA_FORMATS, default="npy"),
         storage=get_choice(d, "storage", "data", STORAGE_TIERS, default="nvme"),

@@ -106,6 +106,8 @@ CASES = [
     ("NUL in the name", ["name"], "lab\x00run", "name", "control character"),
     ("direction mark in the name", ["name"], "fig\u202egnp.exe", "name", "direction mark"),
     ("name too long", ["name"], "x" * 100_000, "name", "is 100,000 characters long; give at most 200"),
+    # a billion targets for a model of 10 scores: a dataset of 294 TiB in the sizing's header
+    ("more outputs than the model's", ["data", "outputs"], 10**9, "data.outputs", "more than the 10 values"),
 ]
 
 
