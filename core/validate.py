@@ -46,10 +46,16 @@ def get_int(
             raise WorkloadError(p, f"must be an integer, got {_kind(value)}")
     if value < minimum:
         word = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise WorkloadError(p, f"must be {word}, got {value}")
+        raise WorkloadError(p, f"must be {word}, got {_shown(value)}")
     if value > maximum:
-        raise WorkloadError(p, f"{value} is out of range (at most {maximum:,})")
+        raise WorkloadError(p, f"{_shown(value)} is out of range (at most {maximum:,})")
     return value
+
+
+def _shown(value: int) -> str:
+    """An integer as a message shows it: its digits, or for one of over 15 digits its magnitude (1e308 read as
+    an integer printed 309 digits)."""
+    return str(value) if abs(value) < 10**15 else f"{value:.3g}"
 
 
 def get_float(

@@ -177,9 +177,11 @@ def _check_trust(model: Mapping[str, Any], base_dir: Path, trust_code: bool, ask
     ref = model.get("torch")
     if not isinstance(ref, str) or ":" not in ref:
         raise WorkloadError("model.torch", f"must be 'path/to/file.py:factory', got {ref!r}")
+    path = (base_dir / ref.rsplit(":", 1)[0]).resolve()
+    if not path.is_file():  # before asking to run it: the question was asked of a file that is not there
+        raise WorkloadError("model.torch", f"{path} does not exist" if not path.exists() else f"{path} is not a file")
     if trust_code:
         return
-    path = (base_dir / ref.rsplit(":", 1)[0]).resolve()
     if not path.is_relative_to(base_dir.resolve()):
         raise WorkloadError(
             "model.torch",

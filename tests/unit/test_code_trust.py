@@ -72,3 +72,18 @@ def test_a_no_answer_refuses(tmp_path: Path) -> None:
         resolve_torch_models(doc, tmp_path, ask=lambda q: asked.append(q) or False)
     assert asked == [f"Tracing the model runs the Python code in {tmp_path.resolve() / 'model.py'}. Run it?"]
     assert not (tmp_path / "RAN").exists()
+
+
+def test_a_file_that_is_not_there_is_named_before_anything_is_asked(tmp_path: Path) -> None:
+    """The user was asked to let TrainRig run a file that did not exist, then told to add --trust-code."""
+    asked = []
+    doc = {
+        "model": {"torch": "modle.py:make", "input_shape": [75]},
+        "data": {"samples": 1000},
+        "training": {"batch_size": 32, "epochs": 3},
+    }
+    with pytest.raises(WorkloadError, match=f"model.torch: {tmp_path.resolve() / 'modle.py'} does not exist"):
+        resolve_torch_models(doc, tmp_path, ask=lambda q: asked.append(q) or True)
+    with pytest.raises(WorkloadError, match="does not exist"):
+        resolve_torch_models(doc, tmp_path, trust_code=True)
+    assert asked == []
