@@ -175,6 +175,8 @@ class Launch:
 
     def arguments(self) -> list[str]:
         if self.nnodes == 1:
+            if self.rdzv_endpoint:  # it was passed over without a word
+                raise TrainRigError("--rdzv-endpoint is where several machines meet: give --nnodes 2 or more with it")
             return ["--standalone", f"--nproc-per-node={self.nproc_per_node}"]
         if not self.rdzv_endpoint:
             raise TrainRigError("several machines need --rdzv-endpoint HOST:PORT (the first machine's)")

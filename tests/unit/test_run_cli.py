@@ -152,3 +152,5 @@ def test_two_processes_with_gloo_ddp_record_both_ranks(cli, write_json, seed_doc
 def test_several_machines_need_a_meeting_point(cli, write_json, seed_doc) -> None:
     code, _out, err = cli("run", str(write_json(seed_doc)), "--nnodes", "2")
     assert code == 2 and "--rdzv-endpoint HOST:PORT" in err
+    code, _out, err = cli("run", str(write_json(seed_doc)), "--rdzv-endpoint", "lab1:29500")  # was ignored
+    assert code == 2 and "give --nnodes 2 or more with it" in err
