@@ -70,6 +70,7 @@ class MemoryBar(QWidget):
                 label.setText(text)
             x0 += width
         self.peak.setValue(mem.total / scale)
+        self.peak.setVisible(True)  # after a clear()
         self.capacity.setVisible(show_cap)
         cap_text = ""
         if capacity is not None and show_cap:
@@ -80,3 +81,12 @@ class MemoryBar(QWidget):
             f"{title}: memory per device {fmt_bytes(mem.total)}, highest in {mem.peak_phase}{cap_text}", size="9pt"
         )
         self.plot.setXRange(0, largest / scale * 1.08 or 1.0, padding=0)
+
+    def clear(self, title: str) -> None:
+        """No breakdown to show (the workload is not sized): bars, legend and lines hidden, ``title`` says why."""
+        for (name, _), (sample, label) in zip(PARTS, self.legend.items, strict=True):
+            for item in (self.bars[name], sample, label):
+                item.setVisible(False)
+        self.peak.setVisible(False)
+        self.capacity.setVisible(False)
+        self.plot.setTitle(title, size="9pt")

@@ -43,6 +43,36 @@ def starter_document() -> dict[str, Any]:
     }
 
 
+def page_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` as the pages show it: every value they show that ``doc`` leaves out is the one the workload's
+    parser reads for it (a preset's data and training, the data's defaults for its model, the
+    candidates the command line sizes: this machine), not the starter workload's or the last file's (a
+    file of a ResNet-50 preset without its data was sized with the seed MLP's 80,909 samples and 400
+    epochs); the starter document only for what the parser does not need. ``doc`` is a valid workload."""
+    w = parse_workload(doc)
+    d, t = w.data, w.training
+    data = {"samples": d.samples, "outputs": d.outputs, "dtype": d.dtype, "format": d.format, "storage": d.storage}
+    training = {
+        "batch_size": t.batch_size,
+        "epochs": t.epochs,
+        "optimizer": t.optimizer,
+        "precision": t.precision,
+        "checkpointing": t.checkpointing,
+        "sharding": t.sharding,
+        "nodes": t.nodes,
+        "reserve_percent": t.reserve_percent,
+    }
+    hardware = dict(doc.get("hardware") or {})
+    hardware["candidates"] = list(hardware.get("candidates") or [THIS_MACHINE])
+    return {
+        **starter_document(),
+        **doc,
+        "data": {**data, **(doc.get("data") or {})},
+        "training": {**training, **(doc.get("training") or {})},
+        "hardware": hardware,
+    }
+
+
 def altered_values(written: Any, held: Any, path: str = "", skip: tuple[str, ...] = ()) -> list[str]:
     """Where the pages hold a document's value otherwise than it was written (a spin box's range or decimals,
     a choice a list does not offer, a candidate name matched to others): ``path: written → held`` for each
@@ -102,7 +132,11 @@ class WizardFiles:
     def open_document(self, doc: dict[str, Any], what: str) -> bool:
         """Show ``doc`` on the pages (over the starter document) and say so. A value the pages cannot hold as
         written is named, and the workload then counts as changed: saving it writes the pages' values."""
-        altered = self.load_document({**starter_document(), **doc})
+        try:
+            shown = page_document(doc)
+        except TrainRigError as exc:  # its callers checked it: a file changed on the disk meanwhile
+            return self._say(f"{what} cannot be opened: {exc}")
+        altered = self.load_document(shown)
         if not altered:
             return self._say(f"Opened {what}.", error=False)
         self._say(

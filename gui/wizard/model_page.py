@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -85,6 +85,7 @@ def format_arguments(layer: dict[str, Any]) -> str:
 
 class ModelPage(WizardPage):
     title = "Model"
+    preset_imported = Signal()  # Import JSON… brought a preset's model: the wizard applies its data and training
 
     def __init__(self) -> None:
         super().__init__()
@@ -112,7 +113,10 @@ class ModelPage(WizardPage):
         self.trusted_code: dict[str, Path] = {}
         self._trace_job: Job | None = None
         self.import_button = QPushButton("Import JSON…")
-        self.import_button.setToolTip("A workload file or a model object with input_shape and layers")
+        self.import_button.setToolTip(
+            "The model of a workload file, or a model object with input_shape and layers (File › Open takes a "
+            "workload's data and training too); a preset's model brings its data and training, as choosing it does"
+        )
         self.input_shape = QLineEdit("75")
         self.input_shape.setToolTip("Per-sample input shape without the batch: 75, or 3, 224, 224, or 128 tokens")
         self.input_dtype = combo(tuple(INPUT_DTYPES), "float32 for features and images, int64 for token ids")
@@ -258,6 +262,8 @@ class ModelPage(WizardPage):
             self._show_problem(f"{path.name} holds no model the page can show: {exc}")
             return False
         self.load({"model": model})
+        if "preset" in model:  # as choosing the preset: its data and training, whichever mode the page was in
+            self.preset_imported.emit()
         return True
 
     def _append_row(self, layer_type: str, arguments: str) -> None:

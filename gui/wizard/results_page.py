@@ -259,6 +259,19 @@ class ResultsPage(QWidget):
             self._device_width = width
             self.table.setColumnWidth(COL_DEVICE, width)
 
+    def show_unsized(self, why: str) -> None:
+        """No figures for the workload as the pages hold it (``why``): the last sizing's are taken away, not
+        left standing beside a workload they are not for."""
+        self.result = None
+        self.model.set_rows([])
+        self.memory_bar.clear("Not sized")
+        self.verdict.setText(f"<b style='color:#d9534f'>Not sized:</b> {html.escape(why)}")
+        self.run_here_button.setEnabled(False)
+        self.seed.setText("")
+        self.findings.setHtml("")
+        self.bom.clear()
+        self.decision.setText("")
+
     def _show_selected(self) -> None:
         rows = self.table.selectionModel().selectedRows()
         if rows:

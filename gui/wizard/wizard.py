@@ -30,7 +30,7 @@ from gui.widgets.message import fit_message
 from gui.wizard import session
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
-from gui.wizard.documents import WizardFiles, altered_values, starter_document
+from gui.wizard.documents import WizardFiles, altered_values, page_document, starter_document
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.guides import GUIDES
 from gui.wizard.model_page import ModelPage
@@ -52,6 +52,7 @@ class SizingWizard(WizardFiles, QWidget):
         # this machine's finished local runs (what corrects its sizings), read when a run ends, not per what-if
         self.runs: list[dict[str, Any]] = store.recent_runs() if store is not None else []
         self.recommendation: Recommendation | None = None
+        self.sizing_problem: str | None = None  # why the pages' workload has no figures (recompute)
         self.python_for_runs: Callable[[], str | None] = lambda: None  # the main window's PyTorch Python
         # "Measure on this GPU": the scaled result and the workload settings it was measured with
         self.measured: ScaleResult | None = None
@@ -121,6 +122,7 @@ class SizingWizard(WizardFiles, QWidget):
             assert isinstance(p, WizardPage)
             p.changed.connect(self._changed)
         self.model_page.preset.currentIndexChanged.connect(self._preset_chosen)
+        self.model_page.preset_imported.connect(self._preset_chosen)
         self.results.what_if.connect(self._what_if)
         self.results.measure_panel.button.clicked.connect(self.measure_here)
         self.results.measure_panel.measured.connect(self._measured)
@@ -202,16 +204,24 @@ class SizingWizard(WizardFiles, QWidget):
             p.store(self.doc)
 
     def _preset_chosen(self) -> None:
-        """A newly chosen preset brings its own data and training defaults."""
+        """A newly chosen preset brings its own data and training, as the workload's parser reads them: nothing
+        of the last model's stays (ResNet-50's JPEG features sized the seed MLP chosen after it at 12 GB of
+        data, Llama's FSDP and checkpointing carried into ResNet-50)."""
         if self._loading or not self.model_page.use_preset.isChecked():
             return
-        preset = load_presets()[self.model_page.preset.currentData()]
+        name = self.model_page.preset.currentData()
+        preset = load_presets()[name]
         self._collect()
-        self.doc["data"] = {**self.doc.get("data", {}), **preset.get("data", {})}
-        self.doc["training"] = {
-            **self.doc.get("training", {}),
-            **{k: v for k, v in preset.get("training", {}).items() if k != "learning_rate"},
+        chosen = {  # the preset alone: a half-edited cost or hardware page does not stop its defaults
+            "model": {"preset": name},
+            "data": dict(preset.get("data", {})),
+            "training": {k: v for k, v in preset.get("training", {}).items() if k != "learning_rate"},
         }
+        try:
+            shown = page_document(chosen)
+        except TrainRigError:  # a preset that needs more than it gives (none shipped does): its own values
+            shown = chosen
+        self.doc["data"], self.doc["training"] = shown["data"], shown["training"]
         self._loading = True
         self.data.load(self.doc)
         self.training.load(self.doc)
@@ -237,7 +247,9 @@ class SizingWizard(WizardFiles, QWidget):
         problem = self.page_problem(i) if i < len(self.pages) - 1 else None
         own = getattr(self.pages[i], "error", None)  # the page's own message: not said twice
         shown = isinstance(own, QLabel) and not own.isHidden() and own.text() == problem
-        self.problem.setText("Correct the message above to go on." if problem and shown else problem or "")
+        # a problem of the workload as a whole (a value no page checks) stays said on every page
+        text = "Correct the message above to go on." if problem and shown else problem or self.sizing_problem or ""
+        self.problem.setText(text)
         self.next_button.setEnabled(problem is None and i < len(self.pages) - 1)
         self.next_button.setToolTip(problem or "")
         self.back_button.setEnabled(i > 0)
@@ -316,10 +328,11 @@ class SizingWizard(WizardFiles, QWidget):
         problem = next((p for p in problems if p), None)
         if problem:
             self.message.setText("")
-            self.recommendation = None  # no figures for a workload the pages cannot describe: nothing to export
+            self._unsized(problem)
             return
         names = [n for n in self.doc["hardware"]["candidates"] if n != THIS_MACHINE or self.machine is not None]
         if not names:
+            self._unsized("this machine is the only candidate and it is still being detected")
             return
         try:
             workload = parse_workload(self.doc)
@@ -337,10 +350,14 @@ class SizingWizard(WizardFiles, QWidget):
                 ),
                 inventory=self.inventory,
             )
-        except TrainRigError as exc:
+        except TrainRigError as exc:  # a value no page checks (more outputs than the model gives): said, unsized
+            self._unsized(str(exc))
             self.problem.setText(str(exc))
             return
         self.recommendation = rec
+        if self.sizing_problem is not None:  # said on every page until now
+            self.sizing_problem = None
+            self._update_navigation()
         if self.measured is not None and _measure_key(workload) != self._measured_key:
             self.measured = None  # measured at another batch, precision or model: no longer this workload's step
             self.results.measure_panel.status.setText(
@@ -349,6 +366,12 @@ class SizingWizard(WizardFiles, QWidget):
         self.results.model.set_measured(self.measured)
         self.results.show_result(rec)
         self.sized.emit(rec.result)
+
+    def _unsized(self, why: str) -> None:
+        """No figures for the workload as the pages hold it: the last ones are neither shown nor exported nor
+        recorded (they stood beside a workload they were not for, and "Save sizing" recorded them with it)."""
+        self.recommendation, self.sizing_problem = None, why
+        self.results.show_unsized(why)
 
     # --- measure on this GPU ------------------------------------------------------------------
     def measure_here(self) -> None:
@@ -397,6 +420,18 @@ def _placeholder() -> MachineSummary:
 
 
 def _measure_key(workload: Any) -> tuple[Any, ...]:
-    """What a measured step depends on: the model, batch, optimizer and precision."""
+    """What a measured step depends on: the model and every training setting the measurement runs with
+    (telemetry/measure.py measure_spec), and checkpointing, which it does not run (changing cuDNN's algorithm
+    search, TF32, the memory format, the attention or checkpointing kept the old step's scaled figures)."""
     t = workload.training
-    return (workload.model_key, t.batch_size, t.optimizer, t.precision)
+    return (
+        workload.model_key,
+        t.batch_size,
+        t.optimizer,
+        t.precision,
+        t.cudnn_tf32,
+        t.cudnn_benchmark,
+        t.memory_format,
+        t.large.attention,
+        t.checkpointing,
+    )

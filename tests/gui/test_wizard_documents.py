@@ -159,3 +159,87 @@ def test_a_long_word_in_a_message_keeps_the_window_its_size(qtbot, main_window, 
     assert w.minimumSizeHint().width() < 2000
     assert not wiz.message.toolTip() or len(wiz.message.toolTip()) < 1000
     assert Qt.TextFormat.PlainText == wiz.message.textFormat() or "x" * 100 not in shown
+
+
+def _pick(wiz, name: str) -> None:
+    wiz.go(1)
+    wiz.model_page.use_preset.setChecked(True)
+    wiz.model_page.preset.setCurrentIndex(wiz.model_page.preset.findData(name))
+
+
+def test_a_chosen_preset_brings_its_data_and_training_and_nothing_of_the_last(qtbot, main_window) -> None:
+    """ResNet-50's JPEG features (150,528 a sample) stayed when the seed MLP was chosen after it: 12 GB of data
+    and six times the training time; Llama's FSDP, checkpointing and bf16 carried into ResNet-50."""
+    from core.network.presets import load_presets
+    from gui.wizard.documents import page_document
+
+    wiz = main_window().sizing_tab
+    for first, then in (("resnet-50", "seed-mlp"), ("llama-8b", "resnet-50"), ("llama-8b", "lenet-5")):
+        _pick(wiz, first)
+        _pick(wiz, then)
+        preset = load_presets()[then]
+        training = {k: v for k, v in preset["training"].items() if k != "learning_rate"}
+        fresh = page_document({"model": {"preset": then}, "data": preset["data"], "training": training})
+        assert wiz.doc["data"] == fresh["data"] and wiz.doc["training"] == fresh["training"], (first, then)
+    assert "features" not in wiz.doc["data"] and wiz.doc["data"]["dtype"] == "float32"  # lenet-5's own
+    assert wiz.doc["training"]["sharding"] == "none" and wiz.doc["training"]["precision"] == "fp32"
+
+
+def test_a_file_without_data_or_training_gets_its_presets_not_the_starters(qtbot, main_window, tmp_path: Path) -> None:
+    """A ResNet-50 file without its data was sized with the seed MLP's 80,909 samples, batch 512 and 400 epochs
+    (the command line: the preset's 1,281,167 samples, batch 256, 90 epochs); one without candidates kept the
+    last file's (the command line sizes this machine)."""
+    wiz = main_window().sizing_tab
+    assert wiz.open_file(ROOT / "examples" / "llama-8b-finetune.json")
+    assert wiz.doc["data"]["outputs"] == 2048 and wiz.doc["data"]["dtype"] == "int64"  # the preset's, not 10/float32
+    doc = {"model": {"preset": "resnet-50"}, "hardware": {"gpu_count": {"min": 1, "max": 2}}}
+    assert wiz.open_file(_write(tmp_path, "r50.json", doc))
+    assert wiz.message.text() == "Opened r50.json."
+    d, t = wiz.doc["data"], wiz.doc["training"]
+    assert (d["samples"], d["outputs"], d["format"], t["batch_size"], t["epochs"]) == (1_281_167, 1000, "jpeg", 256, 90)
+    assert wiz.candidates.selected() == ["this-machine"]  # not the Llama file's A100 and H100
+    assert wiz.result.workload.data.samples == 1_281_167
+
+
+def test_an_edit_the_workload_refuses_takes_the_old_figures_away(qtbot, main_window) -> None:
+    """A million outputs for a model of ten: the results page kept the last sizing's table and verdict, the
+    error line was blank there, and "Save sizing" recorded the old sizing with the new workload."""
+    wiz = main_window().sizing_tab
+    wiz.go(5)
+    assert wiz.recommendation is not None and wiz.results.model.rowCount() > 0
+    wiz.go(2)
+    wiz.data.outputs.setValue(1_000_000)
+    assert wiz.recommendation is None and wiz.results.model.rowCount() == 0
+    assert "more than the 10 values the model gives a sample" in wiz.problem.text()
+    wiz.go(5)  # reachable (no page checks it), and the reason still said there
+    assert "data.outputs: is 1,000,000" in wiz.problem.text()
+    assert "Not sized" in wiz.results.verdict.text() and not wiz.results.run_here_button.isEnabled()
+    wiz.save_sizing()
+    assert wiz.message.text().startswith("Nothing to save")
+    wiz.go(2)
+    wiz.data.outputs.setValue(10)
+    assert wiz.recommendation is not None and wiz.results.model.rowCount() > 0 and not wiz.problem.text()
+
+
+def test_importing_a_presets_model_brings_its_data_and_training_in_either_mode(qtbot, main_window) -> None:
+    """In the layer-list mode the import of the Llama example kept the seed MLP's batch 512 and 400 epochs; in the
+    preset mode it brought Llama's: one import, two workloads."""
+    wiz = main_window().sizing_tab
+    wiz.go(1)
+    wiz.model_page.edit_preset_as_layers()
+    assert wiz.model_page.use_layers.isChecked()
+    assert wiz.model_page.import_file(ROOT / "examples" / "llama-8b-finetune.json")
+    t = wiz.doc["training"]
+    assert wiz.doc["model"] == {"preset": "llama-8b"}
+    assert (t["batch_size"], t["epochs"], t["precision"], t["sharding"]) == (64, 1, "bf16_mixed", "fsdp")
+
+
+def test_a_measurement_is_dropped_when_a_setting_it_ran_with_changes(qtbot, main_window) -> None:
+    from gui.wizard.wizard import _measure_key
+
+    wiz = main_window().sizing_tab
+    wiz.go(5)
+    base = _measure_key(wiz.recommendation.result.workload)
+    wiz.go(3)
+    wiz.training.checkpointing.setCurrentIndex(wiz.training.checkpointing.findData("full"))
+    assert _measure_key(wiz.recommendation.result.workload) != base

@@ -92,7 +92,7 @@ def test_a_summary_model_cannot_be_measured(cli, write_json, monkeypatch) -> Non
                 "parameters": 1000,
                 "activation_bytes_per_sample": 4000,
                 "forward_flops_per_sample": 2e6,
-                "outputs": 10,
+                "outputs": 1000,  # the workload's 1,000 classes (data.outputs is held to the model's outputs)
             },
             "input_shape": [10],
         },
