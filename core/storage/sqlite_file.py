@@ -61,7 +61,8 @@ def explain(exc: sqlite3.Error, p: Path | None, outcome: str) -> str:
     """One line for an SQLite error: what is wrong with the file and ``outcome``, what happened to
     the user's data ("nothing was saved")."""
     text = str(exc)
-    if "malformed" in text or "not a database" in text:
+    # a page overwritten with other bytes: SQLite may not call it malformed, but its text no longer decodes
+    if "malformed" in text or "not a database" in text or "Could not decode to UTF-8" in text:
         backups = sorted(p.parent.glob(f"{p.name}.v*.bak")) if p is not None else []
         recover = (
             f"the backup {backups[-1]} holds it as it was before the last migration"

@@ -208,3 +208,14 @@ def test_a_db_in_a_folder_that_does_not_exist_is_refused_not_created(cli, tmp_pa
     assert code == 2 and out == ""
     assert err.strip() == f"trainrig: --db {tmp_path}/typo/trainrig.db: the folder {tmp_path}/typo does not exist"
     assert not (tmp_path / "typo").exists()
+
+
+def test_text_that_no_longer_decodes_is_named_as_damage(tmp_path: Path) -> None:
+    """Pages overwritten with other bytes that SQLite does not call malformed: `size` said "SQLite error (Could
+    not decode to UTF-8 column 'snapshot' …)" without saying the file is damaged or what to do."""
+    from core.storage.sqlite_file import explain
+
+    exc = sqlite3.OperationalError("Could not decode to UTF-8 column 'snapshot' with text '{\"collect_seconds\"'")
+    line = explain(exc, tmp_path / "t.db", "nothing was saved")
+    assert line.startswith(f"{tmp_path / 't.db'} is damaged (SQLite: Could not decode to UTF-8")
+    assert "TrainRig does not write to it and nothing was saved" in line and ".recover can rescue" in line
