@@ -135,6 +135,9 @@ def sizing_to_dict(rec: Recommendation) -> dict[str, Any]:
         "rules": [f.as_dict() for f in findings],
         "recommendation": [line.as_dict() for line in bom],
         "decision": _decision_dict(rec),
+        # the candidate recommended (the decision's purchase, else the listed one to buy): the one a results
+        # list shows, None when nothing fits
+        "recommended": {"device": rec.best.device.name, "count": rec.best.count} if rec.best is not None else None,
         "source": ENGINE_SOURCE,
     }
 

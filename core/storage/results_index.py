@@ -124,13 +124,16 @@ def _inventory_devices(snapshot: dict[str, Any]) -> str:
 
 
 def _chosen_candidate(result: dict[str, Any]) -> dict[str, Any] | None:
-    """The candidate whose figures a sizing's row shows: the one the decision buys, else the first
-    that fits, else the first."""
+    """The candidate whose figures a sizing's row shows: the one recommended (a sizing saved since it is
+    stored: with no price known the decision buys nothing, and the first candidate that fits, this
+    machine's, was shown beside a recommendation of another), else the one the decision buys, else the
+    first that fits, else the first."""
     cands = [c for c in result.get("candidates") or [] if isinstance(c, dict)]
     if not cands:
         return None
     decision = result.get("decision") if isinstance(result.get("decision"), dict) else {}
-    buy = decision.get("buy") if isinstance(decision.get("buy"), dict) else None
+    buy = result.get("recommended") if isinstance(result.get("recommended"), dict) else None
+    buy = buy or (decision.get("buy") if isinstance(decision.get("buy"), dict) else None)
     if buy:
         for c in cands:
             if c.get("device") == buy.get("device") and c.get("count") == buy.get("count"):

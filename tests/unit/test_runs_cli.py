@@ -93,3 +93,24 @@ def test_a_bad_date_or_limit_is_refused_in_one_line(cli, _isolated_db: Path) -> 
     assert code == 2 and "--limit must be 1 or more" in err
     code, _, err = cli("runs", "--limit", "99999999999999999999")  # OverflowError from SQLite: "unexpected error"
     assert code == 2 and "at most 2^62" in err and "unexpected" not in err
+
+
+def test_a_sizing_is_listed_with_the_candidate_it_recommends(cli, write_json, _isolated_db: Path) -> None:
+    """With no price known the decision buys nothing, and the list showed the first candidate that fits (this
+    machine's 4.92 ms) beside a recommendation of the user's own GPU × 2 (2.07 ms)."""
+    doc = {
+        "name": "unpriced",
+        "model": {"preset": "lenet-5"},
+        "hardware": {
+            "candidates": ["this-machine", "MyGPU"],
+            "gpu_count": {"min": 1, "max": 2},
+            "custom": [{"name": "MyGPU", "fp32_tflops": 40, "memory_gb": 16, "memory_bandwidth_gbs": 900}],
+        },
+    }
+    code, out, _ = cli("size", str(write_json(doc)), "--json")
+    sized = json.loads(out)
+    assert code == 0 and sized["recommended"] == {"device": "MyGPU", "count": 2}
+    mine = next(c for c in sized["candidates"] if c["device"] == "MyGPU" and c["count"] == 2)
+    code, out, _ = cli("runs", "--json", "--kind", "sizing")
+    (row,) = json.loads(out)
+    assert row["predicted_step_s"] == mine["step_time_s"] and row["training_time_s"] == mine["training_time_s"]
