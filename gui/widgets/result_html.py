@@ -8,8 +8,10 @@ import html
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from core.errors import TrainRigError
 from core.output.experiment_report import experiment_tables
 from core.output.run_report import Table, predicted_vs_measured
+from core.spec.effective import effective_sections
 from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from gui.models.results_model import local_date
 from telemetry.inventory.text import inventory_to_text
@@ -145,7 +147,7 @@ def sizing_html(detail: dict[str, Any]) -> str:
     model = result.get("model") or {}
     flops = result.get("flops") or {}
     data = result.get("dataset") or {}
-    training = doc.get("training") if isinstance(doc, dict) else None
+    training = _training_of(doc)
     workload = pairs(
         [
             ("Workload", result.get("workload") or detail.get("name")),
@@ -209,6 +211,18 @@ SETTINGS = (
 CHECKPOINT_WORDS = {"True": "full", "False": "none"}
 
 
+def _training_of(doc: Any) -> dict[str, Any]:
+    """A stored workload's training as it was sized (core.spec.effective): a sizing saved by `size` stores the
+    file as written, a preset without its training, and was shown with this table's defaults ("adam" for
+    ResNet-50's SGD, no batch or epochs); its own keys as written where it no longer parses."""
+    if not isinstance(doc, dict):
+        return {}
+    try:
+        return effective_sections(doc)[1]
+    except TrainRigError:
+        return dict(doc.get("training") or {}) if isinstance(doc.get("training"), dict) else {}
+
+
 def sizings_side_by_side_html(details: Sequence[dict[str, Any]]) -> str:
     """Several saved sizings compared: their settings in columns (the ones that differ marked), then
     every candidate of every sizing in one table, the fastest training and the lowest TCO marked."""
@@ -218,7 +232,7 @@ def sizings_side_by_side_html(details: Sequence[dict[str, Any]]) -> str:
     labels = [f"#{d.get('id', '?')} {r.get('workload') or d.get('name', '')}" for d, r in pairs_]
     settings = []
     for key, label, default in SETTINGS:
-        values = [str(((doc or {}).get("training") or {}).get(key, default)) for doc in docs]
+        values = [str(_training_of(doc).get(key, default)) for doc in docs]
         if key == "checkpointing":
             values = [CHECKPOINT_WORDS.get(v, v) for v in values]
         differ = len(set(values)) > 1
@@ -231,15 +245,20 @@ def sizings_side_by_side_html(details: Sequence[dict[str, Any]]) -> str:
         for c in r.get("candidates") or []:
             rows.append((label, currency, c))
     times = [c.get("training_time_s") for _l, _c, c in rows if c.get("fits") and c.get("training_time_s")]
-    tcos = [c.get("tco") for _l, _c, c in rows if c.get("fits") and c.get("tco") is not None]
-    fastest, cheapest = (min(times) if times else None), (min(tcos) if tcos else None)
+    # the lowest TCO in each currency: sizings in JPY and USD marked a 139,464 USD candidate the lowest beside
+    # one of 1,036,662 JPY (about 6,900 USD)
+    cheapest: dict[str, float] = {}
+    for _l, cur, c in rows:
+        if c.get("fits") and c.get("tco") is not None:
+            cheapest[cur] = min(cheapest.get(cur, c["tco"]), c["tco"])
+    fastest = min(times) if times else None
     table_rows = []
     for label, currency, c in rows:
         marks = []
         if c.get("fits") and fastest is not None and c.get("training_time_s") == fastest:
             marks.append("fastest")
-        if c.get("fits") and cheapest is not None and c.get("tco") == cheapest:
-            marks.append("lowest TCO")
+        if c.get("fits") and c.get("tco") is not None and c.get("tco") == cheapest.get(currency):
+            marks.append("lowest TCO" + (f" in {currency or 'USD'}" if len(cheapest) > 1 else ""))
         table_rows.append(
             (
                 label,

@@ -22,6 +22,7 @@ from core.output.measure_report import report_notes
 from core.output.report import build_report
 from core.output.report_csv import write_csv
 from core.output.sizing_report import sizing_to_dict
+from core.spec.effective import effective_sections
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.files import check_target, pdf_path
 from core.units import fmt_seconds
@@ -45,32 +46,14 @@ def starter_document() -> dict[str, Any]:
 
 def page_document(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` as the pages show it: every value they show that ``doc`` leaves out is the one the workload's
-    parser reads for it (a preset's data and training, the data's defaults for its model, the
-    candidates the command line sizes: this machine), not the starter workload's or the last file's (a
-    file of a ResNet-50 preset without its data was sized with the seed MLP's 80,909 samples and 400
-    epochs); the starter document only for what the parser does not need. ``doc`` is a valid workload."""
-    w = parse_workload(doc)
-    d, t = w.data, w.training
-    data = {"samples": d.samples, "outputs": d.outputs, "dtype": d.dtype, "format": d.format, "storage": d.storage}
-    training = {
-        "batch_size": t.batch_size,
-        "epochs": t.epochs,
-        "optimizer": t.optimizer,
-        "precision": t.precision,
-        "checkpointing": t.checkpointing,
-        "sharding": t.sharding,
-        "nodes": t.nodes,
-        "reserve_percent": t.reserve_percent,
-    }
+    parser reads for it (core.spec.effective: a preset's data and training, the data's defaults for its
+    model), the candidates the command line sizes (this machine), not the starter workload's or the last
+    file's (a file of a ResNet-50 preset without its data was sized with the seed MLP's 80,909 samples and
+    400 epochs); the starter document only for what the parser does not need. ``doc`` is a valid workload."""
+    data, training = effective_sections(doc)
     hardware = dict(doc.get("hardware") or {})
     hardware["candidates"] = list(hardware.get("candidates") or [THIS_MACHINE])
-    return {
-        **starter_document(),
-        **doc,
-        "data": {**data, **(doc.get("data") or {})},
-        "training": {**training, **(doc.get("training") or {})},
-        "hardware": hardware,
-    }
+    return {**starter_document(), **doc, "data": data, "training": training, "hardware": hardware}
 
 
 def altered_values(written: Any, held: Any, path: str = "", skip: tuple[str, ...] = ()) -> list[str]:

@@ -37,3 +37,26 @@ def test_the_cloud_column_shows_cents_below_100() -> None:
     # was priced)
     assert capex == "3,399" and energy == fmt_sig(cand.cost.energy_kwh) and 0.65 < float(energy) < 0.8
     assert energy != f"{cand.cost.energy_kwh:.1f}"
+
+
+def test_sizings_side_by_side_read_each_workload_as_sized_and_compare_costs_in_one_currency() -> None:
+    """A sizing saved by `size` stores the file as written (a preset, no training): the comparison showed
+    "adam" for ResNet-50's SGD and no batch or epochs, in bold as if it differed; and a 139,464 USD candidate
+    was marked the lowest TCO beside one of 1,036,662 JPY (about 6,900 USD)."""
+    from gui.widgets.result_html import sizings_side_by_side_html
+
+    def detail(i: int, doc: dict, tco: float) -> dict:
+        cand = {"device": f"GPU {i}", "count": 1, "fits": True, "training_time_s": 100.0 * i, "tco": tco}
+        return {"id": i, "name": f"w{i}", "workload": doc, "result": {"workload": f"w{i}", "candidates": [cand]}}
+
+    rate = {"per_usd": 150, "date": "2026-11-20"}
+    cli_saved = {"model": {"preset": "resnet-50"}, "cost": {"currency": "JPY", "exchange_rate": rate}}
+    gui_saved = {
+        "model": {"preset": "resnet-50"},
+        "training": {"batch_size": 256, "epochs": 90, "optimizer": "sgd_momentum"},
+        "cost": {"currency": "USD"},
+    }
+    text = sizings_side_by_side_html([detail(1, cli_saved, 1_036_662.0), detail(2, gui_saved, 139_464.0)])
+    assert "<b>Optimizer</b>" not in text and "sgd_momentum" in text and "adam" not in text
+    assert "<b>Batch size</b>" not in text and ">256<" in text and ">90<" in text
+    assert "lowest TCO in JPY" in text and "lowest TCO in USD" in text
