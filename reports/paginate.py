@@ -64,7 +64,11 @@ class Blocks:
         )
 
         def cell(i: int, c: str) -> str:
-            return f"<td align='{'right' if i in right else 'left'}'>{c}</td>"
+            # a figure is never split over two lines: "43,884,000 JPY" broke after its second comma and read
+            # "43,884,00"
+            if i in right:
+                return f"<td align='right' style='white-space:nowrap'>{c}</td>"
+            return f"<td align='left'>{c}</td>"
 
         trs = ["<tr>" + "".join(cell(i, c) for i, c in enumerate(r)) + "</tr>" for r in rows]
         for t in totals or []:

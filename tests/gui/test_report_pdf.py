@@ -153,3 +153,24 @@ def test_a_pdf_that_cannot_be_written_whole_is_not_written(tmp_path: Path, cli, 
         f"trainrig report: {old} cannot be written: it came out incomplete (is the disk full?); it was left as it was"
     )
     assert old.read_bytes() == b"%PDF-1.4 the old report %%EOF" and sorted(p.name for p in out.iterdir()) == ["old.pdf"]
+
+
+def test_every_candidates_figures_are_whole_in_a_yen_report(tmp_path: Path, cli) -> None:
+    """Eight-digit amounts broke after a comma in the candidates table ("43,884,00" above a "0")."""
+    doc = {
+        "name": "gpt JPY",
+        "model": {"preset": "gpt2-small"},
+        "hardware": {"candidates": ["H100 SXM", "4090"], "gpu_count": {"min": 1, "max": 8}},
+        "cost": {"currency": "JPY", "exchange_rate": {"per_usd": 150, "date": "2026-11-20"}},
+    }
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(doc))
+    pdf = tmp_path / "r.pdf"
+    code, _, err = cli("report", str(workload), "--pdf", str(pdf))
+    assert code == 0, err
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout
+    code, out, _ = cli("size", str(workload), "--json", "--no-save")
+    sized = json.loads(out)["candidates"]
+    assert max(c["capex"] for c in sized) >= 10_000_000  # eight digits and more
+    for c in sized:
+        assert f"{c['capex']:,.0f}" in text and f"{c['tco']:,.0f}" in text, (c["device"], c["count"])
