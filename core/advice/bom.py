@@ -191,7 +191,7 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
     choice = best.cost.platform if best is not None else None
     if choice is not None:
         lines.append(platform_line(best, choice))  # type: ignore[arg-type]
-        lines.append(power_line(best, choice))  # type: ignore[arg-type]
+        lines.append(power_line(best, choice, w.cost.host_power_w))  # type: ignore[arg-type]
     if best is not None and best.nodes > 1:
         lines += network_lines(best)
         lines = [
@@ -247,26 +247,29 @@ def circuit_for(watts: float) -> str:
     return f"{n} × 240 V / 30 A circuits or a three-phase feed"
 
 
-def power_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
-    """Supplies, circuit and cooling of one machine at its load: accelerators at TDP plus the
-    platform's host with 25 % headroom; where the vendor rates the whole system (DGX H100), that
-    rating, which has its margin — or the load, where these devices draw more than that system."""
+def power_line(best: CandidateResult, choice: PlatformChoice, host_power_w: float | None = None) -> BomLine:
+    """Supplies, circuit and cooling of one machine at its load: accelerators at TDP plus the host
+    (the workload's ``cost.host_power_w`` where it gives one, as the energy does, else the platform's)
+    with 25 % headroom; where the vendor rates the whole system (DGX H100), that rating, which has its
+    margin — or the load, where these devices draw more than that system."""
     p = choice.platform
     per_machine = math.ceil(best.count / max(1, choice.machines)) if best.device.kind != "cpu" else 1
     device_w = (best.device.tdp_w or 0) * per_machine
-    load = device_w + p.host_power_w
+    host_w = p.host_power_w if host_power_w is None else host_power_w
+    host_from = p.name if host_power_w is None else "the workload's cost.host_power_w"
+    load = device_w + host_w
     if p.rated_power_w:
         supply = math.ceil(max(p.rated_power_w, load) / 100) * 100
         units = f"rated {p.rated_power_w:,.0f} W" if supply == p.rated_power_w else f"{supply:,} W at full load"
         why = f"the vendor's rating ({p.rated_power_w:,.0f} W) for {what_for(best)} {device_w:,.0f} W and the host"
         if supply > p.rated_power_w:
-            why += f", which these devices exceed: {device_w:,.0f} W + host {p.host_power_w:,.0f} W"
+            why += f", which these devices exceed: {device_w:,.0f} W + host {host_w:,.0f} W"
     else:
         supply = math.ceil(load * PSU_HEADROOM / 100) * 100
         units = f"{supply:,} W of supply"
         if supply > ATX_PSU_MAX_W and (p.id in ("desktop", "workstation") or p.id.startswith("cpu")):
             units += f" (above one {ATX_PSU_MAX_W:,} W supply on 120 V: a 2,000 W supply on 200–240 V, or two)"
-        why = f"{what_for(best)} {device_w:,.0f} W + host {p.host_power_w:,.0f} W ({p.name}) with 25 % headroom"
+        why = f"{what_for(best)} {device_w:,.0f} W + host {host_w:,.0f} W ({host_from}) with 25 % headroom"
     return BomLine(
         "Power supply",
         f"{units}; {circuit_for(supply)} per machine; {supply * 3.412:,.0f} BTU/h of heat to remove",

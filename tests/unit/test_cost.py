@@ -64,8 +64,8 @@ def test_the_report_shows_the_rate_its_date_and_converted_unit_prices() -> None:
     assert "0.92 EUR per USD (2026-11-01)" in " ".join(rec.result.candidates[0].assumptions)
 
 
-def psu_line(device: str) -> str:
-    w = parse_workload(seed({}))
+def psu_line(device: str, cost: dict | None = None) -> str:
+    w = parse_workload(seed(cost or {}))
     result = size_workload(w, [find_device(device, CATALOGUE)], host_ram_bytes=64 * 2**30)
     (line,) = [b for b in recommend_bom(result) if b.item == "Power supply"]
     return line.reason
@@ -78,6 +78,10 @@ def test_the_power_supply_takes_the_cpus_tdp_and_the_platforms_host() -> None:
     # one RTX 4090 (450 W board power) in a desktop whose host draws its platforms.json figure
     ws = PLATFORMS.by_id("desktop")
     assert psu_line("4090").startswith(f"GPUs 450 W + host {ws.host_power_w:,.0f} W ({ws.name})")
+    # the host's draw the workload gives, which the energy and the TCO already took (the supply took the
+    # platform's 230 W beside them)
+    given = psu_line("4090", {"host_power_w": 300})
+    assert given.startswith("GPUs 450 W + host 300 W (the workload's cost.host_power_w)")
 
 
 def test_a_cuda_gpu_counts_the_context_measured_on_an_h100() -> None:
