@@ -52,6 +52,7 @@ class CostEstimate:
     break_even_runs: int | None  # the same in runs of this workload
     purchase_note: str  # which price the devices are bought at (street / launch), with its date
     currency: str
+    rent_allowed: bool = True  # the workload's cost.rent_allowed: false keeps the data on site
 
     @property
     def buy_per_run(self) -> float | None:
@@ -60,7 +61,10 @@ class CostEstimate:
 
     @property
     def verdict(self) -> str | None:
-        """ "buy" or "rent", whichever costs less for the expected use; None when one is unknown."""
+        """ "buy" or "rent", whichever costs less for the expected use; "buy" where the workload rules renting
+        out (each candidate read "rent · 532 runs" beside the decision to buy); None when one is unknown."""
+        if not self.rent_allowed:
+            return None if self.buy_for_use is None else "buy"
         if self.buy_for_use is None or self.rent_for_use is None:
             return None
         return "rent" if self.rent_for_use < self.buy_for_use else "buy"
@@ -174,4 +178,5 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         break_even_runs=break_even_runs,
         purchase_note=purchase_note,
         currency=cost.currency,
+        rent_allowed=cost.rent_allowed,
     )

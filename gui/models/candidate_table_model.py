@@ -160,6 +160,11 @@ def _buy_or_rent_tip(r: CandidateResult) -> str:
     c = r.cost
     if c.verdict is None:
         return f"Renting or buying is not priced for these devices: {c.cloud_note}; {c.purchase_note}"
+    if not c.rent_allowed:
+        return (
+            "Buy: renting is ruled out in the workload (cost.rent_allowed: false). For comparison, renting costs "
+            f"{fmt_money(c.cloud_cost, c.currency)} a run, buying {fmt_money(c.buy_per_run, c.currency)} a run"
+        )
     tip = (
         f"{c.verdict.capitalize()} costs less per run at the expected use: renting "
         f"{fmt_money(c.cloud_cost, c.currency)} a run ({c.cloud_note}), buying "

@@ -176,6 +176,11 @@ def test_data_that_must_stay_on_site_is_bought_not_rented() -> None:
     assert free is not None and free.verdict == "rent"
     assert on_site is not None and on_site.verdict == "buy" and on_site.rent is None
     assert "Renting is ruled out in the workload" in on_site.text
+    # and each candidate's buy-or-rent says so too: they read "rent · N runs" beside the decision to buy
+    rec = advise(scenario("hospital-resnet50", rent_allowed=False))
+    priced = [c for c in rec.result.candidates if c.cost.buy_for_use is not None]
+    assert priced and all(c.cost.verdict == "buy" for c in priced)
+    assert any(c.cost.verdict == "rent" for c in advise(scenario("hospital-resnet50")).result.candidates)
 
 
 def test_an_eight_gpu_board_drawing_more_than_the_dgx_rating_is_sized_for_its_load() -> None:
