@@ -25,7 +25,7 @@ from core.hardware.catalogue import DeviceSpec
 from core.output.glossary import MEMORY_PER_DEVICE, verdict_text
 from core.output.sizing_report import step_accuracy_note
 from core.spec.workload import CostSpec
-from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds
+from core.units import fmt_bytes, fmt_count, fmt_money, fmt_seconds, fmt_sig
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def _summary(result: SizingResult, best: CandidateResult | None, decision: str) 
     parts = [f"Recommended: {best.count} × {best.device.name}."]
     parts.append(
         f"It trains the workload in {fmt_seconds(best.train_time_s)} "
-        f"({best.cost.gpu_hours:,.1f} device-hours), needing {fmt_bytes(best.memory.total)} per device "
+        f"({fmt_sig(best.cost.gpu_hours)} device-hours), needing {fmt_bytes(best.memory.total)} per device "
         f"of {fmt_bytes(best.capacity_bytes)}."
     )
     if best.cost.capex is not None:

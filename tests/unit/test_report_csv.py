@@ -99,3 +99,19 @@ def test_every_output_names_a_figure_as_the_glossary_does(cli, write_json, seed_
     assert "memory_per_device_GiB" in header and "peak_memory_GiB" not in header
     glossary = (Path(__file__).resolve().parents[2] / "docs" / "glossary.md").read_text()
     assert all(t.label in glossary and f"`{t.json_key}`" in glossary for t in CANDIDATE_TERMS)
+
+
+def test_short_runs_keep_their_figures_in_the_csv_and_the_summary() -> None:
+    """Rounded to four decimals of an hour, runs of 1.98 s and 1.94 s read 0.0006 and 0.0005 (ranked the wrong
+    way); capex came unrounded (151744.80000000002); the summary said "(0.0 device-hours)" for 2.81 minutes."""
+    report = report_for([])
+    rows = [r for r in report_rows(report) if r[0] == "candidates"]
+    header = report_rows(report)[0]
+    hours = header.index("training_time_h")
+    capex = header.index("capex_USD")
+    for row, c in zip(rows, report.candidates, strict=True):
+        assert row[hours] == pytest.approx(c.train_time_s / 3600, rel=1e-5) and row[hours] > 0
+        assert row[capex] is None or row[capex] == round(row[capex], 2)
+    best = min(report.candidates, key=lambda c: c.train_time_s)
+    assert best.train_time_s < 600 and "(0.0 device-hours)" not in report.summary
+    assert "device-hours" in report.summary
