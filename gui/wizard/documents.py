@@ -229,7 +229,12 @@ class WizardFiles:
         rec = self.recommendation
         try:
             _, sid = self.store.save_sizing(
-                rec.result.workload.name, self.doc, [c.device.name for c in rec.result.candidates], sizing_to_dict(rec)
+                rec.result.workload.name,
+                self.doc,
+                # each device once, as `size` records them: a name for each row (× 1, × 2, …) listed the
+                # same device again and again, and made the same sizing differ from its command-line twin
+                list(dict.fromkeys(c.device.name for c in rec.result.candidates)),
+                sizing_to_dict(rec),
             )
         except TrainRigError as exc:
             self._say(f"The sizing was not saved: {exc}")

@@ -177,9 +177,14 @@ def test_save_open_and_record(qtbot, main_window, tmp_path: Path) -> None:
     assert not wiz.open_file(bad)
     assert "training.batch_size: must be a positive integer" in wiz.message.text()
     assert wiz.training.batch.value() == 256  # nothing lost
+    wiz.candidates.max_gpus.setValue(2)  # the RTX 4090 × 1 and × 2
+    assert len(wiz.result.candidates) > len({c.device.name for c in wiz.result.candidates})
     wiz.save_sizing()
     (row,) = store.sizings()
     assert row["name"] == "my study"
+    # each candidate device once, as `size` records them (a name for each device × count row before)
+    names = store.result_detail("sizing", row["id"])["candidates"]
+    assert names == list(dict.fromkeys(c.device.name for c in wiz.result.candidates)) and len(set(names)) == len(names)
     wiz.training.batch.setValue(32)
     (saved,) = store.workloads()
     assert wiz.open_saved(saved["id"]) and wiz.training.batch.value() == 256
