@@ -64,6 +64,12 @@ class CandidateResult:
         """Micro-steps per optimizer step (1: no gradient accumulation)."""
         return self.step.accumulation_steps
 
+    @property
+    def buy_or_rent(self) -> str | None:
+        """Buy or rent for the expected use (CostEstimate.verdict); None where it does not fit: there is
+        nothing to buy or rent (a candidate that lacked memory read "rent · 48,817 runs")."""
+        return None if self.fits is False else self.cost.verdict
+
 
 @dataclass(frozen=True)
 class SizingResult:

@@ -229,7 +229,7 @@ def _candidate_row(c: CandidateResult) -> CandidateRow:
         c.cost.cloud_cost,
         c.cost.break_even_hours,
         verdict_text(c.meets_deadline, c.within_budget),
-        c.cost.verdict,
+        c.buy_or_rent,
         c.cost.break_even_runs,
     )
 

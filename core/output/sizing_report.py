@@ -71,7 +71,7 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
         "cloud_cost": c.cost.cloud_cost,
         "break_even_hours": c.cost.break_even_hours,
         "break_even_runs": c.cost.break_even_runs,
-        "buy_or_rent": c.cost.verdict,
+        "buy_or_rent": c.buy_or_rent,
         "buy_for_use": c.cost.buy_for_use,
         "rent_for_use": c.cost.rent_for_use,
         "use_hours": c.cost.use_hours,
@@ -247,7 +247,7 @@ def sizing_to_text(rec: Recommendation) -> str:
             + fmt_energy(c.cost.energy_kwh)
             + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}"
             + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}"
-            + (f"; {c.cost.verdict} for the expected use" if c.cost.verdict else "")
+            + (f"; {c.buy_or_rent} for the expected use" if c.buy_or_rent else "")
             + (f", buying pays off after {c.cost.break_even_runs:,} runs" if c.cost.break_even_runs else ""),
         ]
     for note in r.notes:

@@ -126,7 +126,7 @@ class CandidateTableModel(QStandardItemModel):
             r.train_time_s,
             r.cost.capex or 0.0,
             r.cost.tco or 0.0,
-            r.cost.verdict or "",
+            r.buy_or_rent or "",
         ]
 
     def _row_texts(self, r: CandidateResult) -> list[str]:
@@ -149,15 +149,17 @@ class CandidateTableModel(QStandardItemModel):
 
 def _buy_or_rent(r: CandidateResult) -> str:
     """ "rent", or "buy (pays off after 12 runs)"; empty when either is not priced."""
-    if r.cost.verdict is None:
+    if r.buy_or_rent is None:
         return ""
-    if r.cost.verdict == "buy" or r.cost.break_even_runs is None:
-        return r.cost.verdict
+    if r.buy_or_rent == "buy" or r.cost.break_even_runs is None:
+        return r.buy_or_rent
     return f"rent · {r.cost.break_even_runs:,} runs"
 
 
 def _buy_or_rent_tip(r: CandidateResult) -> str:
     c = r.cost
+    if r.fits is False:
+        return "It does not fit: there is nothing to buy or rent (Findings say what would fit)"
     if c.verdict is None:
         return f"Renting or buying is not priced for these devices: {c.cloud_note}; {c.purchase_note}"
     if not c.rent_allowed:

@@ -194,3 +194,17 @@ def test_an_eight_gpu_board_drawing_more_than_the_dgx_rating_is_sized_for_its_lo
     assert hgx.rated_power_w is not None and load > hgx.rated_power_w
     power = next(line for line in rec.bom if line.item == "Power supply")
     assert power.spec.startswith(f"{load:,.0f} W at full load") and "which these devices exceed" in power.reason
+
+
+def test_a_candidate_that_does_not_fit_is_neither_bought_nor_rented() -> None:
+    """It read "rent · 2,212 runs" in the table, the PDF and the CSV beside "does not fit"."""
+    from core.output.sizing_report import sizing_to_dict
+
+    root = Path(__file__).resolve().parents[2]
+    w = parse_workload(json.loads((root / "examples" / "llama-8b-finetune.json").read_text()))
+    rec = recommend(w, [find_device("H100 SXM", load_catalogue())])
+    misses = [c for c in rec.result.candidates if c.fits is False]
+    assert misses and all(c.buy_or_rent is None and c.cost.verdict is not None for c in misses)
+    rows = {(c["device"], c["count"]): c for c in sizing_to_dict(rec)["candidates"]}
+    assert all(rows[(c.device.name, c.count)]["buy_or_rent"] is None for c in misses)
+    assert any(c.buy_or_rent for c in rec.result.candidates if c.fits)
