@@ -328,11 +328,11 @@ class SizingWizard(WizardFiles, QWidget):
         problem = next((p for p in problems if p), None)
         if problem:
             self.message.setText("")
-            self._unsized(problem)
+            self._unsized(problem, said_here=False)  # the page that has it says it
             return
         names = [n for n in self.doc["hardware"]["candidates"] if n != THIS_MACHINE or self.machine is not None]
         if not names:
-            self._unsized("this machine is the only candidate and it is still being detected")
+            self._unsized("this machine is the only candidate and it is still being detected", said_here=False)
             return
         try:
             workload = parse_workload(self.doc)
@@ -367,11 +367,15 @@ class SizingWizard(WizardFiles, QWidget):
         self.results.show_result(rec)
         self.sized.emit(rec.result)
 
-    def _unsized(self, why: str) -> None:
+    def _unsized(self, why: str, said_here: bool = True) -> None:
         """No figures for the workload as the pages hold it: the last ones are neither shown nor exported nor
-        recorded (they stood beside a workload they were not for, and "Save sizing" recorded them with it)."""
-        self.recommendation, self.sizing_problem = None, why
+        recorded (they stood beside a workload they were not for, and "Save sizing" recorded them with it).
+        ``said_here``: ``why`` is said on every page (no page says it itself)."""
+        self.recommendation = None
+        before, self.sizing_problem = self.sizing_problem, why if said_here else None
         self.results.show_unsized(why)
+        if self.sizing_problem != before:
+            self._update_navigation()
 
     # --- measure on this GPU ------------------------------------------------------------------
     def measure_here(self) -> None:
