@@ -32,7 +32,7 @@ from core.advice.bom import BomLine
 from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
-from core.estimate.sizing import SizingResult
+from core.estimate.sizing import CandidateResult, SizingResult
 from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
@@ -224,7 +224,9 @@ class ResultsPage(QWidget):
         )
         self.model.set_rows(rank_candidates(result.candidates))
         self._fit_device_column()
-        self.table.selectRow(0)  # selecting draws the memory bar of the top candidate
+        # selecting draws the memory bar: of the candidate recommended (the top row could be another, an
+        # in-budget one ranked first), else of the top one
+        self.table.selectRow(self._row_of(rec.best))
         self._scatter_stale = True  # drawn when its tab is shown: a hidden chart's redraw is a tenth of a change
         self._show_scatter_if_shown()
         self._show_seed(result)
@@ -258,6 +260,14 @@ class ResultsPage(QWidget):
         if width != self._device_width:
             self._device_width = width
             self.table.setColumnWidth(COL_DEVICE, width)
+
+    def _row_of(self, best: CandidateResult | None) -> int:
+        """The table's row (as sorted) of ``best``; 0 when it is not listed (a catalogue configuration)."""
+        for row in range(self.proxy.rowCount()):
+            c = self.proxy.data(self.proxy.index(row, 0), ROW_ROLE)
+            if best is not None and (c is best or (c.device.name, c.count) == (best.device.name, best.count)):
+                return row
+        return 0
 
     def show_unsized(self, why: str) -> None:
         """No figures for the workload as the pages hold it (``why``): the last sizing's are taken away, not
@@ -368,14 +378,16 @@ class ResultsPage(QWidget):
 
     def _show_bom(self, bom: Sequence[BomLine], currency: str) -> None:
         self.bom.clear()
+        priced = any(b.total is not None for b in bom)  # nothing is where nothing fits
+        unpriced = "included in the platform's price" if priced else "not priced"
         for b in bom:
             price = "" if b.total is None else f"{b.quantity} × {fmt_money(b.unit_price, currency)}"
             item = QTreeWidgetItem([b.item, b.spec, price, b.reason])
             item.setToolTip(3, f"{b.reason}\n\nSource: {b.source}")
             item.setToolTip(1, b.spec)
-            item.setToolTip(2, "included in the platform's price" if b.total is None else f"{b.total:,.0f} {currency}")
+            item.setToolTip(2, unpriced if b.total is None else f"{b.total:,.0f} {currency}")
             self.bom.addTopLevelItem(item)
-        if bom:
+        if priced:  # a bill with nothing priced has no total (it read "Total — the capex — 0.00")
             total = sum(b.total for b in bom if b.total is not None)
             item = QTreeWidgetItem(["Total", "the capex", fmt_money(total, currency), ""])
             font = item.font(0)

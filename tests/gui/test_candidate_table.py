@@ -131,3 +131,43 @@ def test_the_buy_or_rent_column_is_in_view_beside_this_machines_long_name(qtbot,
     wiz.results.batch.setValue(wiz.results.batch.value() + 16)
     qtbot.waitUntil(lambda: wiz.result is not None and wiz.result.workload.training.batch_size % 16 == 0)
     assert table.columnWidth(COL_DEVICE) == 400
+
+
+def test_the_memory_bar_opens_on_the_candidate_recommended(qtbot, main_window, tmp_path) -> None:
+    """This machine, within a 1,000 USD budget, is ranked first; the recommendation is the RTX 4090 over it: the
+    table selected the top row and the memory bar drew this machine beside "Recommended: RTX 4090"."""
+    import json
+
+    wiz = main_window().sizing_tab
+    path = tmp_path / "mlp.json"
+    doc = {
+        "model": {"preset": "seed-mlp"},
+        "hardware": {"candidates": ["this-machine", "4090"]},
+        "cost": {"budget": 1000},
+    }
+    path.write_text(json.dumps(doc))
+    assert wiz.open_file(path)
+    page = wiz.results
+    first = page.proxy.data(page.proxy.index(0, 0), ROW_ROLE)
+    best = wiz.recommendation.best
+    assert first.device.is_this_machine and best.device.name == "NVIDIA GeForce RTX 4090"
+    (selected,) = page.table.selectionModel().selectedRows()
+    assert page.proxy.data(selected, ROW_ROLE) is best
+    assert "NVIDIA GeForce RTX 4090 × 1" in page.memory_bar.plot.getPlotItem().titleLabel.text
+
+
+def test_a_bill_with_nothing_priced_has_no_total(qtbot, main_window, tmp_path) -> None:
+    """Nothing fits, nothing is priced: the bill ended "Total — the capex — 0.00", its lines "included in the
+    platform's price"."""
+    import json
+
+    wiz = main_window().sizing_tab
+    path = tmp_path / "big.json"
+    doc = {"model": {"preset": "llama-8b"}, "hardware": {"candidates": ["4090"]}, "cost": {"budget": 100}}
+    path.write_text(json.dumps(doc))
+    assert wiz.open_file(path)
+    assert all(c.fits is False for c in wiz.result.candidates) and wiz.recommendation.best is None
+    tree = wiz.results.bom
+    items = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
+    assert items and all(i.text(0) != "Total" for i in items)
+    assert all(i.toolTip(2) == "not priced" for i in items)
