@@ -26,6 +26,7 @@ import sqlite_utils
 from core.errors import ArchiveError, OutputError
 from core.storage import results_index
 from core.storage.files import write_atomically
+from core.storage.results import json_or
 from core.storage.results_index import SOURCE_TABLE
 
 FORMAT = "trainrig-results-archive"
@@ -260,10 +261,7 @@ _UNREADABLE = object()
 
 def _decoded_text(text: Any) -> Any:
     """``text`` decoded from JSON; _UNREADABLE when it is not a JSON text."""
-    try:
-        return json.loads(text) if isinstance(text, str) else _UNREADABLE
-    except ValueError:
-        return _UNREADABLE
+    return json_or(text, _UNREADABLE) if isinstance(text, str) else _UNREADABLE
 
 
 def _items(path: Path) -> Iterator[dict[str, Any]]:

@@ -233,10 +233,10 @@ class ResultsMixin:
                 ).fetchone()
                 if r is None:
                     return {}
-                result, workload = _json(r[2], {}), _json(r[3], None)
+                result, workload = json_or(r[2], {}), json_or(r[3], None)
                 return {  # a damaged text reads as nothing stored, never as a value of another type
                     "workload_id": r[0],
-                    "candidates": _json(r[1], []),
+                    "candidates": json_or(r[1], []),
                     "result": result if isinstance(result, dict) else {},
                     "workload": workload if isinstance(workload, dict) else None,
                 }
@@ -249,17 +249,17 @@ class ResultsMixin:
                 run = dict(zip(names, r, strict=True))
                 for k in ("workload", "command", "prediction", "measured", "metrics", "progress", "sampling"):
                     if run.get(k) is not None:
-                        run[k] = _json(run[k], None)
+                        run[k] = json_or(run[k], None)
                 return {"run": run, "sample_count": sample_chunks.count(db, i)}
             if kind == "experiment":
                 found = self.experiment(i)  # type: ignore[attr-defined]
                 return {"experiment": found} if found else {}
             if kind == "inventory":
                 r = db.execute("select snapshot from inventories where id = ?", [i]).fetchone()
-                return {"snapshot": _json(r[0], {})} if r else {}
+                return {"snapshot": json_or(r[0], {})} if r else {}
             if kind == "calibration":
                 r = db.execute("select fingerprint, result from calibrations where id = ?", [i]).fetchone()
-                return {"fingerprint": r[0], "result": _json(r[1], {})} if r else {}
+                return {"fingerprint": r[0], "result": json_or(r[1], {})} if r else {}
             return {}
 
         return {**row, **self._read(load)}
@@ -424,12 +424,13 @@ class ResultsMixin:
         self._write(lambda: _drop_trash(self.db))
 
 
-def _json(text: str | None, default: Any) -> Any:
+def json_or(text: str | None, default: Any) -> Any:
+    """``text`` decoded from JSON, or ``default`` where there is none or it is not JSON (damaged)."""
     if text is None:
         return default
     try:
         return json.loads(text)
-    except ValueError:
+    except (TypeError, ValueError):
         return default
 
 

@@ -25,7 +25,7 @@ from core.storage import samples as sample_chunks
 from core.storage.archive import ArchiveMixin
 from core.storage.experiments import ExperimentsMixin
 from core.storage.migrations import MIGRATIONS, SCHEMA_VERSION, read_version
-from core.storage.results import ResultsMixin
+from core.storage.results import ResultsMixin, json_or
 from core.storage.sample_export import SamplesMixin
 from core.storage.sqlite_file import check_is_sqlite, exclusive_lock, explain
 
@@ -249,10 +249,7 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         )
         if not row:
             return None
-        try:
-            doc = json.loads(row[0])
-        except (TypeError, ValueError):
-            doc = None
+        doc = json_or(row[0], None)
         if not isinstance(doc, dict):
             raise StoreError(f"saved workload #{workload_id} is damaged: its stored document is not a workload")
         return doc
@@ -438,7 +435,11 @@ class Store(ResultsMixin, SamplesMixin, ArchiveMixin, ExperimentsMixin):
         """(id, sampling) of this machine's runs still marked running, for telemetry.orphan_runs."""
         sql = "select id, sampling from runs where status = 'running' and machine = ?"
         rows = self._read(lambda: self.db.execute(sql, [this_host()]).fetchall())
-        return [(int(r[0]), _json_object(r[1])) for r in rows]
+        out = []
+        for run_id, text in rows:
+            sampling = json_or(text, {})
+            out.append((int(run_id), sampling if isinstance(sampling, dict) else {}))
+        return out
 
     def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest finished trained runs, newest first, with what their predictions and
@@ -481,14 +482,6 @@ def _decoded(run: dict[str, Any]) -> dict[str, Any]:
         if run.get(k) is not None:
             run[k] = json.loads(run[k])
     return run
-
-
-def _json_object(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def this_host() -> str:

@@ -276,18 +276,16 @@ class TelemetryTab(ExperimentActions, QWidget):
     def _prepare(self, work: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """``work`` off the window's thread, then ``done`` with its result, or its error said, unless Cancel
         (or closing) dropped it meanwhile: then nothing starts when it ends."""
-        job: list[Job] = []
 
-        def finished(result: Any) -> None:
-            if job and self._job is job[0]:
+        def finished(result: Any) -> None:  # called on the window's thread, after ``job`` is set below
+            if self._job is job:
                 done(result)
 
         def failed(message: str) -> None:
-            if job and self._job is job[0]:
+            if self._job is job:
                 self._prepare_failed(message)
 
-        job.append(start_job(work, finished, failed))
-        self._job = job[0]
+        job = self._job = start_job(work, finished, failed)
 
     def _prepare_failed(self, message: str) -> None:
         self._job = None

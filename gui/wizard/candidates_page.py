@@ -17,21 +17,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from core.errors import TrainRigError
+from core.errors import CatalogueError, TrainRigError
 from core.hardware.candidates import THIS_MACHINE
-from core.hardware.catalogue import GIB, DeviceSpec, device_from_entry, normalise_device_entry
+from core.hardware.catalogue import GIB, DeviceSpec, device_from_entry, find_device, normalise_device_entry
 from gui.wizard.base import WizardPage, combo, dspin, error_label, set_value, spin
-
-
-def matching_names(wanted: str, names: list[str]) -> list[str]:
-    """The device names a workload's candidate ``wanted`` means, as the catalogue matches them
-    (core.hardware.catalogue.find_device): the exact name (any case), else every name it is a part of.
-    One name is a match; "NVIDIA A10" once also ticked both A100s."""
-    if wanted == THIS_MACHINE:
-        return [THIS_MACHINE] if THIS_MACHINE in names else []
-    key = " ".join(wanted.lower().split())
-    exact = [n for n in names if n.lower() == key]
-    return exact[:1] or [n for n in names if key and key in n.lower() and n != THIS_MACHINE]
 
 
 class CandidatesPage(WizardPage):
@@ -252,21 +241,18 @@ class CandidatesPage(WizardPage):
         self.unmatched = []
         wanted = hw.get("candidates")
         if wanted:
-            names = [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+            items = [self.list.item(i) for i in range(self.list.count())]
+            devices = [d for d in (item.data(Qt.ItemDataRole.UserRole + 1) for item in items) if d is not None]
             on = set()
-            for w in wanted:
-                hits = matching_names(str(w), names)
-                if len(hits) == 1:
-                    on.add(hits[0])
-                else:
-                    self.unmatched.append(
-                        f"hardware.candidates: {w!r} "
-                        + (
-                            f"matches {len(hits)} devices ({', '.join(hits[:4])}), none ticked"
-                            if hits
-                            else "matches no device"
-                        )
-                    )
+            for w in wanted:  # as `size` finds them: the exact name, else the one name it is part of
+                if str(w) == THIS_MACHINE:
+                    on.add(THIS_MACHINE)
+                    continue
+                try:
+                    on.add(find_device(str(w), devices).name)
+                except CatalogueError as exc:  # "NVIDIA A10" once also ticked both A100s; now said, none ticked
+                    self.unmatched.append(f"hardware.candidates: {exc}")
+            names = [item.data(Qt.ItemDataRole.UserRole) for item in items]
             for i, name in enumerate(names):
                 self.list.item(i).setCheckState(Qt.CheckState.Checked if name in on else Qt.CheckState.Unchecked)
 

@@ -79,8 +79,9 @@ def altered_values(written: Any, held: Any, path: str = "", skip: tuple[str, ...
             for i, (a, b) in enumerate(zip(written, held, strict=True))
             for line in altered_values(a, b, f"{path}[{i}]", skip)
         ]
-    if isinstance(written, bool) or isinstance(held, bool):
-        return [] if written == held or not isinstance(written, bool) else [f"{path}: {written} → {held}"]
+    if isinstance(written, bool) or isinstance(held, bool):  # a flag, or a number the page holds as one
+        changed = isinstance(written, bool) and written != held
+        return [f"{path}: {written} → {held}"] if changed else []
     if isinstance(written, int | float) and isinstance(held, int | float):
         same = math.isclose(written, held, rel_tol=1e-9, abs_tol=1e-12)
         return [] if same else [f"{path}: {written:,.10g} → {held:,.10g}"]

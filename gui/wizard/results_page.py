@@ -263,10 +263,11 @@ class ResultsPage(QWidget):
 
     def _row_of(self, best: CandidateResult | None) -> int:
         """The table's row (as sorted) of ``best``; 0 when it is not listed (a catalogue configuration)."""
-        for row in range(self.proxy.rowCount()):
-            c = self.proxy.data(self.proxy.index(row, 0), ROW_ROLE)
-            if best is not None and (c is best or (c.device.name, c.count) == (best.device.name, best.count)):
-                return row
+        if best is not None:
+            for row in range(self.proxy.rowCount()):
+                c = self.proxy.data(self.proxy.index(row, 0), ROW_ROLE)
+                if (c.device.name, c.count) == (best.device.name, best.count):
+                    return row
         return 0
 
     def show_unsized(self, why: str) -> None:

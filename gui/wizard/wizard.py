@@ -24,13 +24,14 @@ from core.estimate.profile_scale import ScaleResult
 from core.estimate.sizing import SizingResult
 from core.hardware.catalogue import load_catalogue, merge_user_devices
 from core.network.presets import load_presets
+from core.spec.effective import effective_sections
 from core.spec.workload import parse_workload
 from core.storage.store import Store
 from gui.widgets.message import fit_message
 from gui.wizard import session
 from gui.wizard.base import WizardPage
 from gui.wizard.candidates_page import THIS_MACHINE, CandidatesPage
-from gui.wizard.documents import WizardFiles, altered_values, page_document, starter_document
+from gui.wizard.documents import WizardFiles, altered_values, starter_document
 from gui.wizard.forms import DataPage, GoalPage, TrainingPage
 from gui.wizard.guides import GUIDES
 from gui.wizard.model_page import ModelPage
@@ -217,11 +218,7 @@ class SizingWizard(WizardFiles, QWidget):
             "data": dict(preset.get("data", {})),
             "training": {k: v for k, v in preset.get("training", {}).items() if k != "learning_rate"},
         }
-        try:
-            shown = page_document(chosen)
-        except TrainRigError:  # a preset that needs more than it gives (none shipped does): its own values
-            shown = chosen
-        self.doc["data"], self.doc["training"] = shown["data"], shown["training"]
+        self.doc["data"], self.doc["training"] = effective_sections(chosen)  # every shipped preset parses alone
         self._loading = True
         self.data.load(self.doc)
         self.training.load(self.doc)
@@ -352,12 +349,9 @@ class SizingWizard(WizardFiles, QWidget):
             )
         except TrainRigError as exc:  # a value no page checks (more outputs than the model gives): said, unsized
             self._unsized(str(exc))
-            self.problem.setText(str(exc))
             return
         self.recommendation = rec
-        if self.sizing_problem is not None:  # said on every page until now
-            self.sizing_problem = None
-            self._update_navigation()
+        self._say_sizing_problem(None)
         if self.measured is not None and _measure_key(workload) != self._measured_key:
             self.measured = None  # measured at another batch, precision or model: no longer this workload's step
             self.results.measure_panel.status.setText(
@@ -372,9 +366,14 @@ class SizingWizard(WizardFiles, QWidget):
         recorded (they stood beside a workload they were not for, and "Save sizing" recorded them with it).
         ``said_here``: ``why`` is said on every page (no page says it itself)."""
         self.recommendation = None
-        before, self.sizing_problem = self.sizing_problem, why if said_here else None
         self.results.show_unsized(why)
-        if self.sizing_problem != before:
+        self._say_sizing_problem(why if said_here else None)
+
+    def _say_sizing_problem(self, why: str | None) -> None:
+        """``why`` the pages' workload has no figures, said on every page; None: it has them, or the page
+        with the problem says it."""
+        if why != self.sizing_problem:
+            self.sizing_problem = why
             self._update_navigation()
 
     # --- measure on this GPU ------------------------------------------------------------------

@@ -74,8 +74,9 @@ def test_candidate_names_tick_the_device_they_name_and_the_rest_are_said(qtbot, 
     assert wiz.open_file(_write(tmp_path, "cands.json", doc))
     assert sorted(wiz.candidates.selected()) == ["NVIDIA A10", "NVIDIA H100 SXM", "NVIDIA L4"]
     text = wiz.message.text()
-    assert "'A100' matches 2 devices (NVIDIA A100 40GB SXM, NVIDIA A100 80GB SXM), none ticked" in text
-    assert "'NVIDIA H101' matches no device" in text
+    # said as `size` says it (the same catalogue rule)
+    assert "device 'A100' is ambiguous; it matches: NVIDIA A100 40GB SXM, NVIDIA A100 80GB SXM" in text
+    assert "no device matches 'NVIDIA H101'" in text
     assert wiz.has_unsaved_changes()
     assert {c.device.name for c in wiz.result.candidates} == {"NVIDIA A10", "NVIDIA H100 SXM", "NVIDIA L4"}
 
