@@ -278,10 +278,14 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
         ]
         for b in r.bom
     ]
-    total = sum(b.total_price for b in r.bom if b.total_price is not None)
-    total_row = (
-        "<tr><td colspan='4'><b>Total (priced lines)</b></td>"
-        f"<td align='right'><b>{_e(fmt_money(total, cur))}</b></td><td></td></tr>"
+    priced = [b.total_price for b in r.bom if b.total_price is not None]
+    total_row = (  # a bill with nothing priced (this machine, nothing fits) has no "Total 0.00"
+        [
+            "<tr><td colspan='4'><b>Total (priced lines)</b></td>"
+            f"<td align='right'><b>{_e(fmt_money(sum(priced), cur))}</b></td><td></td></tr>"
+        ]
+        if priced
+        else []
     )
     parts += [
         _h2("Bill of materials"),
@@ -290,7 +294,7 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
             bom_rows,
             [12, 24, 5, 11, 11, 37],
             {2, 3, 4},
-            [total_row],
+            total_row,
         ),
     ]
     parts.append(_h2("Findings"))

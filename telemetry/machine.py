@@ -106,6 +106,7 @@ def this_machine_device(m: MachineSummary, catalogue: tuple[DeviceSpec, ...]) ->
                 source=f"NVML on this machine, matched to {match.name}; datasheet: {match.source}",
                 origin="this-machine",
                 catalogue_match=match.name,
+                extra={**match.extra, "units_here": sum(g.name == gpu.name for g in m.gpus)},
             )
         note = f"; the GPU {gpu.name} is not in the catalogue (add it as a custom device), so the CPU is sized"
     clock = (m.clock_mhz or 2000.0) * 1e6

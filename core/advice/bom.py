@@ -15,7 +15,8 @@ from core.advice.host import (
     loader_cores,
     page_cache_ram_bytes,
 )
-from core.advice.purchase import best_purchase
+from core.advice.purchase import best_purchase, usable_here
+from core.estimate.cost import OWNED_NOTE
 from core.estimate.input_pipeline import (
     GPU_DECODE_ADVICE,
     LOADER_CORES_PER_GPU,
@@ -58,8 +59,10 @@ class BomLine:
 
 
 def choose_candidate(result: SizingResult) -> CandidateResult | None:
-    """The listed candidate to buy (core.advice.purchase.best_purchase)."""
-    return best_purchase(result.candidates)
+    """The listed candidate recommended: this machine where it does the job (core.advice.purchase.usable_here),
+    else the one to buy (best_purchase)."""
+    here = usable_here(result.candidates, result.workload.cost.deadline_hours)
+    return here if here is not None else best_purchase(result.candidates)
 
 
 def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> list[BomLine]:
@@ -99,11 +102,13 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
             + (f", {', '.join(verdict)}" if verdict else "")
             + (f", TCO {best.cost.tco:,.0f} {best.cost.currency}" if best.cost.tco is not None else "")
         )
+        here = f" — {OWNED_NOTE}" if best.cost.owned else ""
         if best.device.kind == "cpu":
-            lines.append(BomLine("Processor for training", best.device.name, why, best.device.source))
+            lines.append(BomLine("Processor for training", best.device.name + here, why, best.device.source))
         else:
-            per = f" per node × {best.nodes} nodes" if best.nodes > 1 else ""
-            lines.append(BomLine("Accelerator", f"{best.device.name} × {count}{per}", why, best.device.source))
+            lines.append(BomLine("Accelerator", best.label + here, why, best.device.source))
+        if best.cost.owned:  # this machine's host is what it is: no CPU, memory, drive or platform to buy
+            return lines
     # CPU: cores for the data loaders (the decode model's, per candidate) and the training, never
     # more threads than physical cores
     cores, cpu_spec, cpu_reason = cpu_cores(result, best)

@@ -17,6 +17,9 @@ from core.units import fmt_money, fmt_seconds
 
 # counts the budget search tries for a GPU: one workstation card up to one 8-GPU server
 SEARCH_COUNTS = (1, 2, 4, 8)
+# without a deadline, hardware already here that trains the workload within a day is advised: nothing is
+# bought (or rented) to shorten a run the user has not asked to be shorter
+USE_HERE_HOURS = 24.0
 
 
 @dataclass(frozen=True)
@@ -29,20 +32,32 @@ class Option:
 
     @property
     def label(self) -> str:
-        c = self.candidate
-        nodes = f" per node × {c.nodes} nodes" if c.nodes > 1 else ""
-        return f"{c.device.name} × {c.count}{nodes}"
+        return self.candidate.label
 
 
 @dataclass(frozen=True)
 class Decision:
-    verdict: str | None  # "buy", "rent", or None when nothing fits or neither is priced
+    verdict: str | None  # "use" (this machine), "buy", "rent", or None when nothing fits or neither is priced
     buy: Option | None  # the purchase to make (the bill of materials is written for it)
     rent: Option | None  # the cheapest rental that fits
     break_even_runs: int | None  # runs after which buying ``buy`` costs less than renting the same devices
     break_even_hours: float | None  # the same in hours of training
     searched: int  # configurations the budget search sized (0: the listed candidates sufficed)
     text: str  # the decision in one paragraph, for the wizard and the reports
+    use: CandidateResult | None = None  # hardware already here that does the job (usable_here): nothing bought
+
+
+def usable_here(candidates: Sequence[CandidateResult], deadline_h: float | None) -> CandidateResult | None:
+    """The fastest candidate already here (this machine, CostEstimate.owned) that fits and meets the
+    deadline, or without one trains within USE_HERE_HOURS; None if there is none."""
+    ok = [
+        c
+        for c in candidates
+        if c.cost.owned
+        and c.fits
+        and (c.meets_deadline if deadline_h is not None else c.train_time_s <= USE_HERE_HOURS * 3600)
+    ]
+    return min(ok, key=lambda c: c.train_time_s) if ok else None
 
 
 def _rank_buy(c: CandidateResult) -> tuple[Any, ...]:
@@ -82,11 +97,14 @@ def budget_search(
     catalogue: Sequence[DeviceSpec],
     host_ram_bytes: int | None,
     calibrated: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    cheapest: bool = False,
 ) -> tuple[CandidateResult | None, int]:
     """The best purchase within the budget among the catalogue's devices at 1–8 GPUs (micro-batches
     and accumulation as the sizing chooses them): it fits, meets the deadline if any does, then
-    trains fastest; without a budget (nothing listed fits at all), the cheapest for the expected
-    use. Returns it (None if nothing qualifies) and how many configurations were sized."""
+    trains fastest; without a budget (nothing listed fits at all), or ``cheapest`` (what is listed
+    misses the deadline), the cheapest for the expected use that meets it. Returns it (None if nothing
+    qualifies) and how many configurations were sized."""
     w = result.workload
     budget = w.cost.budget if w.cost.budget is not None else math.inf
     listed = {(c.device.name, c.count) for c in result.candidates}
@@ -106,7 +124,7 @@ def budget_search(
     found += [c for c in result.candidates if c.fits and c.cost.capex is not None and c.cost.capex <= budget]
     if not found:
         return None, sized
-    if w.cost.budget is None:  # nothing listed fits: the cheapest that does (meeting the deadline if one can)
+    if w.cost.budget is None or cheapest:  # the cheapest that fits (meeting the deadline if one can)
         return min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_per_run, c.train_time_s)), sized
     # the fastest, the cheaper first among equally fast ones where the step is host-bound (core.advice.ranking)
     return rank_candidates(found)[0], sized
@@ -146,10 +164,13 @@ def decide(
     c = result.workload.cost
     wanted = best_purchase(result.candidates)
     buy_c, searched, lost = wanted, 0, ()
-    if (wanted is None or wanted.within_budget is False) and catalogue:
-        alt, searched = budget_search(result, catalogue, host_ram_bytes, calibrated)
-        if alt is not None:
-            buy_c, lost = alt, gives_up(alt, wanted, c.deadline_hours)
+    # nothing listed meets the deadline (within the budget): the catalogue's cheapest that does ("Buy RTX 3060",
+    # 8 times over a 1 h deadline, with 50,000 USD of budget left unspent)
+    late = wanted is not None and wanted.meets_deadline is False and wanted.within_budget is not False
+    if (wanted is None or wanted.within_budget is False or late) and catalogue:
+        alt, searched = budget_search(result, catalogue, host_ram_bytes, calibrated, cheapest=late)
+        if alt is not None and not (late and alt.meets_deadline is False):
+            buy_c, lost = alt, () if late else gives_up(alt, wanted, c.deadline_hours)
     rent_c = best_rental(result.candidates, c.budget) if c.rent_allowed else None
     buy = None
     if buy_c is not None and buy_c.cost.buy_for_use is not None and buy_c.cost.buy_per_run is not None:
@@ -157,12 +178,44 @@ def decide(
     rent = None
     if rent_c is not None and rent_c.cost.rent_for_use is not None and rent_c.cost.cloud_cost is not None:
         rent = Option(rent_c, "rent", rent_c.cost.rent_for_use, rent_c.cost.cloud_cost)
-    verdict = _verdict(buy, rent, c.budget)
+    use = usable_here(result.candidates, c.deadline_hours)
+    verdict = "use" if use is not None else _verdict(buy, rent, c.budget)
     runs = hours = None
     if buy is not None:  # against renting the same devices: a break-even between two machines means nothing
         runs = buy.candidate.cost.break_even_runs
         hours = buy.candidate.cost.break_even_hours
-    return Decision(verdict, buy, rent, runs, hours, searched, _text(verdict, buy, rent, runs, result, searched))
+    text = (
+        _use_here_text(use, buy, rent, result) if use is not None else _text(verdict, buy, rent, runs, result, searched)
+    )
+    return Decision(verdict, buy, rent, runs, hours, searched, text, use)
+
+
+def _use_here_text(use: CandidateResult, buy: Option | None, rent: Option | None, result: SizingResult) -> str:
+    c = result.workload.cost
+    name = f"{use.device.name[0].upper()}{use.device.name[1:]}"
+    parts = [
+        f"Use this machine. {name} × {use.count} trains it in {fmt_seconds(use.train_time_s)}"
+        + (f", within the deadline of {c.deadline_hours:g} h" if c.deadline_hours is not None else "")
+        + ": nothing needs to be bought or rented."
+    ]
+    if c.deadline_hours is None:
+        parts.append(
+            f"No deadline is set, and a run of at most {USE_HERE_HOURS:g} h on hardware already here is advised as "
+            "it is (set cost.deadline_hours to ask for a shorter run)."
+        )
+    faster = [o for o in (buy, rent) if o is not None and o.candidate.train_time_s < use.train_time_s]
+    if faster:
+        parts.append(
+            "For a shorter run: "
+            + "; ".join(
+                f"{o.mode}ing {o.label} trains it in {fmt_seconds(o.candidate.train_time_s)} for "
+                f"{fmt_money(o.per_run, c.currency)} a run"
+                + (f" (capex {fmt_money(o.candidate.cost.capex, c.currency)})" if o.mode == "buy" else "")
+                for o in faster
+            )
+            + "."
+        )
+    return " ".join(parts)
 
 
 def _verdict(buy: Option | None, rent: Option | None, budget: float | None) -> str | None:
@@ -178,6 +231,19 @@ def _verdict(buy: Option | None, rent: Option | None, budget: float | None) -> s
     if budget is not None and (buy.candidate.cost.capex or 0) > budget and rent.cost_for_use <= budget:
         return "rent"
     return "rent" if rent.per_run < buy.per_run else "buy"
+
+
+def _systems_text(b: CandidateResult, result: SizingResult) -> str:
+    """ " (7 such systems: …)" where the use takes longer than one system's busy hours over its life."""
+    n = b.cost.systems_for_use
+    if n <= 1:
+        return ""
+    c = result.workload.cost
+    runs = math.floor(b.cost.life_hours / b.train_time_s * 3600) if b.train_time_s > 0 else 0
+    return (
+        f" ({n} such systems: one trains {runs:,} runs in {c.amortisation_years:g} years at "
+        f"{c.utilisation * 100:.0f} % use)"
+    )
 
 
 def _use_text(result: SizingResult) -> str:
@@ -212,6 +278,7 @@ def _text(
         buy_text = (
             f"buying {buy.label} (capex {fmt_money(b.cost.capex, cur)}, {b.cost.purchase_note}) costs "
             f"{fmt_money(buy.cost_for_use, cur)} for {use} with maintenance and energy"
+            + _systems_text(b, result)
             + (f", {fmt_money(buy.per_run, cur)} a run" if abs(b.cost.runs_in_use - 1) > 1e-9 else "")
         )
         if b.cost.break_even_runs is not None:
@@ -219,7 +286,8 @@ def _text(
         elif b.cost.cloud_per_hour is None:
             buy_text += "; the same devices have no on-demand price to compare with"
         else:
-            buy_text += "; renting the same devices always costs less"
+            years = result.workload.cost.amortisation_years
+            buy_text += f"; renting the same devices costs less over their {years:g} years"
     first, second = (rent_text, buy_text) if verdict == "rent" else (buy_text, rent_text)
     parts.append(f"{verdict.capitalize()}. {first[0].upper()}{first[1:]}.")
     if second:
@@ -228,8 +296,22 @@ def _text(
         parts.append("Renting is ruled out in the workload (cost.rent_allowed: false): the data stays on site.")
     elif verdict == "buy":
         parts.append("No listed candidate that fits has a public on-demand price to compare with.")
-    if searched and buy is not None and buy.candidate not in result.candidates:
-        budget = result.workload.cost.budget
+    budget = result.workload.cost.budget
+    late = [x for x in result.candidates if x.fits and x.meets_deadline is False]
+    if (
+        searched
+        and buy is not None
+        and buy.candidate not in result.candidates
+        and late
+        and buy.candidate.meets_deadline
+    ):
+        parts.append(
+            f"Nothing listed meets the deadline of {result.workload.cost.deadline_hours:g} h"
+            + (f" within the budget of {fmt_money(budget, cur)}" if budget is not None else "")
+            + f"; {buy.label} is the cheapest of {searched} catalogue configurations sized that does, for "
+            f"{_use_text(result)}."
+        )
+    elif searched and buy is not None and buy.candidate not in result.candidates:
         listed_fits = any(x.fits for x in result.candidates)
         parts.append(
             ("Nothing listed fits in memory" if not listed_fits else "Nothing listed fits")

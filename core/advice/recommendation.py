@@ -29,12 +29,24 @@ class Recommendation:
 
     @property
     def best(self) -> CandidateResult | None:
-        """The candidate to buy, None when nothing fits: the decision's purchase (a catalogue
-        configuration within the budget when nothing listed is), else the listed one
-        (core.advice.bom.choose_candidate)."""
+        """The candidate recommended, None when nothing fits: this machine where it does the job, else the
+        decision's purchase (a catalogue configuration within the budget when nothing listed is), else the
+        listed one (core.advice.bom.choose_candidate)."""
+        if self.decision is not None and self.decision.use is not None:
+            return self.decision.use
         if self.decision is not None and self.decision.buy is not None:
             return self.decision.buy.candidate
         return choose_candidate(self.result)
+
+    @property
+    def advised(self) -> CandidateResult | None:
+        """What the decision advises: the rental where renting wins (the bill of materials stays the purchase's,
+        "if bought"), else ``best``. The summaries lead with it ("Recommended: 4 × A100" opened a report whose
+        decision was to rent 8 × H100)."""
+        d = self.decision
+        if d is not None and d.verdict == "rent" and d.rent is not None:
+            return d.rent.candidate
+        return self.best
 
 
 def recommend(
@@ -57,7 +69,7 @@ def recommend(
         host_ram_bytes=host_ram_bytes,
         calibrated=calibrated,
     )
-    best = decision.buy.candidate if decision.buy is not None else None
+    best = decision.use or (decision.buy.candidate if decision.buy is not None else None)
     # Hooda's R and T_train on the candidate to buy (the first one when none fits)
     result = replace(result, seed=seed_figures(workload, best or choose_candidate(result) or result.candidates[0]))
     return Recommendation(

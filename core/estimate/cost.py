@@ -53,6 +53,11 @@ class CostEstimate:
     purchase_note: str  # which price the devices are bought at (street / launch), with its date
     currency: str
     rent_allowed: bool = True  # the workload's cost.rent_allowed: false keeps the data on site
+    owned: bool = False  # already here (this machine): nothing is bought or rented (DeviceSpec.owned)
+    # systems bought for the expected use: more than one where the runs take longer than one system's busy hours
+    # over the amortisation period (5,000 runs of 24.5 h were priced as one RTX 4090's: 14 years of training)
+    systems_for_use: int = 1
+    life_hours: float = math.inf  # one system's busy hours over the amortisation period (years × 8,760 × utilisation)
 
     @property
     def buy_per_run(self) -> float | None:
@@ -62,12 +67,18 @@ class CostEstimate:
     @property
     def verdict(self) -> str | None:
         """ "buy" or "rent", whichever costs less for the expected use; "buy" where the workload rules renting
-        out (each candidate read "rent · 532 runs" beside the decision to buy); None when one is unknown."""
+        out (each candidate read "rent · 532 runs" beside the decision to buy); "use" for devices already
+        here; None when one is unknown."""
+        if self.owned:
+            return "use"
         if not self.rent_allowed:
             return None if self.buy_for_use is None else "buy"
         if self.buy_for_use is None or self.rent_for_use is None:
             return None
         return "rent" if self.rent_for_use < self.buy_for_use else "buy"
+
+
+OWNED_NOTE = "already here: nothing to buy"
 
 
 def device_cloud_price(device: DeviceSpec, cost: CostSpec) -> tuple[float | None, str]:
@@ -90,13 +101,18 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
     nodes = max(1, nodes)
     devices = count * nodes
     platforms = load_platforms()
-    choice = platform_for(device, count, platforms)
+    owned = nodes == 1 and device.owned(count)
+    # this machine is not bought again (a server was priced around its CPU) nor rented (its CPU got the
+    # workload's cloud price per device-hour)
+    choice = None if owned else platform_for(device, count, platforms)
     lines: list[CapexLine] = []
     capex: float | None = None
     power: float | None = None
     purchase = device.purchase_price()
     machines = 0
-    purchase_note = "not sold: rented only"
+    purchase_note = OWNED_NOTE if owned else "not sold: rented only"
+    if owned and device.tdp_w is not None and cost.host_power_w is not None:
+        power = device.tdp_w * count + cost.host_power_w
     if choice is not None and (purchase is not None or device.kind == "cpu"):
         p = choice.platform
         machines = choice.machines * nodes
@@ -137,7 +153,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
             capex = sum(line.total for line in lines)
     energy_kwh = power * cost.utilisation * train_hours * cost.pue / 1000 if power is not None else None
     energy_cost = energy_kwh * cost.electricity_per_kwh if energy_kwh is not None else None
-    per_device, cloud_note = device_cloud_price(device, cost)
+    per_device, cloud_note = (None, "already here: not rented") if owned else device_cloud_price(device, cost)
     cloud_per_hour = per_device * devices if per_device is not None else None
     gpu_hours = train_hours * devices
     use_hours = (
@@ -145,16 +161,21 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
     )
     tco = run_cost = buy_for_use = break_even = maintenance = None
     break_even_runs = None
+    busy_hours = cost.amortisation_years * HOURS_PER_YEAR * cost.utilisation
+    # hours a year are one system's by definition (at most 8,760); runs beyond its busy hours need more systems
+    systems = 1 if cost.hours_per_year is not None else max(1, math.ceil(use_hours / busy_hours - 1e-9))
     if capex is not None and power is not None:
         own_per_hour = power * cost.utilisation * cost.pue / 1000 * cost.electricity_per_kwh
         maintenance = capex * cost.maintenance_percent / 100 * cost.amortisation_years
         tco = capex + own_per_hour * HOURS_PER_YEAR * cost.amortisation_years + maintenance
-        busy_hours = cost.amortisation_years * HOURS_PER_YEAR * cost.utilisation
         run_cost = own_per_hour * train_hours + (capex + maintenance) * train_hours / busy_hours
-        buy_for_use = capex + maintenance + own_per_hour * use_hours
+        buy_for_use = systems * (capex + maintenance) + own_per_hour * use_hours
         if cloud_per_hour is not None and cloud_per_hour > own_per_hour:
             break_even = (capex + maintenance) / (cloud_per_hour - own_per_hour)
-            break_even_runs = math.ceil(break_even / train_hours) if train_hours > 0 else None
+            if break_even > busy_hours:  # owning never pays off within the system's life: no break-even to give
+                break_even = None
+            else:
+                break_even_runs = math.ceil(break_even / train_hours) if train_hours > 0 else None
     return CostEstimate(
         capex=capex,
         capex_lines=tuple(lines),
@@ -179,4 +200,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         purchase_note=purchase_note,
         currency=cost.currency,
         rent_allowed=cost.rent_allowed,
+        owned=owned,
+        systems_for_use=systems,
+        life_hours=busy_hours,
     )

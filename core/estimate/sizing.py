@@ -65,6 +65,17 @@ class CandidateResult:
         return self.step.accumulation_steps
 
     @property
+    def label(self) -> str:
+        """ "NVIDIA A100 80GB SXM × 2 per node × 2 nodes": every device counted (the PDF's summary read "2 ×" of 4)."""
+        return f"{self.device.name} × {self.count}" + (f" per node × {self.nodes} nodes" if self.nodes > 1 else "")
+
+    @property
+    def break_even(self) -> tuple[float | None, int | None]:
+        """Hours and runs after which owning these devices costs less than renting them; none where they do not
+        fit (a candidate that lacked memory read "buying pays off after 2,330 runs")."""
+        return (None, None) if self.fits is False else (self.cost.break_even_hours, self.cost.break_even_runs)
+
+    @property
     def buy_or_rent(self) -> str | None:
         """Buy or rent for the expected use (CostEstimate.verdict); None where it does not fit: there is
         nothing to buy or rent (a candidate that lacked memory read "rent · 48,817 runs")."""

@@ -64,6 +64,11 @@ class DeviceSpec:
     def is_this_machine(self) -> bool:
         return self.origin == "this-machine"
 
+    def owned(self, count: int) -> bool:
+        """``count`` of this device are already here: this machine's CPU, or no more of its GPU than it has
+        (``extra["units_here"]``, one where not recorded). Nothing is bought or rented for them."""
+        return self.is_this_machine and count <= int(self.extra.get("units_here", 1))
+
     @property
     def nvlink(self) -> bool:
         """Devices joined by NVLink (or AMD Infinity Fabric, Gaudi's RoCE links), not only PCIe."""

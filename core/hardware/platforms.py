@@ -193,6 +193,9 @@ def load_platforms(path: str | None = None) -> Platforms:
     return Platforms(platforms, network, str(doc.get("about", "")))
 
 
+MAX_TOWER_DEVICES = 4  # the workstation's slots: more actively cooled cards go in a PCIe server
+
+
 def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = None) -> PlatformChoice | None:
     """The machines that hold ``count`` of ``device`` in one node; None for a device that is only
     rented (TPUs, Trainium: form factor "cloud"). The smallest platform that takes the device's
@@ -211,7 +214,10 @@ def platform_for(device: DeviceSpec, count: int, platforms: Platforms | None = N
     if form == "socket":
         p = _socket_platform(device, fitting)
         return PlatformChoice(p, 1, 0)
-    fitting.sort(key=lambda p: p.max_devices)
+    # an actively cooled card goes in a tower built for it (desktop, workstation) where one holds the count; the
+    # servers whose airflow passive cards need take it only beyond (two RTX 5090s went in a 1U passive-card server)
+    active = device.extra.get("cooling") != "passive"
+    fitting.sort(key=lambda p: (active and p.passive_cards and count <= MAX_TOWER_DEVICES, p.max_devices))
     # host RAM at least the GPUs' memory (core.advice.bom's Memory line): two 96 GB cards go in a
     # workstation, not a 64 GB desktop
     ram_needed = (device.memory_bytes or 0) * count

@@ -15,6 +15,7 @@ from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.activations import activation_note
+from core.estimate.cost import OWNED_NOTE
 from core.estimate.gpu_notes import kernel_assumptions
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
@@ -105,7 +106,7 @@ def build_report(
         author=author,
         machine=machine,
         currency=cur,
-        summary=_summary(result, best, rec.decision.text if rec.decision is not None else ""),
+        summary=_summary(result, best, rec),
         requirements=(
             ("Parameters", f"{m.parameters:,}", "counted per layer; equal to PyTorch's count (docs/accuracy.md)"),
             (
@@ -176,8 +177,9 @@ def build_report(
     )
 
 
-def _summary(result: SizingResult, best: CandidateResult | None, decision: str) -> str:
+def _summary(result: SizingResult, best: CandidateResult | None, rec: Recommendation) -> str:
     c = result.workload.cost
+    decision = rec.decision.text if rec.decision is not None else ""
     if best is None:
         micro = result.workload.training.micro_batch_size
         return (
@@ -190,7 +192,20 @@ def _summary(result: SizingResult, best: CandidateResult | None, decision: str) 
             + "The findings below say what would fit (a smaller micro-batch, more GPUs with sharding, "
             "activation checkpointing, or a larger device)."
         )
-    parts = [f"Recommended: {best.count} × {best.device.name}."]
+    advised = rec.advised or best
+    # renting wins: the summary leads with it, the purchase follows "if bought"
+    rented = rec.decision is not None and rec.decision.verdict == "rent"
+    parts = [
+        f"Recommended: {'rent ' if rented else ''}{advised.label}" + (f"; {OWNED_NOTE}." if best.cost.owned else ".")
+    ]
+    deadline = (
+        f"The deadline of {c.deadline_hours:g} h is {'met' if advised.meets_deadline else 'missed'}."
+        if c.deadline_hours is not None
+        else ""
+    )
+    if rented and advised is not best:
+        parts.append(f"It trains the workload in {fmt_seconds(advised.train_time_s)}. {deadline}".strip())
+        parts.append(f"If bought instead: {best.label}.")
     parts.append(
         f"It trains the workload in {fmt_seconds(best.train_time_s)} "
         f"({fmt_sig(best.cost.gpu_hours)} device-hours), needing {fmt_bytes(best.memory.total)} per device "
@@ -199,16 +214,17 @@ def _summary(result: SizingResult, best: CandidateResult | None, decision: str) 
     if best.cost.capex is not None:
         platform = best.cost.platform
         parts.append(
-            f"Hardware cost {fmt_money(best.cost.capex, c.currency)}"
+            ("Bought, the hardware would cost " if rented and advised is best else "Hardware cost ")
+            + fmt_money(best.cost.capex, c.currency)
             + (f" as {best.cost.machines} × {platform.platform.name}" if platform is not None else "")
             + f" (devices at their {best.cost.purchase_note}); total cost of ownership over "
             f"{c.amortisation_years:g} years {fmt_money(best.cost.tco, c.currency)}."
         )
     if decision:
         parts.append(decision)
-    if c.deadline_hours is not None:
-        parts.append(f"The deadline of {c.deadline_hours:g} h is {'met' if best.meets_deadline else 'missed'}.")
-    if c.budget is not None and best.within_budget is not None:
+    if deadline and not (rented and advised is not best):
+        parts.append(deadline)
+    if c.budget is not None and best.within_budget is not None and not (rented and advised is not best):
         parts.append(
             f"The budget of {fmt_money(c.budget, c.currency)} is {'respected' if best.within_budget else 'exceeded'}."
         )
@@ -227,10 +243,10 @@ def _candidate_row(c: CandidateResult) -> CandidateRow:
         c.cost.energy_kwh,
         c.cost.tco,
         c.cost.cloud_cost,
-        c.cost.break_even_hours,
+        c.break_even[0],
         verdict_text(c.meets_deadline, c.within_budget),
         c.buy_or_rent,
-        c.cost.break_even_runs,
+        c.break_even[1],
     )
 
 

@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.advice.recommendation import Recommendation
+from core.estimate.cost import OWNED_NOTE
 from core.estimate.pass_work import train_flops_per_sample
 from core.estimate.published_rates import PUBLISHED_NOTE
 from core.estimate.sizing import ENGINE_SOURCE, CandidateResult
@@ -69,8 +70,8 @@ def candidate_dict(c: CandidateResult, dataset_bytes: int) -> dict[str, Any]:
         "tco": c.cost.tco,
         "run_cost": c.cost.run_cost,
         "cloud_cost": c.cost.cloud_cost,
-        "break_even_hours": c.cost.break_even_hours,
-        "break_even_runs": c.cost.break_even_runs,
+        "break_even_hours": c.break_even[0],
+        "break_even_runs": c.break_even[1],
         "buy_or_rent": c.buy_or_rent,
         "buy_for_use": c.cost.buy_for_use,
         "rent_for_use": c.cost.rent_for_use,
@@ -137,7 +138,12 @@ def sizing_to_dict(rec: Recommendation) -> dict[str, Any]:
         "decision": _decision_dict(rec),
         # the candidate recommended (the decision's purchase, else the listed one to buy): the one a results
         # list shows, None when nothing fits
-        "recommended": {"device": rec.best.device.name, "count": rec.best.count} if rec.best is not None else None,
+        "recommended": (
+            {"device": rec.advised.device.name, "count": rec.advised.count, "nodes": rec.advised.nodes}
+            | ({"verdict": rec.decision.verdict} if rec.decision is not None and rec.decision.verdict else {})
+            if rec.advised is not None
+            else None
+        ),
         "source": ENGINE_SOURCE,
     }
 
@@ -243,12 +249,16 @@ def sizing_to_text(rec: Recommendation) -> str:
             ),
             f"    step {fmt_seconds(c.step.step_s)} ({c.step.bound}-bound: {step_breakdown(c)}), "
             f"training time {fmt_seconds(c.train_time_s)}",
-            f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
-            + fmt_energy(c.cost.energy_kwh)
-            + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}"
-            + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}"
-            + (f"; {c.buy_or_rent} for the expected use" if c.buy_or_rent else "")
-            + (f", buying pays off after {c.cost.break_even_runs:,} runs" if c.cost.break_even_runs else ""),
+            (
+                f"    {OWNED_NOTE} or rent, energy " + fmt_energy(c.cost.energy_kwh)
+                if c.cost.owned
+                else f"    capex {fmt_money(c.cost.capex, c.cost.currency)}, energy "
+                + fmt_energy(c.cost.energy_kwh)
+                + f", TCO {fmt_money(c.cost.tco, c.cost.currency)}"
+                + f", cloud cost {fmt_money(c.cost.cloud_cost, c.cost.currency)}"
+                + (f"; {c.buy_or_rent} for the expected use" if c.buy_or_rent else "")
+                + (f", buying pays off after {c.break_even[1]:,} runs" if c.break_even[1] else "")
+            ),
         ]
     for note in r.notes:
         lines.append(f"Note: {note}")
@@ -265,8 +275,13 @@ def sizing_to_text(rec: Recommendation) -> str:
         lines += ["", "Buy or rent", f"  {rec.decision.text}"]
     if bom:
         cur = w.cost.currency
-        total = sum(b.total for b in bom if b.total is not None)
-        lines += ["", f"Recommended bill of materials (total {fmt_money(total, cur)}: the capex)"]
+        priced = [b.total for b in bom if b.total is not None]
+        head = f"total {fmt_money(sum(priced), cur)}: the capex" if priced else "nothing priced"
+        if rec.best is not None and rec.best.cost.owned:
+            head = "nothing to buy: this machine trains it"
+        elif rec.best is not None and rec.best.cost.systems_for_use > 1:
+            head += f", of one system; the expected use needs {rec.best.cost.systems_for_use}"
+        lines += ["", f"Recommended bill of materials ({head})"]
         for b in bom:
             price = f" — {b.quantity} × {fmt_money(b.unit_price, cur)}" if b.total is not None else ""
             lines.append(f"  {b.item}: {b.spec}{price}")

@@ -127,7 +127,7 @@ def _chosen_candidate(result: dict[str, Any]) -> dict[str, Any] | None:
     """The candidate whose figures a sizing's row shows: the one recommended (a sizing saved since it is
     stored: with no price known the decision buys nothing, and the first candidate that fits, this
     machine's, was shown beside a recommendation of another), else the one the decision buys, else the
-    first that fits, else the first."""
+    first that fits; None when none fits (the row showed a candidate's 29 days and 158 GiB that does not fit)."""
     cands = [c for c in result.get("candidates") or [] if isinstance(c, dict)]
     if not cands:
         return None
@@ -139,7 +139,7 @@ def _chosen_candidate(result: dict[str, Any]) -> dict[str, Any] | None:
             if c.get("device") == buy.get("device") and c.get("count") == buy.get("count"):
                 return c
     fitting = [c for c in cands if c.get("fits")]
-    return fitting[0] if fitting else cands[0]
+    return fitting[0] if fitting else None
 
 
 def derive(db: sqlite_utils.Database, kind: str, item_id: int) -> dict[str, Any] | None:
@@ -155,6 +155,7 @@ def derive(db: sqlite_utils.Database, kind: str, item_id: int) -> dict[str, Any]
         created, candidates, result_text, machine, name = row
         result = _loads(result_text) or {}
         chosen = _chosen_candidate(result) or {}
+        unfit = not chosen and any(isinstance(c, dict) for c in result.get("candidates") or [])
         memory = chosen.get("memory_per_device") if isinstance(chosen.get("memory_per_device"), dict) else {}
         names = _loads(candidates) or []
         return {
@@ -162,7 +163,7 @@ def derive(db: sqlite_utils.Database, kind: str, item_id: int) -> dict[str, Any]
             "created": created or "",
             "machine": machine or "",
             "devices": ", ".join(str(n) for n in names),
-            "status": "",
+            "status": "no candidate fits" if unfit else "",
             "predicted_step_s": _num(chosen.get("step_time_s")),
             "measured_step_s": None,
             "training_time_s": _num(chosen.get("training_time_s")),

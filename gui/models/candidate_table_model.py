@@ -151,6 +151,8 @@ def _buy_or_rent(r: CandidateResult) -> str:
     """ "rent", or "buy (pays off after 12 runs)"; empty when either is not priced."""
     if r.buy_or_rent is None:
         return ""
+    if r.buy_or_rent == "use":
+        return "use: already here"
     if r.buy_or_rent == "buy" or r.cost.break_even_runs is None:
         return r.buy_or_rent
     return f"rent · {r.cost.break_even_runs:,} runs"
@@ -160,6 +162,8 @@ def _buy_or_rent_tip(r: CandidateResult) -> str:
     c = r.cost
     if r.fits is False:
         return "It does not fit: there is nothing to buy or rent (Findings say what would fit)"
+    if c.owned:
+        return "This machine: already here, so nothing is bought or rented for it"
     if c.verdict is None:
         return f"Renting or buying is not priced for these devices: {c.cloud_note}; {c.purchase_note}"
     if not c.rent_allowed:

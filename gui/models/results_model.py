@@ -46,7 +46,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
         "Predicted step",
         "predicted_step_s",
         "The time of one training step a sizing predicted. A run: the this-machine prediction it was started "
-        "with; a sizing: its chosen candidate (the one its decision buys, else the first that fits)",
+        "with; a sizing: the candidate its decision advises (used here, bought or rented), else the first that "
+        "fits; empty, with the status 'no candidate fits', when none does",
     ),
     (
         "Measured step",
@@ -119,7 +120,8 @@ def row_texts(row: dict[str, Any]) -> list[str]:
         local_date(row.get("created")),
         str(row.get("machine") or ""),
         str(row.get("devices") or ""),
-        opt(row.get("predicted_step_s"), fmt_seconds),
+        # a sizing no candidate fits shows it where the step would be, not a step that cannot be trained
+        "no fit" if row.get("status") == "no candidate fits" else opt(row.get("predicted_step_s"), fmt_seconds),
         opt(row.get("measured_step_s"), fmt_seconds),
         opt(row.get("training_time_s"), fmt_seconds),
         opt(row.get("peak_memory_bytes"), fmt_bytes),

@@ -32,6 +32,7 @@ from core.advice.bom import BomLine
 from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
+from core.estimate.cost import OWNED_NOTE
 from core.estimate.sizing import CandidateResult, SizingResult
 from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
@@ -119,6 +120,7 @@ class ResultsPage(QWidget):
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(SORT_ROLE)
         self.table = QTableView()
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (the arrows move in it)
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # keep the ranking until a header is clicked
@@ -226,14 +228,14 @@ class ResultsPage(QWidget):
         self._fit_device_column()
         # selecting draws the memory bar: of the candidate recommended (the top row could be another, an
         # in-budget one ranked first), else of the top one
-        self.table.selectRow(self._row_of(rec.best))
+        self.table.selectRow(self._row_of(rec.advised))
         self._scatter_stale = True  # drawn when its tab is shown: a hidden chart's redraw is a tenth of a change
         self._show_scatter_if_shown()
         self._show_seed(result)
         self._show_findings(rec.findings)
         self._show_bom(rec.bom, result.workload.cost.currency)
         self._show_decision(rec)
-        best = rec.best
+        best = rec.advised  # the rental where renting wins: "Recommended: A100 × 4 (rent …)" named the purchase
         c = result.workload.cost
         if best is None:
             self.verdict.setText("<b style='color:#d9534f'>No candidate fits.</b> See Findings for a way out.")
@@ -243,11 +245,21 @@ class ResultsPage(QWidget):
                 extra.append(f"deadline {c.deadline_hours:g} h {'met' if best.meets_deadline else 'missed'}")
             if c.budget is not None and best.within_budget is not None:
                 extra.append("within budget" if best.within_budget else "over budget")
-            if rec.decision is not None and rec.decision.verdict is not None:
+            if rec.decision is not None and rec.decision.use is not None:
+                extra.append("already here: nothing to buy")
+            elif rec.decision is not None and rec.decision.verdict is not None:
                 extra.append(f"{rec.decision.verdict} for the expected use")
-            listed = "" if best in result.candidates else " (from the catalogue, within budget)"
+            listed = ""
+            if best not in result.candidates:  # the catalogue's best where nothing listed is within budget or in time
+                late = best.meets_deadline and not any(x.fits and x.meets_deadline for x in result.candidates)
+                listed = (
+                    " (from the catalogue: nothing listed meets the deadline)"
+                    if late
+                    else (" (from the catalogue, within budget)")
+                )
+            mode = "rent " if rec.decision is not None and rec.decision.verdict == "rent" else ""
             self.verdict.setText(
-                f"Recommended: <b>{html.escape(best.device.name)} × {best.count}</b>{listed} — trains in "
+                f"Recommended: {mode}<b>{html.escape(best.label)}</b>{listed} — trains in "
                 f"{fmt_seconds(best.train_time_s)}" + (f" ({', '.join(extra)})" if extra else "")
             )
 
@@ -381,6 +393,8 @@ class ResultsPage(QWidget):
         self.bom.clear()
         priced = any(b.total is not None for b in bom)  # nothing is where nothing fits
         unpriced = "included in the platform's price" if priced else "not priced"
+        if not priced and any(OWNED_NOTE in b.spec for b in bom):
+            unpriced = OWNED_NOTE
         for b in bom:
             price = "" if b.total is None else f"{b.quantity} × {fmt_money(b.unit_price, currency)}"
             item = QTreeWidgetItem([b.item, b.spec, price, b.reason])
@@ -411,4 +425,4 @@ class ResultsPage(QWidget):
             return
         head, _, rest = d.text.partition(". ")  # "Rent. Renting … ": the verdict in bold
         self.decision.setText(f"<p><b>{html.escape(head)}.</b> {html.escape(rest)}</p>")
-        self._tab_text(4, f"Buy or rent: {d.verdict}")
+        self._tab_text(4, "Buy or rent: use this machine" if d.verdict == "use" else f"Buy or rent: {d.verdict}")

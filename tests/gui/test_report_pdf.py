@@ -32,12 +32,10 @@ def test_cli_report_pdf_and_csv_match_the_sizing(tmp_path: Path, cli) -> None:
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout
     code, out, _ = cli("size", str(workload), "--json", "--no-save")
     doc = json.loads(out)
-    best = next(
-        c
-        for c in doc["candidates"]
-        if c["device"] in text.split("Recommended:")[1].split(".")[0] + "."
-        and c["count"] == int(text.split("Recommended:")[1].split("×")[0])
-    )
+    advised = doc["recommended"]
+    best = next(c for c in doc["candidates"] if (c["device"], c["count"]) == (advised["device"], advised["count"]))
+    mode = "rent " if advised.get("verdict") == "rent" else ""
+    assert f"Recommended: {mode}{best['device']} × {best['count']}." in " ".join(text.split())
     assert f"{doc['parameters']:,}" in text
     assert f"{best['capex']:,.0f}" in text
     assert fmt_bytes(best["memory_per_device"]["total"]) in text
@@ -107,11 +105,14 @@ def test_report_without_a_display_runs_as_a_script(tmp_path: Path) -> None:
     assert c["device"] == "NVIDIA GeForce RTX 4090" and c["count"] == 1 and c["fits"]
     accelerator = next(line["spec"] for line in doc["recommendation"] if line["item"] == "Accelerator")
     assert accelerator == "NVIDIA GeForce RTX 4090 × 1"
+    # the decision is to rent the card (0.34 USD an hour against 3,399 USD to buy it): the summary leads with that
+    assert doc["decision"]["verdict"] == "rent" and doc["recommended"]["verdict"] == "rent"
     assert (
-        "Recommended: 1 × NVIDIA GeForce RTX 4090. It trains the workload in " + fmt_seconds(c["training_time_s"])
+        "Recommended: rent NVIDIA GeForce RTX 4090 × 1. It trains the workload in " + fmt_seconds(c["training_time_s"])
         in flat
     )
-    assert f"Hardware cost {c['capex']:,.0f} USD as 1 × Desktop (1–2 PCIe GPUs)" in flat  # the card in its machine
+    # the card in its machine, had it been bought
+    assert f"Bought, the hardware would cost {c['capex']:,.0f} USD as 1 × Desktop (1–2 PCIe GPUs)" in flat
     assert doc["decision"]["text"].split(".")[0] in flat  # buy or rent, as `size` decides it
     assert f"total cost of ownership over 3 years {c['tco']:,.0f} USD" in flat
     assert f"needing {fmt_bytes(c['memory_per_device']['total'])} per device" in flat

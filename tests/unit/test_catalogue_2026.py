@@ -166,6 +166,10 @@ def test_geforce_cards_since_ada_have_no_peer_to_peer() -> None:
         ("PRO 6000", 4, "workstation", 4),
         ("4090", 8, "pcie-server", 8),
         ("H100 NVL", 8, "pcie-server", 8),
+        # two 32 GB RTX 5090s (more than the desktop's 64 GB of RAM) went in the 1U server built for passive cards
+        ("5090", 2, "workstation", 2),
+        ("6000 Ada", 2, "workstation", 2),
+        ("NVIDIA L4", 2, "pcie-server-small", 2),  # a passive card still needs a server's airflow
     ],
 )
 def test_devices_are_bought_in_the_machines_they_are_sold_in(

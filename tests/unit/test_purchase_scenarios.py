@@ -198,6 +198,8 @@ def test_an_eight_gpu_board_drawing_more_than_the_dgx_rating_is_sized_for_its_lo
 
 def test_a_candidate_that_does_not_fit_is_neither_bought_nor_rented() -> None:
     """It read "rent · 2,212 runs" in the table, the PDF and the CSV beside "does not fit"."""
+    from dataclasses import replace
+
     from core.output.sizing_report import sizing_to_dict
 
     root = Path(__file__).resolve().parents[2]
@@ -207,4 +209,9 @@ def test_a_candidate_that_does_not_fit_is_neither_bought_nor_rented() -> None:
     assert misses and all(c.buy_or_rent is None and c.cost.verdict is not None for c in misses)
     rows = {(c["device"], c["count"]): c for c in sizing_to_dict(rec)["candidates"]}
     assert all(rows[(c.device.name, c.count)]["buy_or_rent"] is None for c in misses)
+    # nor does buying them pay off after some number of runs ("DOES NOT FIT … buying pays off after 2,330 runs")
+    assert all(rows[(c.device.name, c.count)]["break_even_runs"] is None for c in misses)
+    paying = next(c for c in rec.result.candidates if c.fits and c.cost.break_even_runs)
+    assert paying.break_even == (paying.cost.break_even_hours, paying.cost.break_even_runs)
+    assert replace(paying, fits=False).break_even == (None, None)
     assert any(c.buy_or_rent for c in rec.result.candidates if c.fits)
