@@ -107,6 +107,7 @@ class ResultsTab(ResultsActions, QWidget):
 
         # --- the table -------------------------------------------------------------------------
         self.table = QTableView()
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (the arrows move in it)
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)

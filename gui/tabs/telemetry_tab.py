@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -149,7 +149,7 @@ class TelemetryTab(ExperimentActions, QWidget):
         self.comparison.setTextFormat(Qt.TextFormat.RichText)
         self.notes = QLabel("")
         self.notes.setWordWrap(True)
-        self.notes.setStyleSheet("color: #666")
+        self.notes.setForegroundRole(QPalette.ColorRole.PlaceholderText)  # grey in a light theme and a dark one
         self.plots = TelemetryPlots()
 
         layout = QVBoxLayout(self)
@@ -445,7 +445,7 @@ class TelemetryTab(ExperimentActions, QWidget):
 
     def _say(self, text: str, error: bool = False) -> None:
         self.status.setText(fit_message(text))
-        self.status.setStyleSheet("color: #b00020" if error else "")
+        self.status.setStyleSheet("color: #d9534f" if error else "")
 
 
 def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:

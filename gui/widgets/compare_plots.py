@@ -96,6 +96,7 @@ class ComparePlots(QWidget):
         bar.addWidget(self.note, 1)
         self.view = pg.GraphicsLayoutWidget()
         self.table = QTableWidget(0, 7)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (the arrows move in it)
         self.table.setHorizontalHeaderLabels(
             ["Run", "Predicted step", "Measured step", "Error", "Predicted memory", "Measured memory", "Error"]
         )

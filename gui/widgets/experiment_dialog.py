@@ -135,6 +135,6 @@ class ExperimentDialog(QDialog):
             self.request = self.check()
         except TrainRigError as exc:
             self.message.setText(f"Not started: {exc}")
-            self.message.setStyleSheet("color: #b00020")
+            self.message.setStyleSheet("color: #d9534f")
             return
         super().accept()

@@ -28,8 +28,7 @@ class ResultDetails(QWidget):
         self.split = QSplitter(Qt.Orientation.Horizontal)
         self.split.addWidget(self.text)
         self.split.addWidget(self.plots)
-        self.figure = pg.PlotWidget()
-        self.figure.setBackground("w")
+        self.figure = pg.PlotWidget()  # the palette's colours (gui/app.py), dark themes included
         self.figure.setMinimumWidth(360)
         self.figure.setVisible(False)
         self.split.addWidget(self.figure)

@@ -21,8 +21,8 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 class TelemetryPlots(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        # the palette's base colour (gui/app.py): a white background left a dark theme's white titles unreadable
         self.view = pg.GraphicsLayoutWidget()
-        self.view.setBackground("w")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
@@ -54,8 +54,9 @@ class TelemetryPlots(QWidget):
         self.loss_curve = self._curve("loss", "loss", COLOURS[1])
         self.acc_curve = self._curve("loss", "accuracy (running, training batches)", COLOURS[2])
         self.step_curve = self._curve("step", "step time, median of the last 20 (ms)", COLOURS[0])
-        label = {"color": "#222", "position": 0.02, "anchors": [(0, 1), (0, 1)]}
-        dash = pg.mkPen("#222", width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine)
+        ink = pg.getConfigOption("foreground")  # the palette's text colour, dark or light
+        label = {"color": ink, "position": 0.02, "anchors": [(0, 1), (0, 1)]}
+        dash = pg.mkPen(ink, width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine)
         self.memory_line = pg.InfiniteLine(angle=0, pen=dash, label="predicted", labelOpts=label, movable=False)
         self.step_line = pg.InfiniteLine(angle=0, pen=dash, label="predicted", labelOpts=label, movable=False)
         for line, plot in ((self.memory_line, "memory"), (self.step_line, "step")):
@@ -64,6 +65,7 @@ class TelemetryPlots(QWidget):
         for name in ("memory", "gpu", "loss", "step"):  # one time axis: a spike lines up with its iteration
             self.plots[name].setXLink(self.plots["load"])
         self.plots["gpu"].setVisible(False)
+        self._label_axes(False, False)
 
     def _curve(self, plot: str, label: str, colour: str) -> pg.PlotDataItem:
         # one min/max pair per pixel column keeps every spike; a 1-px cosmetic pen paints fastest
@@ -136,6 +138,11 @@ class TelemetryPlots(QWidget):
         step = np.array([p.get("step_s", np.nan) for p in progress], dtype=float) * 1e3
         self.step_curve.setData(px, step, skipFiniteCheck=True, connect="finite")
         self._reference_lines(normalised)
+        self._label_axes(normalised, iterations)
+        return drawn
+
+    def _label_axes(self, normalised: bool, iterations: bool) -> None:
+        """Units on every axis, also before the first sample (empty plots read 0–1 without any)."""
         if self._labelled != (normalised, iterations):  # a new label repaints the axis: only on change
             self._labelled = (normalised, iterations)
             unit = "fraction of full scale" if normalised else None
@@ -143,9 +150,9 @@ class TelemetryPlots(QWidget):
             self.plots["memory"].setLabel("left", unit or "GiB")
             self.plots["gpu"].setLabel("left", unit or "°C / W")
             self.plots["step"].setLabel("left", "ms")
+            self.plots["loss"].setLabel("left", "loss, accuracy")
             for p in self.plots.values():
                 p.setLabel("bottom", "iteration" if iterations else "s")
-        return drawn
 
     def _full_scale(self, s: Series) -> float | None:
         if s.column == "proc_cpu_percent":

@@ -84,7 +84,7 @@ class SizingWizard(WizardFiles, QWidget):
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         self.problem.setStyleSheet("color: #d9534f;")
-        self.back_button, self.next_button = QPushButton("< Back"), QPushButton("Next >")
+        self.back_button, self.next_button = QPushButton("< &Back"), QPushButton("&Next >")  # Alt+B, Alt+N
         self.open_button, self.save_button = QPushButton("Open…"), QPushButton("Save as…")
         self.record_button = QPushButton("Save sizing")
         self.export_button = QPushButton("Export report…")
