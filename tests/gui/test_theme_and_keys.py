@@ -1,0 +1,31 @@
+"""A dark theme and a keyboard: what an exploratory pass of the window found (2026-11-27). The Telemetry plots
+painted a white background under a dark palette's white titles; their axes had no units before the first
+sample; Tab went into a table and never left it; Next and Back had no key."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QKeySequence
+
+
+def test_the_telemetry_plots_take_the_palettes_colours(qtbot, main_window) -> None:
+    base, ink = pg.getConfigOption("background"), pg.getConfigOption("foreground")
+    pg.setConfigOptions(background=QColor("#202124"), foreground=QColor("#e8eaed"))  # a dark palette (gui/app.py)
+    try:
+        plots = main_window().telemetry_tab.plots
+    finally:
+        pg.setConfigOptions(background=base, foreground=ink)
+    assert plots.view.backgroundBrush().color() == QColor("#202124")
+    assert plots.memory_line.label.color == QColor("#e8eaed")  # the "predicted" label reads on it
+    # units before the first sample: four empty plots read 0–1 with none
+    left = {name: p.getAxis("left").labelText for name, p in plots.plots.items()}
+    assert left == {"load": "%", "memory": "GiB", "gpu": "°C / W", "loss": "loss, accuracy", "step": "ms"}
+    assert {p.getAxis("bottom").labelText for p in plots.plots.values()} == {"s"}
+
+
+def test_tab_leaves_the_tables_and_alt_keys_step_the_wizard(qtbot, main_window) -> None:
+    w = main_window()
+    wiz = w.sizing_tab
+    assert not wiz.results.table.tabKeyNavigation() and not w.results_tab.table.tabKeyNavigation()
+    assert wiz.next_button.shortcut() == QKeySequence("Alt+N") and wiz.back_button.shortcut() == QKeySequence("Alt+B")
+    assert wiz.next_button.text().replace("&", "") == "Next >"
