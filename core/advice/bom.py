@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
+from core.advice.bom_line import BomLine
 from core.advice.host import (
     MIN_HOST_CORES,
     SYSTEM_CORES,
@@ -15,6 +15,7 @@ from core.advice.host import (
     loader_cores,
     page_cache_ram_bytes,
 )
+from core.advice.power import power_line
 from core.advice.purchase import best_purchase, usable_here
 from core.estimate.cost import OWNED_NOTE
 from core.estimate.input_pipeline import (
@@ -34,28 +35,9 @@ from core.units import fmt_bytes, fmt_seconds
 
 RAM_SIZES_GB = (32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 DISK_SIZES_TB = (0.5, 1, 2, 4, 8, 16, 32, 64)
-# Power supply: the devices at their catalogue TDPs and the platform's host (platforms.json), with
-# 25 % headroom, TrainRig's margin for transients.
-PSU_HEADROOM = 1.25
 # Storage: TrainRig allowances, not from a source — a system disk with the OS, drivers, CUDA and
 # Python environments, and the checkpoints kept while training.
 SYSTEM_DISK_BYTES, CHECKPOINTS_KEPT = 200 * 10**9, 5
-
-
-@dataclass(frozen=True)
-class BomLine:
-    item: str
-    spec: str
-    reason: str
-    source: str
-    # what the capex pays for this line (core.estimate.cost.CapexLine), in the workload's currency;
-    # None: included in another line's price (RAM, drives and supplies in the platform's) or unpriced
-    quantity: int | None = None
-    unit_price: float | None = None
-    total: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def choose_candidate(result: SizingResult) -> CandidateResult | None:
@@ -84,7 +66,9 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
         count, gpu_mem = 1, 0
     else:
         count = best.count
-        gpu_mem = (best.capacity_bytes or 0) * count if best.device.kind != "cpu" else 0
+        # the GPUs' memory in one machine: four GH200 servers had the RAM of all four held against one's
+        per_machine = math.ceil(count / max(1, best.cost.platform.machines if best.cost.platform else 1))
+        gpu_mem = (best.capacity_bytes or 0) * per_machine if best.device.kind != "cpu" else 0
         verdict = []
         if best.meets_deadline is not None:
             verdict.append("meets the deadline" if best.meets_deadline else "misses the deadline")
@@ -152,10 +136,11 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
             f" and {cache / stored:g} × the dataset as stored ({fmt_bytes(stored)} of {d.format}) so the page cache "
             "keeps it after the first epoch"
         )
-    ram_spec = f"{ram_gb} GB in {channels} channels"
+    in_channels = f" in {channels} channels" if channels else " on the module"
+    ram_spec = f"{ram_gb} GB{in_channels}"
     priced_ram = best.cost.platform.platform.ram_gb if best is not None and best.cost.platform is not None else None
     if priced_ram is not None and priced_ram >= ram_gb:
-        ram_spec = f"{priced_ram:,} GB in {channels} channels, as the platform is priced (≥ {ram_gb} GB needed)"
+        ram_spec = f"{priced_ram:,} GB{in_channels}, as the platform is priced (≥ {ram_gb} GB needed)"
     elif priced_ram is not None:
         ram_spec += (
             f" — more than the {priced_ram:,} GB the platform is priced with: the difference is not in the capex"
@@ -166,7 +151,9 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
             ram_spec,
             ram_reason
             + (
-                f"; {channels}-channel memory keeps host bandwidth above what the GPUs pull"
+                ""
+                if not channels
+                else f"; {channels}-channel memory keeps host bandwidth above what the GPUs pull"
                 if best is not None and best.device.kind != "cpu"
                 else f"; all {channels} channels populated: the CPU's memory bandwidth bounds its training"
             ),
@@ -212,13 +199,15 @@ def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
     """The machine around the accelerators: its CPUs, RAM, lanes, supplies and cooling (platforms.json)."""
     p = choice.platform
     machines = f"{choice.machines} × " if choice.machines > 1 else ""
-    ram = f"{p.ram_gb:,} GB RAM in {p.memory_channels} channels"
+    ram = f"{p.ram_gb:,} GB RAM" + (f" in {p.memory_channels} channels" if p.memory_channels else " on the module")
     spec = f"{machines}{p.name}: {p.cpu}, {ram}, {p.pcie_lanes} PCIe lanes"
     if best.device.kind == "cpu":
         why = f"a machine for the {best.device.name}"
     else:
         form = {"pcie": "PCIe", "sxm": "SXM", "oam": "OAM"}.get(best.device.form_factor or "pcie", "")
+        n = choice.machines
         why = f"holds {best.count} {form} accelerator(s) per node".replace("  ", " ")
+        why += f" ({math.ceil(best.count / n)} per machine, {n} machines)" if n > 1 else ""
         if choice.bought > best.count * max(1, choice.machines) or (
             choice.platform.sold_in and choice.bought > best.count
         ):
@@ -228,64 +217,9 @@ def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
             )
         if best.count > 1 and best.device.p2p is False:
             why += "; these cards have no peer-to-peer: gradients travel through host memory"
+    if not (p.base_cost_usd or p.cpu_cost_usd):
+        why += f"; in the {best.device.name}'s price, which is the whole server's"
     return BomLine("Platform", spec, f"{why}; cooling: {p.cooling}", f"{p.source} ({p.price_date})")
-
-
-# Continuous load on a branch circuit at most 80 % of the breaker's rating (US National Electrical Code
-# 210.19(A)/210.20(A)); volts × amps × 0.8. Europe's 230 V / 16 A circuit carries 3,680 W the same way.
-CIRCUITS = (
-    (120 * 15 * 0.8, "one 120 V / 15 A outlet"),
-    (120 * 20 * 0.8, "a 120 V / 20 A circuit"),
-    (240 * 20 * 0.8, "a 240 V / 20 A circuit (230 V / 16 A in Europe)"),
-    (240 * 30 * 0.8, "a 240 V / 30 A circuit"),
-)
-# The largest single power supply a workstation takes (ATX units stop at 1,600 W on 120 V outlets).
-ATX_PSU_MAX_W = 1600
-
-
-def circuit_for(watts: float) -> str:
-    """The electrical circuit a continuous load of ``watts`` needs (CIRCUITS)."""
-    for limit, name in CIRCUITS:
-        if watts <= limit:
-            return name
-    n = math.ceil(watts / (240 * 30 * 0.8))
-    return f"{n} × 240 V / 30 A circuits or a three-phase feed"
-
-
-def power_line(best: CandidateResult, choice: PlatformChoice, host_power_w: float | None = None) -> BomLine:
-    """Supplies, circuit and cooling of one machine at its load: accelerators at TDP plus the host
-    (the workload's ``cost.host_power_w`` where it gives one, as the energy does, else the platform's)
-    with 25 % headroom; where the vendor rates the whole system (DGX H100), that rating, which has its
-    margin — or the load, where these devices draw more than that system."""
-    p = choice.platform
-    per_machine = math.ceil(best.count / max(1, choice.machines)) if best.device.kind != "cpu" else 1
-    device_w = (best.device.tdp_w or 0) * per_machine
-    host_w = p.host_power_w if host_power_w is None else host_power_w
-    host_from = p.name if host_power_w is None else "the workload's cost.host_power_w"
-    load = device_w + host_w
-    if p.rated_power_w:
-        supply = math.ceil(max(p.rated_power_w, load) / 100) * 100
-        units = f"rated {p.rated_power_w:,.0f} W" if supply == p.rated_power_w else f"{supply:,} W at full load"
-        why = f"the vendor's rating ({p.rated_power_w:,.0f} W) for {what_for(best)} {device_w:,.0f} W and the host"
-        if supply > p.rated_power_w:
-            why += f", which these devices exceed: {device_w:,.0f} W + host {host_w:,.0f} W"
-    else:
-        supply = math.ceil(load * PSU_HEADROOM / 100) * 100
-        units = f"{supply:,} W of supply"
-        if supply > ATX_PSU_MAX_W and (p.id in ("desktop", "workstation") or p.id.startswith("cpu")):
-            units += f" (above one {ATX_PSU_MAX_W:,} W supply on 120 V: a 2,000 W supply on 200–240 V, or two)"
-        why = f"{what_for(best)} {device_w:,.0f} W + host {host_w:,.0f} W ({host_from}) with 25 % headroom"
-    return BomLine(
-        "Power supply",
-        f"{units}; {circuit_for(supply)} per machine; {supply * 3.412:,.0f} BTU/h of heat to remove",
-        f"{why}; supplies: {p.psu}",
-        "device TDPs from the catalogue (vendor data sheets); host power and system ratings from platforms.json; "
-        "80 % continuous load per circuit (US NEC 210.19/210.20); 25 % headroom is a TrainRig allowance",
-    )
-
-
-def what_for(best: CandidateResult) -> str:
-    return "GPUs" if best.device.kind != "cpu" else best.device.name
 
 
 def priced(lines: list[BomLine], best: CandidateResult | None) -> list[BomLine]:
@@ -414,7 +348,8 @@ def storage_keeps_up(result: SizingResult, best: CandidateResult | None) -> bool
 
 def memory_channels(best: CandidateResult | None) -> int:
     """Channels to populate: a CPU candidate's own (its catalogue memory type, e.g. "DDR5-5200, 2
-    channels"), else the platform's; 4 when neither is known."""
+    channels"), else the platform's (0: memory on the module, GH200's, none to populate); 4 when neither is
+    known."""
     if best is None:
         return 4
     if best.device.kind == "cpu":
@@ -422,7 +357,7 @@ def memory_channels(best: CandidateResult | None) -> int:
         if found:
             return int(found.group(1))
     platform = best.cost.platform
-    return platform.platform.memory_channels if platform and platform.platform.memory_channels else 4
+    return platform.platform.memory_channels if platform else 4
 
 
 def cpu_cores(result: SizingResult, best: CandidateResult | None) -> tuple[int, str, str]:
@@ -436,7 +371,8 @@ def cpu_cores(result: SizingResult, best: CandidateResult | None) -> tuple[int, 
     cpu_only = best.device.kind == "cpu" if best is not None else all(c.device.kind == "cpu" for c in result.candidates)
     if cpu_only:
         return _cpu_training_cores(best.device if best is not None else result.candidates[0].device, best, cost)
-    count = best.count if best is not None else 1
+    machines = best.cost.platform.machines if best is not None and best.cost.platform is not None else 1
+    count = math.ceil(best.count / max(1, machines)) if best is not None else 1  # the GPUs one host feeds
     per_gpu = best.step.loader_cores if best is not None and best.step.loader_cores else LOADER_CORES_PER_GPU
     needed = best.step.loader_cores_needed if best is not None else 0.0
     loaders = loader_cores(count, per_gpu)
@@ -462,7 +398,8 @@ def cpu_cores(result: SizingResult, best: CandidateResult | None) -> tuple[int, 
             f"than a host gives a GPU: {per_gpu} counted, so steps wait for data — {GPU_DECODE_ADVICE}"
         )
     total = (
-        f"{count} GPU(s) × {per_gpu} loader cores = {loaders}, + {count} training process(es), one per GPU, "
+        ("each machine's " if machines > 1 else "")
+        + f"{count} GPU(s) × {per_gpu} loader cores = {loaders}, + {count} training process(es), one per GPU, "
         f"+ {SYSTEM_CORES} for the system = {parts}"
         + (f", rounded up to {MIN_HOST_CORES}, the smallest host TrainRig recommends" if cores > parts else "")
     )

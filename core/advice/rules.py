@@ -200,8 +200,9 @@ def _fix_text(result: SizingResult, c: CandidateResult) -> str:
         for n in (2, 4, 8, 16, 32, 64):
             if n <= c.count or n in tried:  # the table's own counts are in the finding already
                 continue
-            if memory_plan(sharded, c.device, n).fits:
-                options.append(f"use {n} GPUs with {SHARDING_TEXT[sharding]}")
+            if memory_plan(sharded, c.device, n).fits:  # n per node: "use 16 GPUs" read as fewer than 8 × 4 nodes
+                nodes = f" per node ({n * c.nodes} in all)" if c.nodes > 1 else ""
+                options.append(f"use {n} GPUs{nodes} with {SHARDING_TEXT[sharding]}")
                 break
         if not w.training.checkpointing and not options:
             ckpt = replace(w, training=replace(w.training, checkpointing=True))

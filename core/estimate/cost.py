@@ -79,6 +79,8 @@ class CostEstimate:
 
 
 OWNED_NOTE = "already here: nothing to buy"
+# what a buyer meets beside the price (the catalogue's availability): a Tesla P40 was advised without it
+AVAILABILITY = {"used-market": "sold used only", "end-of-life": "no longer made: new stock while it lasts"}
 
 
 def device_cloud_price(device: DeviceSpec, cost: CostSpec) -> tuple[float | None, str]:
@@ -122,7 +124,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
                 f"your price {cost.from_usd(usd):,.0f} {cost.currency} (set in the workload)"
                 if kind == "quoted"
                 else f"{kind} price {usd:,.0f} USD" + (f" ({date})" if date else "") + ", an estimate"
-            )
+            ) + (f"; {AVAILABILITY[device.availability]}" if device.availability in AVAILABILITY else "")
             bought = (choice.bought or count) * nodes if device.kind != "cpu" else nodes
             unit = cost.from_usd(usd)
             src = f"{purchase_note}; {device.source}"
@@ -132,7 +134,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         if cost.host_cost is not None:
             host = cost.host_cost
             lines.append(CapexLine("platform", "Host", machines, host, host * machines, "workload cost settings"))
-        else:
+        elif p.base_cost_usd or p.cpu_cost_usd:  # none where the device's price is the whole server's (GH200)
             base = cost.from_usd(p.base_cost_usd)
             name = f"{p.name}: chassis, board, RAM, drives, power supplies"
             lines.append(CapexLine("platform", name, machines, base, base * machines, p.source))
@@ -141,7 +143,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
                 lines.append(CapexLine("cpus", f"Host CPUs: {p.cpu}", machines, cpu, cpu * machines, p.source))
         host_w = cost.host_power_w if cost.host_power_w is not None else p.host_power_w
         power = (device.tdp_w or 0) * devices + host_w * machines if device.tdp_w is not None else None
-        if nodes > 1:
+        if machines > 1:  # nodes, or one node's devices in several machines (4 × GH200: four servers), joined
             for item in platforms.network:
                 qty = devices if item.per in ("gpu", "port") else nodes
                 unit = cost.from_usd(item.price_usd)

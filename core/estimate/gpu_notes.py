@@ -87,10 +87,17 @@ def kernel_assumptions(device: DeviceSpec, m: ModelAnalysis, t: TrainingSpec, ba
     precision, in fp32 whether cuDNN's layers run on TF32, on CUDA cores whether cuDNN searches
     its convolution algorithms, and the algorithm of cuDNN's recurrent layers at ``batch`` a GPU (the
     micro-batch; by default the workload's batch)."""
-    if not uses_gpu_kernel_model(device, m) or m.graph is None:
-        return []
-    spatial, cudnn, batch_norm = _cudnn_layers(m.graph)
     out = []
+    cc = str(device.extra.get("compute_capability") or "")
+    if t.precision == "bf16_mixed" and device.runs_cuda and cc[:1].isdigit() and float(cc) < 8:  # Pascal, Volta, Turing
+        native = "fp16_mixed (with GradScaler) runs on its tensor cores" if float(cc) >= 7 else "fp32 runs fastest"
+        out.append(
+            f"compute capability {cc} has no bf16 arithmetic: PyTorch emulates it on CUDA cores, slower than the step "
+            f"priced here; training.precision {native}"
+        )
+    if not uses_gpu_kernel_model(device, m) or m.graph is None:
+        return out
+    spatial, cudnn, batch_norm = _cudnn_layers(m.graph)
     rnn = recurrent_note(device, m, t.precision, batch or t.batch_size)
     if rnn:
         out.append(rnn)

@@ -141,6 +141,8 @@ def size_candidate(
     kind, choice, per_device, micro, steps_acc = p.kind, p.choice, p.per_device, p.micro_batch, p.accumulation_steps
     nodes = max(t.nodes, 1)
     devices = count * nodes
+    # machines the network joins: a node's devices in several machines (4 × GH200 are four servers) talk over it
+    linked = nodes * (choice.machines if choice is not None and kind == "gpu" else 1)
     max_loaders = loader_core_limit(choice, count) if kind == "gpu" else None
     read_bps, read_note = effective_read_bps(workload, host_ram_bytes)
     st = step_time(
@@ -148,7 +150,7 @@ def size_candidate(
         device,
         batch_per_device=per_device,
         devices=devices,
-        nodes=nodes,
+        nodes=linked,
         precision=t.precision,
         optimizer=t.optimizer,
         checkpointing=t.checkpointing,
@@ -182,7 +184,12 @@ def size_candidate(
             if st.efficiency > 1
             else ""
         ),
-        f"global batch {t.batch_size} split over {devices} device(s): {per_device} per device",
+        f"global batch {t.batch_size} split over {devices} device(s): {per_device} per device"
+        + (
+            f"; {count} per node in {choice.machines} × {choice.platform.name}, joined by the network"
+            if choice is not None and kind == "gpu" and choice.machines > 1
+            else ""
+        ),
         read_note,
         *([st.input_note] if st.input_note else []),
         *host_assumptions(st),

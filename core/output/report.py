@@ -15,7 +15,7 @@ from core.advice.ranking import rank_candidates
 from core.advice.recommendation import Recommendation
 from core.advice.rules import Finding
 from core.estimate.activations import activation_note
-from core.estimate.cost import OWNED_NOTE
+from core.estimate.cost import AVAILABILITY, OWNED_NOTE
 from core.estimate.gpu_notes import kernel_assumptions
 from core.estimate.memory import MemoryBreakdown
 from core.estimate.op_work import BANDWIDTH_EFFICIENCY
@@ -372,7 +372,8 @@ def _price_text(dev: DeviceSpec, c: CostSpec) -> str:
         text += f" = {c.from_usd(usd):,.0f} {c.currency}"
     if kind == "street" and dev.price_usd is not None:
         text += f" (launch {dev.price_usd:,.0f} USD, {dev.price_date})"
-    return text + ", an estimate: set your own price in the workload (hardware.prices) or the wizard"
+    sold = f"; {AVAILABILITY[dev.availability]}" if dev.availability in AVAILABILITY else ""
+    return text + ", an estimate: set your own price in the workload (hardware.prices) or the wizard" + sold
 
 
 def _rent_text(cand: CandidateResult) -> str:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +229,11 @@ def parse_workload(doc: Any) -> Workload:
     analysis = analyze_model(model, "model" if model_ref is None else f"preset {model_ref}.model")
     data = _data({**preset.get("data", {}), **require_mapping(doc.get("data", {}), "data")}, analysis)
     training = _training({**preset.get("training", {}), **require_mapping(doc.get("training", {}), "training")})
+    if training.batch_size > data.samples:  # a batch of 10^8 over 80,909 samples was sized in 63 micro-batches
+        b, n, micro = training.batch_size, data.samples, training.micro_batch_size
+        training = replace(training, batch_size=n, micro_batch_size=None if micro is None else min(micro, n))
+        note = f"training.batch_size {b:,} is more than the {n:,} samples: each epoch is one batch of {n:,}, as sized"
+        analysis = replace(analysis, notes=(*analysis.notes, note))
     hardware = _hardware(require_mapping(doc.get("hardware", {}), "hardware"))
     cost = _cost(require_mapping(doc.get("cost", {}), "cost"))
     goal = _goal(require_mapping(doc.get("goal", {}), "goal"))
@@ -429,7 +434,9 @@ def _cost(c: Mapping[str, Any]) -> CostSpec:
     }
     reject_unknown(c, allowed, "cost")
     d = CostSpec()
-    currency = get_str(c, "currency", "cost", default=d.currency).strip()
+    currency = get_str(c, "currency", "cost", default=d.currency).strip().upper()  # "eur" and "€€" were taken
+    if not (len(currency) == 3 and currency.isascii() and currency.isalpha()):
+        raise WorkloadError("cost.currency", f"{currency!r} is not a three-letter ISO 4217 code (USD, EUR, JPY, …)")
     per_usd, rate_date = _exchange_rate(c, currency)
     return CostSpec(
         currency=currency,

@@ -40,6 +40,17 @@ def test_a_currency_without_its_rate_is_refused_naming_the_key() -> None:
     assert "currency EUR needs the rate per USD and its date" in str(err.value)
 
 
+def test_a_currency_is_an_iso_code_in_capitals() -> None:
+    """ "eur" asked for a rate as EUR but printed "eur"; "usd" was not USD where reports compare; "€€" was taken."""
+    rate = {"per_usd": 0.92, "date": "2026-11-01"}
+    assert parse_workload(seed({"currency": " eur ", "exchange_rate": rate})).cost.currency == "EUR"
+    assert parse_workload(seed({"currency": "usd"})).cost.currency == "USD"
+    for bad in ("€€", "EURO", "E1R"):
+        with pytest.raises(WorkloadError) as err:
+            parse_workload(seed({"currency": bad, "exchange_rate": rate}))
+        assert err.value.path == "cost.currency" and "three-letter ISO 4217 code" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("rate", "words"),
     [

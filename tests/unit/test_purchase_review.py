@@ -5,12 +5,14 @@ decision to rent."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.advice.recommendation import Recommendation, recommend
+from core.estimate.sizing import size_candidate
 from core.hardware.catalogue import find_device, load_catalogue
 from core.output.report import build_report
 from core.output.sizing_report import sizing_to_dict
@@ -123,3 +125,137 @@ def test_a_missed_deadline_looks_for_the_cheapest_purchase_that_meets_it() -> No
     tight = advise({**doc, "cost": {"deadline_hours": 1, "budget": 2_000, "rent_allowed": False}}, ["RTX 3060"])
     assert tight.decision is not None and tight.decision.buy is not None
     assert tight.decision.buy.candidate.device.name == listed.device.name
+
+
+def test_one_nodes_devices_in_several_machines_are_networked_and_each_machine_is_sized_alone() -> None:
+    """Four GH200s (one per server) were priced without a network, their step assumed NVLink between the
+    servers, and the bill held their RAM together against one server's ("512 GB … more than the 480 GB the
+    platform is priced with"), gave them one 21-core host and listed "480 GB RAM in 0 channels — 4 × 0.00 USD"."""
+    doc = {
+        "name": "llama",
+        "model": {"preset": "llama-8b"},
+        "data": {"samples": 200_000},
+        "training": {
+            "batch_size": 64,
+            "epochs": 2,
+            "optimizer": "adamw",
+            "precision": "bf16_mixed",
+            "sharding": "fsdp",
+        },
+        "hardware": {"gpu_count": 4},
+        "cost": {"rent_allowed": False},
+    }
+    rec = advise(doc, ["GH200"])
+    best = rec.best
+    assert best is not None and best.cost.platform is not None and best.cost.platform.machines == 4
+    roles = {line.role: line for line in best.cost.capex_lines}
+    assert roles["adapter"].quantity == 4 and roles["switch"].quantity == 4 and "platform" not in roles
+    assert any("4 per node in 4 × GH200 server" in a for a in best.assumptions)
+    # the gradients cross the network: the collectives are those of four machines, not of one NVLink node
+    linked = replace(best.device, form_factor="sxm")  # the same superchip were four on one NVLink board
+    assert best.step.comm_s > 5 * size_candidate(parse_workload(doc), linked, 4).step.comm_s
+    bill = {line.item: line for line in rec.bom}
+    assert bill["Memory"].spec.startswith("480 GB on the module, as the platform is priced")
+    assert "0 channels" not in bill["Platform"].spec and bill["Platform"].total is None
+    assert "each machine's 1 GPU(s) × " in bill["CPU"].reason and bill["CPU"].spec.startswith("≥ 8 physical cores")
+
+
+def test_the_heat_to_remove_is_the_load_not_the_supplies_rating() -> None:
+    """Two RTX 4090s draw 1,130 W at full load; the bill said 5,118 BTU/h, its 1,500 W of supplies × 3.412."""
+    rec = advise({**RESNET, "cost": {"rent_allowed": False}, "hardware": {"gpu_count": 2}}, ["RTX 4090"])
+    power = next(line for line in rec.bom if line.item == "Power supply")
+    assert rec.best is not None and rec.best.cost.platform is not None
+    load = 2 * (rec.best.device.tdp_w or 0) + rec.best.cost.platform.platform.host_power_w
+    assert f"{load * 3.412:,.0f} BTU/h of heat to remove at full load" in power.spec
+
+
+def test_a_batch_larger_than_the_dataset_is_sized_as_the_one_batch_an_epoch_is() -> None:
+    """A batch of 10^8 over 80,909 samples was sized in micro-batches of 1,607,075 × 63, 36 h of training against
+    2.81 min, with nothing said."""
+    whole = advise({"name": "s", "model": {"preset": "seed-mlp"}, "training": {"batch_size": 80_909}}, ["RTX 4090"])
+    rec = advise({"name": "s", "model": {"preset": "seed-mlp"}, "training": {"batch_size": 10**8}}, ["RTX 4090"])
+    assert rec.result.workload.training.batch_size == 80_909
+    assert rec.result.candidates[0].train_time_s == whole.result.candidates[0].train_time_s
+    assert any(
+        n.startswith("training.batch_size 100,000,000 is more than the 80,909 samples") for n in rec.result.notes
+    )
+
+
+def test_bf16_on_a_gpu_without_it_is_said() -> None:
+    """A Tesla P40 (Pascal) was sized at "77 % of the bf16_mixed peak" with nothing said: it has no bf16."""
+    doc = {"name": "g", "model": {"preset": "gpt2-small"}, "training": {"precision": "bf16_mixed"}}
+    said = {
+        name: [a for a in advise(doc, [name]).result.candidates[0].assumptions if "no bf16 arithmetic" in a]
+        for name in ("Tesla P40", "T4", "A100 80GB")
+    }
+    assert said["A100 80GB"] == [] and "fp32 runs fastest" in said["Tesla P40"][0]
+    assert said["T4"][0].startswith("compute capability 7.5 has no bf16") and "fp16_mixed" in said["T4"][0]
+
+
+def test_a_card_sold_used_or_no_longer_made_says_so() -> None:
+    """A Tesla P40 (280 USD, used) was advised in a server with nothing said of where to buy one."""
+    doc = {"name": "s", "model": {"preset": "seed-mlp"}, "cost": {"rent_allowed": False}}
+    rec = advise(doc, ["Tesla P40"])
+    assert rec.decision is not None and "an estimate; sold used only)" in rec.decision.text
+    rows = dict(build_report(rec).assumptions)
+    assert "or the wizard; sold used only" in rows["NVIDIA Tesla P40"]
+    assert advise(doc, ["H100 SXM"]).result.candidates[0].cost.purchase_note.endswith("an estimate")  # sold new
+
+
+def test_devices_bought_on_a_board_are_not_left_idle() -> None:
+    """A100 × 2 per node × 2 nodes was advised: two 4-GPU boards bought, half their GPUs idle, 18.6 h of training
+    where all four per node take 9.21 h for the network ports of the other two."""
+    doc = json.loads((ROOT / "examples" / "llama-8b-finetune.json").read_text(encoding="utf-8"))
+    doc["training"]["nodes"] = 2
+    doc["cost"] = {"rent_allowed": False}
+    rec = advise(doc, ["A100 80GB"])
+    by_count = {c.count: c for c in rec.result.candidates}
+    two, four = by_count[2], by_count[4]
+    assert two.fits and four.fits and two.train_time_s > 1.5 * four.train_time_s
+    bought = [sum(line.quantity for line in c.cost.capex_lines if line.role == "device") for c in (two, four)]
+    assert bought == [8, 8]
+    assert rec.best is four
+
+
+def test_more_gpus_to_fit_are_counted_per_node() -> None:
+    """B200 × 8 on 4 nodes (32 GPUs) was told "use 16 GPUs with FSDP", fewer than it had; one node, "use 64"."""
+    layers = [
+        {"type": "embedding", "num_embeddings": 128256, "embedding_dim": 8192},
+        {
+            "type": "repeat",
+            "times": 80,
+            "layers": [
+                {
+                    "type": "transformer_block",
+                    "nhead": 64,
+                    "kv_heads": 8,
+                    "dim_feedforward": 28672,
+                    "dropout": 0.0,
+                    "norm_first": True,
+                    "causal": True,
+                    "bias": False,
+                    "norm": "rmsnorm",
+                    "mlp": "swiglu",
+                }
+            ],
+        },
+        {"type": "rmsnorm"},
+        {"type": "linear", "out_features": 128256, "bias": False},
+    ]
+    doc = {
+        "name": "70b",
+        "model": {"input_shape": [4096], "input_dtype": "int64", "layers": layers},
+        "data": {"samples": 100_000, "outputs": 4096, "dtype": "int64", "format": "raw"},
+        "training": {
+            "batch_size": 128,
+            "epochs": 1,
+            "optimizer": "adamw",
+            "precision": "bf16_mixed",
+            "checkpointing": True,
+            "sharding": "fsdp",
+            "nodes": 4,
+        },
+        "hardware": {"gpu_count": 8},
+    }
+    messages = [f.message for f in advise(doc, ["B200"]).findings if "B200" in f.message and "GPUs" in f.message]
+    assert any("use 16 GPUs per node (64 in all) with FSDP" in m for m in messages), messages

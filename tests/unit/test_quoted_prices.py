@@ -37,7 +37,9 @@ def test_your_price_sets_the_capex_in_your_currency() -> None:
     other = by_name["NVIDIA RTX A6000"]
     usd, kind, _ = find_device("RTX A6000", CATALOGUE).purchase_price()  # type: ignore[misc]
     assert other.cost.capex == pytest.approx(usd * 0.92 + 2500) and kind in ("street", "launch")
-    assert other.cost.purchase_note.endswith(", an estimate")
+    assert ", an estimate" in other.cost.purchase_note
+    # and that the RTX A6000 is no longer made
+    assert other.cost.purchase_note.endswith("; no longer made: new stock while it lasts")
     rows = dict(build_report(rec).assumptions)
     assert rows["NVIDIA GeForce RTX 4090"].startswith("your price 1,750 EUR per device (set in the workload)")
     assert "an estimate: set your own price in the workload (hardware.prices)" in rows["NVIDIA RTX A6000"]
