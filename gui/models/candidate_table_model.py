@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor, QStandardItem, QStandardItemModel
 from core.estimate.profile_scale import ScaleResult
 from core.estimate.sizing import CandidateResult
 from core.output import glossary
+from core.output.figure_notes import capex_note, tco_note, time_note
 from core.output.measure_report import measured_cell
 from core.output.sizing_report import step_accuracy_note, step_breakdown
 from core.units import fmt_bytes, fmt_money, fmt_seconds
@@ -94,6 +95,10 @@ class CandidateTableModel(QStandardItemModel):
             COL_DEVICE: f"{r.device.name} × {r.count}\n{common_tip}",  # the name whole where the column elides it
             COL_BUY_OR_RENT: _buy_or_rent_tip(r),
             COL_MEASURED: measured_cell(self._measured, r.device, r.count, r.step.step_s)[1],
+            # what the figure is made of (each repeated the device's datasheet source)
+            COL_CAPEX: wrapped_tip(capex_note(r)),
+            COL_TCO: wrapped_tip(tco_note(r)),
+            COL_TIME: time_note(r),
         }
         note = step_accuracy_note(r)
         tips[COL_STEP] = wrapped_tip(
@@ -116,7 +121,7 @@ class CandidateTableModel(QStandardItemModel):
     def _row_raws(self, r: CandidateResult) -> list[Any]:
         return [
             r.device.name,
-            r.count,
+            r.count * r.nodes,
             {True: 2, None: 1, False: 0}[r.fits],
             r.memory.total,
             r.capacity_bytes or 0,
@@ -133,7 +138,7 @@ class CandidateTableModel(QStandardItemModel):
         cur = r.cost.currency
         return [
             r.device.name,
-            str(r.count),
+            str(r.count) if r.nodes == 1 else f"{r.count} × {r.nodes:,} nodes",  # 10,000 nodes read "1"
             {True: "yes", False: "no", None: "unknown"}[r.fits],
             fmt_bytes(r.memory.total),
             fmt_bytes(r.capacity_bytes),
@@ -141,8 +146,8 @@ class CandidateTableModel(QStandardItemModel):
             fmt_seconds(r.step.step_s),
             measured_cell(self._measured, r.device, r.count, r.step.step_s)[0],
             fmt_seconds(r.train_time_s),
-            fmt_money(r.cost.capex, cur),
-            fmt_money(r.cost.tco, cur),
+            "owned" if r.cost.owned else fmt_money(r.cost.capex, cur),  # this machine: not "unknown"
+            "—" if r.cost.owned and r.cost.tco is None else fmt_money(r.cost.tco, cur),
             _buy_or_rent(r),
         ]
 

@@ -44,6 +44,7 @@ class InventoryTab(QWidget):
         self.inventory: dict[str, Any] | None = None
         self._job: Job | None = None
         self.status = QLabel("Detecting…")
+        self.status.setWordWrap(True)  # "Detected in 40 ms · machine fingerprint …" held the window at 1,003 pixels
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Detect again  [F5]")
         self.copy_text_button = QPushButton("Copy as text")

@@ -44,6 +44,7 @@ from gui.models.results_model import (
 )
 from gui.tabs.results_actions import ResultsActions
 from gui.widgets.compare_plots import ComparePlots, RunCurves
+from gui.widgets.flow_layout import flow_row
 from gui.widgets.message import fit_message
 from gui.widgets.result_details import ResultDetails
 from gui.widgets.result_html import run_of, sizings_side_by_side_html
@@ -130,16 +131,12 @@ class ResultsTab(ResultsActions, QWidget):
 
         # --- actions ---------------------------------------------------------------------------
         self.buttons: dict[str, QPushButton] = {}
-        bar = QHBoxLayout()
         for key, label, tip, slot in self.action_specs():
             b = QPushButton(label)
             b.setToolTip(tip)
             b.clicked.connect(slot)
             self.buttons[key] = b
-            bar.addWidget(b)
-            if key in ("open_wizard", "delete"):
-                bar.addSpacing(12)
-        bar.addStretch(1)
+        bar = flow_row(*self.buttons.values())  # wraps in a narrow window instead of widening it
         for key, seq in (("undo", QKeySequence.StandardKey.Undo), ("delete", QKeySequence.StandardKey.Delete)):
             QShortcut(QKeySequence(seq), self, self.undo if key == "undo" else self.delete_selected).setContext(
                 Qt.ShortcutContext.WidgetWithChildrenShortcut
@@ -181,7 +178,7 @@ class ResultsTab(ResultsActions, QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(filters)
-        layout.addLayout(bar)
+        layout.addWidget(bar)
         layout.addWidget(split, 1)
         layout.addLayout(status)
         self._refreshed_once = False
@@ -228,6 +225,8 @@ class ResultsTab(ResultsActions, QWidget):
             self._refreshed_once = True
             self._size_columns()
         self.select_keys(keep)
+        if not self.selected_keys():  # the empty state says how to fill the list, or that the filters hide all
+            self._load_details()
 
     def _fill_choices(self) -> None:
         """The machines and tags in use, offered in their filter boxes (typing one works as well)."""
@@ -331,6 +330,11 @@ class ResultsTab(ResultsActions, QWidget):
                 f"{len(keys)} results selected ({runs} runs): Compare overlays the runs' telemetry."
                 if keys
                 else "Select a result to see its details; select several runs and Compare to overlay them."
+                if self.model.total
+                else "No results match the filters."
+                if self.model.filters
+                else "No results yet. Save a sizing from the wizard (Save sizing, Ctrl+S), train a workload on the "
+                "Telemetry tab, or import a results archive (Import archive…)."
             )
             return
         if self.store is None:

@@ -33,6 +33,7 @@ from core.errors import TrainRigError
 from core.spec.workload import parse_workload, read_workload_document
 from core.storage.store import Store
 from gui.tabs.telemetry_experiment import ExperimentActions, ExperimentRunner
+from gui.widgets.flow_layout import flow_row, labelled
 from gui.widgets.message import fit_message
 from gui.widgets.telemetry_plots import TelemetryPlots
 from gui.workers import Job, start_job
@@ -101,17 +102,17 @@ class TelemetryTab(ExperimentActions, QWidget):
         self.device.addItems(["cpu", "cuda:0"])
         self.rate = _spin(1, 20, 10, "samples per second (1–20 Hz)")
         self.rate.setSuffix(" Hz")
-        top = QHBoxLayout()
-        for w in (self.start_wizard, self.start_file, self.start_last, self.start_experiment_button):
-            top.addWidget(w)
-        for label, w in (("Epochs", self.epochs), ("Samples", self.samples), ("Device", self.device)):
-            top.addWidget(QLabel(label))
-            top.addWidget(w)
-        top.addWidget(QLabel("Sampling"))
-        top.addWidget(self.rate)
-        top.addStretch(1)
-        top.addWidget(self.show_experiment)
-        top.addWidget(self.cancel_button)
+        top = flow_row(  # wraps in a narrow window (a 1,366-pixel laptop at 125 %) instead of cutting its buttons
+            self.start_wizard,
+            self.start_file,
+            self.start_last,
+            self.start_experiment_button,
+            *(labelled(label, w) for label, w in (("Epochs", self.epochs), ("Samples", self.samples))),
+            labelled("Device", self.device),
+            labelled("Sampling", self.rate),
+            self.show_experiment,
+            self.cancel_button,
+        )
 
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
@@ -153,7 +154,7 @@ class TelemetryTab(ExperimentActions, QWidget):
         self.plots = TelemetryPlots()
 
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addWidget(top)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
         layout.addLayout(view)

@@ -166,6 +166,8 @@ def sizing_html(detail: dict[str, Any]) -> str:
     currency = str(((doc or {}).get("cost") or {}).get("currency") or "") if isinstance(doc, dict) else ""
     rows = []
     for c in result.get("candidates") or []:
+        # each candidate's own currency (a workload without cost.currency is in USD: "164,940" had none)
+        cur = str(c.get("currency") or currency or "USD")
         mem = (c.get("memory_per_device") or {}).get("total")
         fits = {True: "yes", False: "no", None: "unknown"}.get(c.get("fits"), "unknown")
         rows.append(
@@ -175,8 +177,8 @@ def sizing_html(detail: dict[str, Any]) -> str:
                 _opt(mem, fmt_bytes),
                 _opt(c.get("step_time_s"), fmt_seconds),
                 _opt(c.get("training_time_s"), fmt_seconds),
-                _opt(c.get("capex"), lambda x: fmt_money(x, currency).strip()),
-                _opt(c.get("tco"), lambda x: fmt_money(x, currency).strip()),
+                _opt(c.get("capex"), lambda x, cur=cur: fmt_money(x, cur).strip()),
+                _opt(c.get("tco"), lambda x, cur=cur: fmt_money(x, cur).strip()),
                 c.get("buy_or_rent"),
             )
         )

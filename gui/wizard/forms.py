@@ -138,12 +138,12 @@ class GoalPage(WizardPage):
         form.addRow("Currency", self.currency)
         form.addRow("Exchange rate (per USD)", self.rate)
         form.addRow("Rate dated", self.rate_date)
-        form.addRow(
-            QLabel(
-                "Deadline and budget give each candidate a verdict on the results page; the expected use decides "
-                "whether buying or renting costs less."
-            )
+        hint = QLabel(
+            "Deadline and budget give each candidate a verdict on the results page; the expected use decides "
+            "whether buying or renting costs less."
         )
+        hint.setWordWrap(True)  # unwrapped, it held the window at 1,194 pixels or more
+        form.addRow(hint)
         form.addRow(self.error)
         for w in (self.name, self.currency, self.rate_date):
             w.textChanged.connect(self.changed)

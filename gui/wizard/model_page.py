@@ -10,6 +10,7 @@ from typing import Any
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QButtonGroup,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -34,6 +35,7 @@ from core.network.presets import load_presets
 from core.spec.workload import read_workload_document
 from core.units import fmt_count
 from core.vocabulary import INPUT_DTYPES
+from gui.widgets.flow_layout import flow_row, together
 from gui.wizard.base import WizardPage, combo, error_label, set_combo
 from gui.workers import Job, start_job
 from telemetry.pytorch_env import find_torch_environment
@@ -128,21 +130,18 @@ class ModelPage(WizardPage):
         self.add_button, self.remove_button = QPushButton("Add layer"), QPushButton("Remove")
         self.up_button, self.down_button = QPushButton("Up"), QPushButton("Down")
         self.counts = QLabel()
+        self.counts.setWordWrap(True)
         self.counts.setToolTip("Parameters as PyTorch counts them; forward FLOPs per sample, 2 per multiply-add")
         self.error = error_label()
 
-        top = QHBoxLayout()
-        for w in (
-            self.use_preset,
-            self.preset,
-            self.edit_button,
-            self.use_layers,
-            self.import_button,
-            self.use_code,
-            self.torch_button,
-        ):
-            top.addWidget(w)
-        top.addStretch(1)
+        self._modes = QButtonGroup(self)  # one choice, though each sits in its own group of the wrapping row
+        for b in (self.use_preset, self.use_layers, self.use_code):
+            self._modes.addButton(b)
+        top = flow_row(  # wraps in a narrow window: one row held the wizard at 1,181 pixels or more
+            together(self.use_preset, self.preset, self.edit_button),
+            together(self.use_layers, self.import_button),
+            together(self.use_code, self.torch_button),
+        )
         shape_row = QFormLayout()
         shape_row.addRow("Input shape", self.input_shape)
         shape_row.addRow("Input type", self.input_dtype)
@@ -157,7 +156,7 @@ class ModelPage(WizardPage):
         ed.addWidget(self.table)
         ed.addLayout(buttons)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addWidget(top)
         layout.addWidget(self.preset_info)
         layout.addWidget(self.editor, 1)
         layout.addWidget(self.counts)

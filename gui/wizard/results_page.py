@@ -13,7 +13,6 @@ from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
@@ -38,6 +37,7 @@ from core.output.chart_labels import place_labels
 from core.units import TIME_TICKS, fmt_bytes, fmt_count, fmt_money, fmt_seconds
 from core.vocabulary import PRECISION_BYTES
 from gui.models.candidate_table_model import COL_DEVICE, COL_MEASURED, ROW_ROLE, SORT_ROLE, CandidateTableModel
+from gui.widgets.flow_layout import flow_row, labelled
 from gui.widgets.memory_bar import MemoryBar
 from gui.widgets.tab_widget import TabWidget
 from gui.wizard.base import combo, set_value, spin
@@ -101,19 +101,16 @@ class ResultsPage(QWidget):
         self.batch = spin(1, 100_000_000, "What if: global batch size")
         self.gpus = spin(1, 4096, "What if: most GPUs per candidate")
         self.precision = combo(tuple(PRECISION_BYTES), "What if: training precision")
-        whatif = QHBoxLayout()
-        for label, w in (("Batch", self.batch), ("GPUs up to", self.gpus), ("Precision", self.precision)):
-            f = QFormLayout()
-            f.addRow(label, w)
-            whatif.addLayout(f)
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
-        whatif.addWidget(self.verdict, 1)
         self.run_here_button = QPushButton("Run it here")
         self.run_here_button.setToolTip("Train this workload on this machine in the Telemetry tab")
         self.run_here_button.setEnabled(False)
         self.run_here_button.clicked.connect(self.run_here)
-        whatif.addWidget(self.run_here_button)
+        whatif = QHBoxLayout()  # the verdict beside the what-if fields, which wrap where the window is narrow
+        fields = (("Batch", self.batch), ("GPUs up to", self.gpus), ("Precision", self.precision))
+        whatif.addWidget(flow_row(*(labelled(label, w) for label, w in fields), self.run_here_button))
+        whatif.addWidget(self.verdict, 1)
         self.measure_panel = MeasurePanel()
         self.model = CandidateTableModel()
         self.proxy = QSortFilterProxyModel()
@@ -258,9 +255,12 @@ class ResultsPage(QWidget):
                     else (" (from the catalogue, within budget)")
                 )
             mode = "rent " if rec.decision is not None and rec.decision.verdict == "rent" else ""
+            said = [n for n in result.notes if n.startswith("training.")]  # what the sizing read differently
             self.verdict.setText(
                 f"Recommended: {mode}<b>{html.escape(best.label)}</b>{listed} — trains in "
-                f"{fmt_seconds(best.train_time_s)}" + (f" ({', '.join(extra)})" if extra else "")
+                f"{fmt_seconds(best.train_time_s)}"
+                + (f" ({', '.join(extra)})" if extra else "")
+                + "".join(f"<br><i>{html.escape(n)}</i>" for n in said)
             )
 
     def _fit_device_column(self) -> None:

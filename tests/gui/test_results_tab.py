@@ -391,3 +391,26 @@ def test_a_thread_scaling_shows_its_figure_with_the_physical_cores_marked(qtbot,
     tab.select_keys([("run", tab.ids["mlp-a"])])
     qtbot.waitUntil(lambda: tab.details.plots.isVisible(), timeout=10_000)
     assert not tab.details.figure.isVisible()
+
+
+def test_a_sizings_details_give_every_amount_its_currency(qtbot) -> None:
+    """Capex and TCO read "164,940" in a sizing's details (its workload sets no currency: USD)."""
+    from core.storage.store import Store
+    from gui.widgets.result_html import details_html
+    from tests.gui.results_data import save_real_sizing
+
+    store = Store.open(None)
+    sid = save_real_sizing(store)
+    detail = store.result_detail("sizing", sid)
+    gpu = next(c for c in detail["result"]["candidates"] if c["device"] == "NVIDIA GeForce RTX 4090")
+    html = details_html("sizing", detail)
+    assert f"{gpu['capex']:,.0f} USD" in html and f"{gpu['tco']:,.0f} USD" in html
+
+
+def test_an_empty_list_says_how_to_fill_it(qtbot, main_window) -> None:
+    w = main_window()
+    tab = w.results_tab
+    tab.refresh()
+    assert tab.model.total == 0
+    text = tab.details.text.toPlainText()
+    assert text.startswith("No results yet. Save a sizing from the wizard (Save sizing, Ctrl+S)")

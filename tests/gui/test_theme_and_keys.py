@@ -29,3 +29,30 @@ def test_tab_leaves_the_tables_and_alt_keys_step_the_wizard(qtbot, main_window) 
     assert not wiz.results.table.tabKeyNavigation() and not w.results_tab.table.tabKeyNavigation()
     assert wiz.next_button.shortcut() == QKeySequence("Alt+N") and wiz.back_button.shortcut() == QKeySequence("Alt+B")
     assert wiz.next_button.text().replace("&", "") == "Next >"
+
+
+def test_the_window_fits_a_laptop_screen_at_125_percent(qtbot, main_window) -> None:
+    """A 1,366-pixel screen at 125 % is 1,093 logical pixels wide; the window could not be narrower than 1,279 (one
+    row of Telemetry buttons, one of the model page's choices, an unwrapped hint): squeezed, buttons read "e
+    wizard's wo"."""
+    from PySide6.QtWidgets import QPushButton
+
+    w = main_window()
+    widths = {}
+    for tab in range(w.tabs.count()):
+        w.tabs.setCurrentIndex(tab)
+        pages = range(w.sizing_tab.stack.count()) if w.tabs.currentWidget() is w.sizing_tab else [None]
+        for page in pages:
+            if page is not None:
+                w.sizing_tab.go(page)
+            qtbot.wait(10)
+            widths[(tab, page)] = w.minimumSizeHint().width()
+    assert max(widths.values()) <= 1000, widths
+    w.resize(1093, 614)
+    qtbot.wait(50)
+    for tab in range(w.tabs.count()):  # at that width every button shows its whole text
+        w.tabs.setCurrentIndex(tab)
+        qtbot.wait(20)
+        for b in w.tabs.currentWidget().findChildren(QPushButton):
+            if b.isVisibleTo(w):
+                assert b.width() >= b.sizeHint().width(), (tab, b.text(), b.width(), b.sizeHint().width())

@@ -1,0 +1,46 @@
+"""A what-if batch larger than the dataset: sized as the one batch an epoch is, and said on the results page."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+
+def test_a_batch_beyond_the_dataset_is_said_beside_the_recommendation(qtbot, main_window) -> None:
+    wiz = main_window().sizing_tab
+    wiz.go(5)
+    page = wiz.results
+    page.batch.setValue(100_000_000)
+    qtbot.waitUntil(lambda: wiz.result is not None and "100,000,000" in page.verdict.text())
+    assert wiz.result.workload.training.batch_size == wiz.result.workload.data.samples
+    assert "is more than the 80,909 samples: each epoch is one batch of 80,909" in page.verdict.text()
+
+
+def test_every_node_is_counted_in_the_table_and_the_recommendation(qtbot, main_window) -> None:
+    """With 10,000 nodes the table's Count read 1 and the recommendation "RTX 4090 × 1" beside a capex of 74.7 M."""
+    from gui.models.candidate_table_model import COL_COUNT, COL_DEVICE
+
+    wiz = main_window().sizing_tab
+    wiz.candidates.check("this-machine", False)
+    wiz.training.nodes.setValue(4)
+    wiz.go(5)
+    page = wiz.results
+    rows = {
+        page.proxy.index(r, COL_DEVICE).data(): page.proxy.index(r, COL_COUNT).data()
+        for r in range(page.proxy.rowCount())
+    }
+    assert rows == {"NVIDIA GeForce RTX 4090": "1 × 4 nodes"}
+    assert "<b>NVIDIA GeForce RTX 4090 × 1 per node × 4 nodes</b>" in page.verdict.text()
+
+
+def test_a_figures_tooltip_says_what_it_is_made_of(qtbot, main_window) -> None:
+    """Capex, TCO and training time repeated the RTX 4090's datasheet source."""
+    from gui.models.candidate_table_model import COL_CAPEX, COL_DEVICE, COL_TCO, COL_TIME
+
+    wiz = main_window().sizing_tab
+    wiz.go(5)
+    page = wiz.results
+    row = next(r for r in range(page.proxy.rowCount()) if "4090" in page.proxy.index(r, COL_DEVICE).data())
+    tip = {col: page.proxy.index(row, col).data(Qt.ItemDataRole.ToolTipRole) for col in (COL_CAPEX, COL_TCO, COL_TIME)}
+    assert "Capex 3,399 USD = 1 × NVIDIA GeForce RTX 4090 at 1,900" in tip[COL_CAPEX]
+    assert "TCO " in tip[COL_TCO] and "= capex 3,399 + energy " in tip[COL_TCO]
+    assert tip[COL_TIME].startswith("Training time ") and "steps an epoch × 400 epochs" in tip[COL_TIME]
