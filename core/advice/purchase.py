@@ -221,7 +221,7 @@ def _use_here_text(use: CandidateResult, buy: Option | None, rent: Option | None
     if c.deadline_hours is None:
         parts.append(
             f"No deadline is set, and a run of at most {USE_HERE_HOURS:g} h on hardware already here is advised as "
-            "it is (set cost.deadline_hours to ask for a shorter run)."
+            "it is (a deadline, on the Goal page or in cost.deadline_hours, asks for a shorter run)."
         )
     faster = [o for o in (buy, rent) if o is not None and o.candidate.train_time_s < use.train_time_s]
     if faster:

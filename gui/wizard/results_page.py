@@ -157,10 +157,12 @@ class ResultsPage(QWidget):
         self.findings.setOpenLinks(False)
         self.findings.setToolTip("What the recommendation rules found, each with the paper or guide it comes from")
         self.bom = QTreeWidget()
-        self.bom.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        self.bom.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        # the columns first: a resize mode set before them was lost ("Recommendatio", "this machine …")
         self.bom.setHeaderLabels(["Item", "Recommendation", "Price", "Why"])
-        self.bom.header().setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.bom.setRootIsDecorated(False)
+        self.bom.setWordWrap(True)  # a long reason wraps in its row
+        for col in (0, 1, 2):
+            self.bom.header().setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.bom.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.decision = QLabel()
         self.decision.setWordWrap(True)
@@ -244,8 +246,8 @@ class ResultsPage(QWidget):
                 extra.append("within budget" if best.within_budget else "over budget")
             if rec.decision is not None and rec.decision.use is not None:
                 extra.append("already here: nothing to buy")
-            elif rec.decision is not None and rec.decision.verdict is not None:
-                extra.append(f"{rec.decision.verdict} for the expected use")
+            elif rec.decision is not None and rec.decision.verdict == "buy":  # "rent" leads the line already
+                extra.append("buy for the expected use")
             listed = ""
             if best not in result.candidates:  # the catalogue's best where nothing listed is within budget or in time
                 late = best.meets_deadline and not any(x.fits and x.meets_deadline for x in result.candidates)
