@@ -191,9 +191,10 @@ def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def _device_count(device: str, count: int) -> str:
-    """The device and its count ("H100 SXM × 8"), never wrapped between the two."""
-    return _e(device.replace("NVIDIA ", "")) + f"&nbsp;×&nbsp;{count}"
+def _device_count(device: str, count: int, nodes: int = 1) -> str:
+    """The device and its count ("H100 SXM × 8", "× 4 per node × 2 nodes"), never wrapped between the two."""
+    per = f" per node ×&nbsp;{nodes}&nbsp;nodes" if nodes > 1 else ""
+    return _e(device.replace("NVIDIA ", "")) + f"&nbsp;×&nbsp;{count}{per}"
 
 
 def report_html(r: Report, width: float, breaks: Breaks | None = None) -> str:
@@ -232,7 +233,7 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
     ]
     cand_rows = [
         [
-            _device_count(c.device, c.count),
+            _device_count(c.device, c.count, c.nodes),
             {True: "yes", False: "<b>no</b>", None: "?"}[c.fits],
             _e(fmt_bytes(c.memory_bytes)),
             _e(fmt_seconds(c.train_time_s)),

@@ -56,6 +56,7 @@ class CandidateRow:
     verdict: str
     buy_or_rent: str | None = None
     break_even_runs: int | None = None
+    nodes: int = 1  # the count is per node ("A100 × 4" of 2 nodes read as 4 GPUs, 8 bought)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Report:
     assumptions: tuple[tuple[str, str], ...]
     inventory_text: str
     notes: tuple[str, ...] = field(default=())
+    decision: tuple[str, str] | None = None  # the verdict ("use", "buy", "rent") and its paragraph, for the CSV
 
 
 def build_report(
@@ -174,6 +176,7 @@ def build_report(
         assumptions=_assumptions(result, best),
         inventory_text=inventory_text,
         notes=tuple(result.notes),
+        decision=(rec.decision.verdict, rec.decision.text) if rec.decision and rec.decision.verdict else None,
     )
 
 
@@ -247,6 +250,7 @@ def _candidate_row(c: CandidateResult) -> CandidateRow:
         verdict_text(c.meets_deadline, c.within_budget),
         c.buy_or_rent,
         c.break_even[1],
+        c.nodes,
     )
 
 

@@ -50,6 +50,7 @@ def report_rows(report: Report) -> list[list[Any]]:
         "item",
         "specification",
         g.COUNT.csv(cur),
+        "nodes",
         f"unit_price_{cur}",
         f"total_price_{cur}",
         g.FITS.csv(cur),
@@ -75,6 +76,7 @@ def report_rows(report: Report) -> list[list[Any]]:
                 b.item,
                 b.specification,
                 b.quantity,
+                None,
                 b.unit_price,
                 b.total_price,
                 *[None] * 12,
@@ -86,9 +88,10 @@ def report_rows(report: Report) -> list[list[Any]]:
         rows.append(
             [
                 "candidates",
-                f"{c.device} × {c.count}",
+                f"{c.device} × {c.count}" + (f" per node × {c.nodes} nodes" if c.nodes > 1 else ""),
                 c.device,
                 c.count,
+                c.nodes,
                 None,
                 None,
                 c.fits,
@@ -108,6 +111,9 @@ def report_rows(report: Report) -> list[list[Any]]:
                 None,
             ]
         )
+    if report.decision is not None:  # buy, rent or use: a spreadsheet reader could not tell which
+        verdict, text = report.decision
+        rows.append(["decision", verdict, text, *[None] * 16, None, "core/advice/purchase.py (docs/advice.md §4)"])
     return [[neutralise(v) for v in row] for row in rows]
 
 

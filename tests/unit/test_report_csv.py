@@ -33,9 +33,10 @@ def test_every_cell_round_trips_and_hostile_text_is_inert(tmp_path) -> None:
     write_csv(report, path)
     raw = path.read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 BOM for spreadsheets
-    # one CRLF-terminated record per row: the header, the bill of materials, the candidates (the
+    # one CRLF-terminated record per row: the header, the bill of materials, the candidates, the decision (the
     # hostile "\rCR" cell holds a bare CR inside quotes, which is not a record end)
-    assert raw.count(b"\r\n") == 1 + len(report.bom) + len(report.candidates) and raw.endswith(b"\r\n")
+    assert report.decision is not None
+    assert raw.count(b"\r\n") == 1 + len(report.bom) + len(report.candidates) + 1 and raw.endswith(b"\r\n")
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
     expected = report_rows(report)
     assert [[str(c) for c in r] for r in expected] == rows  # every cell survives the round trip
@@ -115,3 +116,17 @@ def test_short_runs_keep_their_figures_in_the_csv_and_the_summary() -> None:
     best = min(report.candidates, key=lambda c: c.train_time_s)
     assert best.train_time_s < 600 and "(0.0 device-hours)" not in report.summary
     assert "device-hours" in report.summary
+
+
+def test_the_decision_and_every_node_are_in_the_csv() -> None:
+    """A spreadsheet reader could not tell whether to buy or rent, nor that "× 4" was per node of two."""
+    doc = json.loads((Path(__file__).resolve().parents[2] / "examples" / "llama-8b-finetune.json").read_text())
+    doc["training"]["nodes"] = 2
+    rec = recommend(parse_workload(doc), [find_device("A100 80GB", load_catalogue())])
+    rows = report_rows(build_report(rec))
+    header = rows[0]
+    assert header[3:5] == ["quantity", "nodes"] and all(len(r) == len(header) for r in rows)
+    cands = [r for r in rows if r[0] == "candidates"]
+    assert cands and all(r[4] == 2 and r[1].endswith(" per node × 2 nodes") for r in cands)
+    (decision,) = [r for r in rows if r[0] == "decision"]
+    assert rec.decision is not None and decision[1:3] == [rec.decision.verdict, rec.decision.text]
