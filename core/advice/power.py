@@ -57,6 +57,11 @@ def power_line(best: CandidateResult, choice: PlatformChoice, host_power_w: floa
         if supply > ATX_PSU_MAX_W and (p.id in ("desktop", "workstation") or p.id.startswith("cpu")):
             units += f" (above one {ATX_PSU_MAX_W:,} W supply on 120 V: a 2,000 W supply on 200–240 V, or two)"
         why = f"{what_for(best)} {device_w:,.0f} W + host {host_w:,.0f} W ({host_from}) with 25 % headroom"
+    if p.psu_w is not None and supply > p.psu_w:  # 5,800 W wanted of "4 × 2,700 W (2+2 redundant)": 5,400
+        units += (
+            f" — more than the {p.psu_w:,.0f} W its supplies give as priced, redundancy kept: larger supplies, or the "
+            "GPUs' power limit set lower (nvidia-smi -pl)"
+        )
     return BomLine(
         "Power supply",
         # the heat is what the machine draws at full load, not its supplies' rating with their headroom

@@ -42,6 +42,7 @@ class Platform:
     price_date: str
     source: str
     passive_cards: bool = False  # its airflow cools passively cooled data-centre cards (T4, L40S, H100 PCIe)
+    psu_w: float | None = None  # what its supplies deliver as priced, redundancy kept (4 × 2,700 W, 2+2: 5,400 W)
 
     def devices_bought(self, count: int) -> int:
         """Accelerators paid for to get ``count``: a baseboard platform sells whole boards."""
@@ -148,6 +149,7 @@ def _platform(e: dict[str, Any]) -> Platform:
         price_date=_date(e, "price_date", where),
         source=_text(e, "source", where),
         passive_cards=_flag(e, "passive_cards", where),
+        psu_w=_number(e, "psu_w", where, positive=True) if e.get("psu_w") is not None else None,
     )
 
 

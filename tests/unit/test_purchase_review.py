@@ -259,3 +259,19 @@ def test_more_gpus_to_fit_are_counted_per_node() -> None:
     }
     messages = [f.message for f in advise(doc, ["B200"]).findings if "B200" in f.message and "GPUs" in f.message]
     assert any("use 16 GPUs per node (64 in all) with FSDP" in m for m in messages), messages
+
+
+def test_supplies_that_cannot_carry_the_load_with_redundancy_are_said() -> None:
+    """Eight RTX 4090s want 5,800 W of supply; the server's "4 × 2,700 W (2+2 redundant)" give 5,400 W."""
+    doc = {
+        "name": "g",
+        "model": {"preset": "gpt2-small"},
+        "hardware": {"gpu_count": 8},
+        "cost": {"rent_allowed": False},
+    }
+    power = next(line for line in advise(doc, ["RTX 4090"]).bom if line.item == "Power supply")
+    assert power.spec.startswith("5,800 W of supply — more than the 5,400 W its supplies give as priced")
+    one = next(
+        line for line in advise({**doc, "hardware": {"gpu_count": 1}}, ["RTX 4090"]).bom if line.item == "Power supply"
+    )
+    assert "more than the" not in one.spec
