@@ -100,7 +100,7 @@ class ResultsActions:
             "export_samples": "run" in kinds and not self.busy,
             "rerun": kinds == ["run"] and self.store is not None,
             "export_report": len(keys) == 1 and kinds[0] in ("run", "experiment") and self.store is not None,
-            "export_archive": self.store is not None and not self.busy,
+            "export_archive": self.store is not None and not self.busy and self.model.total > 0,  # nothing to export
             "import_archive": writable,
         }
         for key, on in enabled.items():

@@ -225,6 +225,7 @@ class ResultsTab(ResultsActions, QWidget):
             self._refreshed_once = True
             self._size_columns()
         self.select_keys(keep)
+        self._update_buttons()  # Export archive… has nothing to export in an empty database
         if not self.selected_keys():  # the empty state says how to fill the list, or that the filters hide all
             self._load_details()
 

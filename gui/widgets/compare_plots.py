@@ -62,6 +62,9 @@ class RunCurves:
         return f"#{self.run_id} {self.name}"
 
 
+NO_RUNS = "No runs to compare yet: select runs or an experiment in the list above and press Compare."
+
+
 class ComparePlots(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -109,6 +112,7 @@ class ComparePlots(QWidget):
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setToolTip("Each run has one colour on every plot; a dashed line is its predicted step time")
+        self.legend.setText(NO_RUNS)  # the pane opened blank
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
@@ -301,7 +305,7 @@ class ComparePlots(QWidget):
             label = html.escape(self.group_label(members))
             return f'<span style="color:{colour}; font-weight:bold">━━</span>&nbsp;{label}'
 
-        self.legend.setText(" &nbsp;&nbsp; ".join(name(g, m) for g, m in enumerate(self.groups())))
+        self.legend.setText(" &nbsp;&nbsp; ".join(name(g, m) for g, m in enumerate(self.groups())) or NO_RUNS)
 
     def _fill_table(self) -> None:
         self.table.setRowCount(len(self.runs))

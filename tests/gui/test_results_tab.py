@@ -414,3 +414,10 @@ def test_an_empty_list_says_how_to_fill_it(qtbot, main_window) -> None:
     assert tab.model.total == 0
     text = tab.details.text.toPlainText()
     assert text.startswith("No results yet. Save a sizing from the wizard (Save sizing, Ctrl+S)")
+    assert not tab.buttons["export_archive"].isEnabled() and tab.buttons["import_archive"].isEnabled()
+    assert tab.compare.legend.text().startswith("No runs to compare yet")
+    from tests.gui.results_data import save_real_sizing
+
+    save_real_sizing(tab.store)
+    tab.refresh()
+    assert tab.model.total == 1 and tab.buttons["export_archive"].isEnabled()
