@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QByteArray, QSettings, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMessageBox
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QSplitter
 
 from core import __version__
 from core.storage.store import Store
@@ -48,6 +48,7 @@ class MainWindow(QMainWindow):
         else:
             self.resize(1280, 760)
         self.tabs.setCurrentIndex(int(settings.value("main_window/tab", 0) or 0))
+        self._panes_restored = False  # the panes as the user left them, once the window has its size (showEvent)
         if store is not None and store.path is not None:
             self.statusBar().showMessage(f"Database: {store.path}")
 
@@ -118,4 +119,19 @@ class MainWindow(QMainWindow):
         settings = QSettings()
         settings.setValue("main_window/geometry", self.saveGeometry())
         settings.setValue("main_window/tab", self.tabs.currentIndex())
+        for split in self._splitters():
+            settings.setValue(f"splitters/{split.objectName()}", split.saveState())
         super().closeEvent(event)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._panes_restored:
+            self._panes_restored = True
+            settings = QSettings()
+            for split in self._splitters():  # only the window's geometry and tab were kept
+                state = settings.value(f"splitters/{split.objectName()}")
+                if isinstance(state, QByteArray) and not state.isEmpty():
+                    split.restoreState(state)
+
+    def _splitters(self) -> list[QSplitter]:
+        return [s for s in self.findChildren(QSplitter) if s.objectName()]

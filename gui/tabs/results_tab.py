@@ -152,6 +152,7 @@ class ResultsTab(ResultsActions, QWidget):
         self.pane.addTab(self.details, "Details")
         self.pane.addTab(self.compare, "Compare")
         self.split = split = QSplitter(Qt.Orientation.Vertical)
+        self.split.setObjectName("results_list")  # its sizes are remembered (gui/main_window.py)
         split.addWidget(self.table)
         split.addWidget(self.pane)
         split.setStretchFactor(0, 2)

@@ -26,6 +26,7 @@ class ResultDetails(QWidget):
         self.plots = TelemetryPlots()
         self.plots.setMinimumWidth(360)
         self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.setObjectName("result_details")  # its sizes are remembered (gui/main_window.py)
         self.split.addWidget(self.text)
         self.split.addWidget(self.plots)
         self.figure = pg.PlotWidget()  # the palette's colours (gui/app.py), dark themes included

@@ -185,6 +185,7 @@ class ResultsPage(QWidget):
         self._scatter_stale = False
         tabs.currentChanged.connect(self._show_scatter_if_shown)
         split = QSplitter(Qt.Orientation.Vertical)
+        split.setObjectName("wizard_results")  # its sizes are remembered (gui/main_window.py)
         split.addWidget(self.table)
         split.addWidget(tabs)
         split.setSizes([180, 260])

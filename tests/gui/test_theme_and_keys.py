@@ -56,3 +56,28 @@ def test_the_window_fits_a_laptop_screen_at_125_percent(qtbot, main_window) -> N
         for b in w.tabs.currentWidget().findChildren(QPushButton):
             if b.isVisibleTo(w):
                 assert b.width() >= b.sizeHint().width(), (tab, b.text(), b.width(), b.sizeHint().width())
+
+
+def test_the_panes_come_back_as_they_were_left(qtbot, main_window) -> None:
+    """Only the window's geometry and tab were remembered: the results list, the details beside their plots and
+    the wizard's table above its tabs opened at their first sizes again."""
+    w = main_window()
+    w.tabs.setCurrentIndex(3)
+    split = w.results_tab.split
+    qtbot.wait(10)
+    first = split.sizes()
+    split.setSizes([first[0] - 60, first[1] + 60])
+    qtbot.wait(10)
+    left = split.sizes()
+    assert left[1] == first[1] + 60
+    w.close()
+    again = main_window()
+    again.tabs.setCurrentIndex(3)
+    qtbot.wait(10)
+    # the details pane's share of the height as left: the splitter shares a new height 2 : 3, so not to the pixel
+    def share(sizes: list[int]) -> float:
+        return sizes[1] / sum(sizes)
+
+    back = share(again.results_tab.split.sizes())
+    assert abs(back - share(left)) < abs(share(first) - share(left)) / 2, (first, left, again.results_tab.split.sizes())
+    assert {s.objectName() for s in again._splitters()} == {"wizard_results", "results_list", "result_details"}
