@@ -111,7 +111,8 @@ class CandidateTableModel(QStandardItemModel):
             item.setData(raw, SORT_ROLE)
             item.setData(r, ROW_ROLE)
             item.setToolTip(tips.get(col, common_tip))
-            if col != COL_DEVICE:
+            if col not in (COL_DEVICE, COL_BUY_OR_RENT):  # figures right; words left (the last column, which takes
+                # a wide window's spare width, put "rent · 369,206 runs" a thousand pixels from its row)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if col == COL_FITS and r.fits is False:
                 item.setForeground(QColor("#d9534f"))

@@ -74,6 +74,7 @@ def test_the_panes_come_back_as_they_were_left(qtbot, main_window) -> None:
     again = main_window()
     again.tabs.setCurrentIndex(3)
     qtbot.wait(10)
+
     # the details pane's share of the height as left: the splitter shares a new height 2 : 3, so not to the pixel
     def share(sizes: list[int]) -> float:
         return sizes[1] / sum(sizes)

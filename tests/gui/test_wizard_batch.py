@@ -34,6 +34,7 @@ def test_every_node_is_counted_in_the_table_and_the_recommendation(qtbot, main_w
 
 def test_a_figures_tooltip_says_what_it_is_made_of(qtbot, main_window) -> None:
     """Capex, TCO and training time repeated the RTX 4090's datasheet source."""
+    from gui.models.candidate_table_model import COL_BUY_OR_RENT as COL_BUY
     from gui.models.candidate_table_model import COL_CAPEX, COL_DEVICE, COL_TCO, COL_TIME
 
     wiz = main_window().sizing_tab
@@ -44,3 +45,7 @@ def test_a_figures_tooltip_says_what_it_is_made_of(qtbot, main_window) -> None:
     assert "Capex 3,399 USD = 1 × NVIDIA GeForce RTX 4090 at 1,900" in tip[COL_CAPEX]
     assert "TCO " in tip[COL_TCO] and "= capex 3,399 + energy " in tip[COL_TCO]
     assert tip[COL_TIME].startswith("Training time ") and "steps an epoch × 400 epochs" in tip[COL_TIME]
+    # figures right-aligned, the buy-or-rent words left: in the last column, which takes a wide window's spare
+    # width, they sat a thousand pixels from their row
+    align = {col: page.proxy.index(row, col).data(Qt.ItemDataRole.TextAlignmentRole) for col in (COL_CAPEX, COL_BUY)}
+    assert align[COL_CAPEX] & Qt.AlignmentFlag.AlignRight and not align[COL_BUY]
