@@ -201,7 +201,7 @@ class GoalPage(WizardPage):
         doc["name"] = self.name.text().strip() or "unnamed workload"
         doc["goal"] = {"purpose": self.purpose.currentData(), "concurrent_runs": self.runs.value()}
         cost = doc.setdefault("cost", {})
-        cost["currency"] = self.currency.text().strip() or "USD"
+        cost["currency"] = self.currency.text().strip().upper() or "USD"  # as the workload reads it
         if self._non_usd():
             cost["exchange_rate"] = {"per_usd": self.rate.value(), "date": self.rate_date.text().strip()}
         else:
@@ -227,7 +227,7 @@ class GoalPage(WizardPage):
                 cost.pop(key, None)
 
     def problem(self) -> str | None:
-        msg = None if self.currency.text().strip() else "Currency: give a currency label, e.g. USD or EUR."
+        msg = None if self.currency.text().strip() else "Currency: give its three-letter code, e.g. USD or EUR."
         if msg is None and self._non_usd():
             try:
                 dt.date.fromisoformat(self.rate_date.text().strip())
