@@ -158,6 +158,9 @@ def test_one_nodes_devices_in_several_machines_are_networked_and_each_machine_is
     assert bill["Memory"].spec.startswith("480 GB on the module, as the platform is priced")
     assert "0 channels" not in bill["Platform"].spec and bill["Platform"].total is None
     assert "each machine's 1 GPU(s) × " in bill["CPU"].reason and bill["CPU"].spec.startswith("≥ 8 physical cores")
+    # the rules' cores too: each server's host feeds its one GPU ("at least 21 physical cores per node")
+    (cores,) = [f.message for f in rec.findings if "a multi-core CPU is mandatory" in f.message]
+    assert cores.endswith("at least 8 physical cores per host.")
 
 
 def test_the_heat_to_remove_is_the_load_not_the_supplies_rating() -> None:
