@@ -280,9 +280,10 @@ def report_blocks(r: Report, width: float, breaks: Breaks) -> tuple[str, Blocks]
         for b in r.bom
     ]
     priced = [b.total_price for b in r.bom if b.total_price is not None]
+    of = f", one system: the expected use needs {r.systems}" if r.systems > 1 else ""
     total_row = (  # a bill with nothing priced (this machine, nothing fits) has no "Total 0.00"
         [
-            "<tr><td colspan='4'><b>Total (priced lines)</b></td>"
+            f"<tr><td colspan='4'><b>Total (priced lines){_e(of)}</b></td>"
             f"<td align='right'><b>{_e(fmt_money(sum(priced), cur))}</b></td><td></td></tr>"
         ]
         if priced

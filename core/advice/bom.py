@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import replace
 
@@ -63,12 +62,10 @@ def recommend_bom(result: SizingResult, best: CandidateResult | None = None) -> 
                 "Jamgharyan 2024, GPU recommendations",
             )
         )
-        count, gpu_mem = 1, 0
+        gpu_mem = 0
     else:
-        count = best.count
         # the GPUs' memory in one machine: four GH200 servers had the RAM of all four held against one's
-        per_machine = math.ceil(count / max(1, best.cost.platform.machines if best.cost.platform else 1))
-        gpu_mem = (best.capacity_bytes or 0) * per_machine if best.device.kind != "cpu" else 0
+        gpu_mem = (best.capacity_bytes or 0) * best.per_machine if best.device.kind != "cpu" else 0
         verdict = []
         if best.meets_deadline is not None:
             verdict.append("meets the deadline" if best.meets_deadline else "misses the deadline")
@@ -207,7 +204,7 @@ def platform_line(best: CandidateResult, choice: PlatformChoice) -> BomLine:
         form = {"pcie": "PCIe", "sxm": "SXM", "oam": "OAM"}.get(best.device.form_factor or "pcie", "")
         n = choice.machines
         why = f"holds {best.count} {form} accelerator(s) per node".replace("  ", " ")
-        why += f" ({math.ceil(best.count / n)} per machine, {n} machines)" if n > 1 else ""
+        why += f" ({choice.per_machine(best.count)} per machine, {n} machines)" if n > 1 else ""
         if choice.bought > best.count * max(1, choice.machines) or (
             choice.platform.sold_in and choice.bought > best.count
         ):
@@ -372,7 +369,7 @@ def cpu_cores(result: SizingResult, best: CandidateResult | None) -> tuple[int, 
     if cpu_only:
         return _cpu_training_cores(best.device if best is not None else result.candidates[0].device, best, cost)
     machines = best.cost.platform.machines if best is not None and best.cost.platform is not None else 1
-    count = math.ceil(best.count / max(1, machines)) if best is not None else 1  # the GPUs one host feeds
+    count = best.per_machine if best is not None else 1  # the GPUs one host feeds
     per_gpu = best.step.loader_cores if best is not None and best.step.loader_cores else LOADER_CORES_PER_GPU
     needed = best.step.loader_cores_needed if best is not None else 0.0
     loaders = loader_cores(count, per_gpu)

@@ -40,7 +40,7 @@ def power_line(best: CandidateResult, choice: PlatformChoice, host_power_w: floa
     with 25 % headroom; where the vendor rates the whole system (DGX H100), that rating, which has its
     margin — or the load, where these devices draw more than that system."""
     p = choice.platform
-    per_machine = math.ceil(best.count / max(1, choice.machines)) if best.device.kind != "cpu" else 1
+    per_machine = choice.per_machine(best.count) if best.device.kind != "cpu" else 1
     device_w = (best.device.tdp_w or 0) * per_machine
     host_w = p.host_power_w if host_power_w is None else host_power_w
     host_from = p.name if host_power_w is None else "the workload's cost.host_power_w"

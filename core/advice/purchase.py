@@ -45,6 +45,7 @@ class Decision:
     searched: int  # configurations the budget search sized (0: the listed candidates sufficed)
     text: str  # the decision in one paragraph, for the wizard and the reports
     use: CandidateResult | None = None  # hardware already here that does the job (usable_here): nothing bought
+    searched_for: str | None = None  # why the catalogue was searched: "budget" or "deadline" (None: it was not)
 
 
 def usable_here(candidates: Sequence[CandidateResult], deadline_h: float | None) -> CandidateResult | None:
@@ -55,6 +56,7 @@ def usable_here(candidates: Sequence[CandidateResult], deadline_h: float | None)
         for c in candidates
         if c.cost.owned
         and c.fits
+        and c.cost.systems_for_use == 1  # 100,000 runs of 47 min are 8.8 years of it, non-stop
         and (c.meets_deadline if deadline_h is not None else c.train_time_s <= USE_HERE_HOURS * 3600)
     ]
     return min(ok, key=lambda c: c.train_time_s) if ok else None
@@ -76,8 +78,11 @@ def best_purchase(candidates: Sequence[CandidateResult]) -> CandidateResult | No
     fitting = [c for c in candidates if c.fits and c.cost.capex is not None]
     if not fitting:
         fitting = [c for c in candidates if c.fits]
-    fitting = [c for c in fitting if not any(_idles_bought(c, o) for o in fitting)] or fitting
-    return min(fitting, key=_rank_buy) if fitting else None
+    return min(_none_idle(fitting), key=_rank_buy) if fitting else None
+
+
+def _none_idle(pool: list[CandidateResult]) -> list[CandidateResult]:
+    return [c for c in pool if not any(_idles_bought(c, o) for o in pool)] or pool
 
 
 def _bought(c: CandidateResult) -> int:
@@ -119,35 +124,45 @@ def budget_search(
     calibrated: Mapping[str, Mapping[str, Any]] | None,
     *,
     cheapest: bool = False,
-) -> tuple[CandidateResult | None, int]:
+    rentals: bool = False,
+) -> tuple[CandidateResult | None, int, tuple[CandidateResult, ...]]:
     """The best purchase within the budget among the catalogue's devices at 1–8 GPUs (micro-batches
     and accumulation as the sizing chooses them): it fits, meets the deadline if any does, then
     trains fastest; without a budget (nothing listed fits at all), or ``cheapest`` (what is listed
-    misses the deadline), the cheapest for the expected use that meets it. Returns it (None if nothing
-    qualifies) and how many configurations were sized."""
+    misses the deadline), the cheapest for the expected use that meets it. ``rentals``: the configurations
+    with an on-demand price are sized too, whatever they cost to buy (a deadline only the catalogue met was
+    met by buying two Gaudi 3s for 186,668 USD where renting an MI300X cost 0.26 USD). Returns the purchase
+    (None if nothing qualifies), how many configurations were sized and the rentable ones."""
     w = result.workload
     budget = w.cost.budget if w.cost.budget is not None else math.inf
     listed = {(c.device.name, c.count) for c in result.candidates}
     found: list[CandidateResult] = []
+    rentable: list[CandidateResult] = []
     sized = 0
     for device in catalogue:
-        if device.purchase_price() is None or device.origin == "this-machine":
+        price = device.purchase_price()
+        rent = rentals and (device.cloud_usd_per_hour is not None or w.cost.cloud_per_gpu_hour is not None)
+        if device.origin == "this-machine" or (price is None and not rent):
             continue
-        lowest = w.cost.from_usd(device.purchase_price()[0])  # type: ignore[index]
+        lowest = w.cost.from_usd(price[0]) if price is not None else math.inf
         for count in SEARCH_COUNTS if device.kind != "cpu" else (1,):
-            if (device.name, count) in listed or lowest * count > budget:  # listed ones are in the pool already
+            if (device.name, count) in listed or (lowest * count > budget and not rent):  # listed: in the pool
                 continue
             c = size_candidate(w, device, count, host_ram_bytes, (calibrated or {}).get(device.name))
             sized += 1
             if c.fits and c.cost.capex is not None and c.cost.capex <= budget:
                 found.append(c)
+            if rent and c.fits and c.cost.cloud_cost is not None:
+                rentable.append(c)
     found += [c for c in result.candidates if c.fits and c.cost.capex is not None and c.cost.capex <= budget]
+    found = _none_idle(found)  # a board's GPUs left idle where the same board trains faster on all of them
     if not found:
-        return None, sized
+        return None, sized, tuple(rentable)
     if w.cost.budget is None or cheapest:  # the cheapest that fits (meeting the deadline if one can)
-        return min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_per_run, c.train_time_s)), sized
+        best = min(found, key=lambda c: (c.meets_deadline is False, c.cost.buy_per_run, c.train_time_s))
+        return best, sized, tuple(rentable)
     # the fastest, the cheaper first among equally fast ones where the step is host-bound (core.advice.ranking)
-    return rank_candidates(found)[0], sized
+    return rank_candidates(found)[0], sized, tuple(rentable)
 
 
 def gives_up(alt: CandidateResult, wanted: CandidateResult | None, deadline_h: float | None) -> tuple[str, ...]:
@@ -187,11 +202,16 @@ def decide(
     # nothing listed meets the deadline (within the budget): the catalogue's cheapest that does ("Buy RTX 3060",
     # 8 times over a 1 h deadline, with 50,000 USD of budget left unspent)
     late = wanted is not None and wanted.meets_deadline is False and wanted.within_budget is not False
+    reason, rentable = None, ()
     if (wanted is None or wanted.within_budget is False or late) and catalogue:
-        alt, searched = budget_search(result, catalogue, host_ram_bytes, calibrated, cheapest=late)
+        reason = "deadline" if late else "budget"
+        rentals = late and c.rent_allowed and not any(x.fits and x.meets_deadline for x in result.candidates)
+        alt, searched, rentable = budget_search(
+            result, catalogue, host_ram_bytes, calibrated, cheapest=late, rentals=rentals
+        )
         if alt is not None and not (late and alt.meets_deadline is False):
             buy_c, lost = alt, () if late else gives_up(alt, wanted, c.deadline_hours)
-    rent_c = best_rental(result.candidates, c.budget) if c.rent_allowed else None
+    rent_c = best_rental([*result.candidates, *rentable], c.budget) if c.rent_allowed else None
     buy = None
     if buy_c is not None and buy_c.cost.buy_for_use is not None and buy_c.cost.buy_per_run is not None:
         buy = Option(buy_c, "buy", buy_c.cost.buy_for_use, buy_c.cost.buy_per_run, lost)
@@ -205,9 +225,11 @@ def decide(
         runs = buy.candidate.cost.break_even_runs
         hours = buy.candidate.cost.break_even_hours
     text = (
-        _use_here_text(use, buy, rent, result) if use is not None else _text(verdict, buy, rent, runs, result, searched)
+        _use_here_text(use, buy, rent, result)
+        if use is not None
+        else _text(verdict, buy, rent, runs, result, searched, reason)
     )
-    return Decision(verdict, buy, rent, runs, hours, searched, text, use)
+    return Decision(verdict, buy, rent, runs, hours, searched, text, use, reason)
 
 
 def _use_here_text(use: CandidateResult, buy: Option | None, rent: Option | None, result: SizingResult) -> str:
@@ -280,6 +302,7 @@ def _text(
     runs: int | None,
     result: SizingResult,
     searched: int,
+    reason: str | None = None,
 ) -> str:
     cur = result.workload.cost.currency
     if verdict is None:
@@ -317,19 +340,19 @@ def _text(
     elif verdict == "buy":
         parts.append("No listed candidate that fits has a public on-demand price to compare with.")
     budget = result.workload.cost.budget
-    late = [x for x in result.candidates if x.fits and x.meets_deadline is False]
-    if (
-        searched
-        and buy is not None
-        and buy.candidate not in result.candidates
-        and late
-        and buy.candidate.meets_deadline
-    ):
+    within = f" within the budget of {fmt_money(budget, cur)}" if budget is not None else ""
+    deadline = result.workload.cost.deadline_hours
+    met = [o for o in (buy, rent) if o is not None and o.candidate.meets_deadline]
+    found = sorted((o for o in met if o.candidate not in result.candidates), key=lambda o: o.mode != verdict)
+    if reason == "deadline" and not met:  # said nowhere: "Rent … 3060 … 7.6 h" for a 1 h deadline
         parts.append(
-            f"Nothing listed meets the deadline of {result.workload.cost.deadline_hours:g} h"
-            + (f" within the budget of {fmt_money(budget, cur)}" if budget is not None else "")
-            + f"; {buy.label} is the cheapest of {searched} catalogue configurations sized that does, for "
-            f"{_use_text(result)}."
+            f"Nothing listed, nor any of {searched} catalogue configurations sized, meets the deadline of "
+            f"{deadline:g} h{within}."
+        )
+    elif reason == "deadline" and found:
+        parts.append(
+            f"Nothing listed meets the deadline of {deadline:g} h{within}; {found[0].mode}ing {found[0].label} is "
+            f"the cheapest of {searched} catalogue configurations sized that does, for {_use_text(result)}."
         )
     elif searched and buy is not None and buy.candidate not in result.candidates:
         listed_fits = any(x.fits for x in result.candidates)

@@ -85,9 +85,7 @@ def rule_context(result: SizingResult, inventory: Mapping[str, Any] | None = Non
     cpus = [c for c in cands if c.device.kind == "cpu"]
     gpu_counts = [c.count for c in gpus] or [1]
     best_gpus = 0 if lead.device.kind == "cpu" else lead.count * lead.nodes
-    # the GPUs one host feeds: a node's, or one machine's where a node takes several (four GH200 servers)
-    machines = lead.cost.platform.machines if lead.cost.platform is not None else 1
-    node_gpus = 1 if lead.device.kind == "cpu" else max(1, math.ceil(lead.count / max(1, machines)))
+    node_gpus = 1 if lead.device.kind == "cpu" else max(1, lead.per_machine)  # four GH200 servers: one each
     fastest = min(cands, key=lambda c: c.train_time_s)
     fastest_cpu = min(cpus, key=lambda c: c.train_time_s) if cpus else None
     layer_types = {r.type for r in m.rows}

@@ -104,15 +104,21 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
     devices = count * nodes
     platforms = load_platforms()
     owned = nodes == 1 and device.owned(count)
+    # more of this machine than it has (× 2 of its one GPU, or several nodes of it) is neither here nor a thing to
+    # buy as "this machine" (it was priced as a new 2-GPU system, its CPU rented at the per-GPU-hour price)
+    beyond = device.is_this_machine and not owned
     # this machine is not bought again (a server was priced around its CPU) nor rented (its CPU got the
     # workload's cloud price per device-hour)
-    choice = None if owned else platform_for(device, count, platforms)
+    choice = None if owned or beyond else platform_for(device, count, platforms)
     lines: list[CapexLine] = []
     capex: float | None = None
     power: float | None = None
-    purchase = device.purchase_price()
+    purchase = None if beyond else device.purchase_price()
     machines = 0
     purchase_note = OWNED_NOTE if owned else "not sold: rented only"
+    if beyond:
+        listed = f"the catalogue's {device.catalogue_match}" if device.catalogue_match else "a catalogue device"
+        purchase_note = f"more than this machine has: list {listed} to price more"
     if owned and device.tdp_w is not None and cost.host_power_w is not None:
         power = device.tdp_w * count + cost.host_power_w
     if choice is not None and (purchase is not None or device.kind == "cpu"):
@@ -155,7 +161,11 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
             capex = sum(line.total for line in lines)
     energy_kwh = power * cost.utilisation * train_hours * cost.pue / 1000 if power is not None else None
     energy_cost = energy_kwh * cost.electricity_per_kwh if energy_kwh is not None else None
-    per_device, cloud_note = (None, "already here: not rented") if owned else device_cloud_price(device, cost)
+    per_device, cloud_note = (
+        (None, "already here: not rented" if owned else purchase_note)
+        if owned or beyond
+        else device_cloud_price(device, cost)
+    )
     cloud_per_hour = per_device * devices if per_device is not None else None
     gpu_hours = train_hours * devices
     use_hours = (
@@ -164,6 +174,8 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
     tco = run_cost = buy_for_use = break_even = maintenance = None
     break_even_runs = None
     busy_hours = cost.amortisation_years * HOURS_PER_YEAR * cost.utilisation
+    # hours a year say how long one system trains (up to 8,760): its life is the use's hours, not 70 % of the clock
+    life = use_hours if cost.hours_per_year is not None else busy_hours
     # hours a year are one system's by definition (at most 8,760); runs beyond its busy hours need more systems
     systems = 1 if cost.hours_per_year is not None else max(1, math.ceil(use_hours / busy_hours - 1e-9))
     if capex is not None and power is not None:
@@ -174,7 +186,7 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         buy_for_use = systems * (capex + maintenance) + own_per_hour * use_hours
         if cloud_per_hour is not None and cloud_per_hour > own_per_hour:
             break_even = (capex + maintenance) / (cloud_per_hour - own_per_hour)
-            if break_even > busy_hours:  # owning never pays off within the system's life: no break-even to give
+            if break_even > life:  # owning never pays off within the system's life: no break-even to give
                 break_even = None
             else:
                 break_even_runs = math.ceil(break_even / train_hours) if train_hours > 0 else None
@@ -204,5 +216,5 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
         rent_allowed=cost.rent_allowed,
         owned=owned,
         systems_for_use=systems,
-        life_hours=busy_hours,
+        life_hours=life,
     )

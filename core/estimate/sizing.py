@@ -70,6 +70,11 @@ class CandidateResult:
         return f"{self.device.name} × {self.count}" + (f" per node × {self.nodes} nodes" if self.nodes > 1 else "")
 
     @property
+    def per_machine(self) -> int:
+        """The devices one host feeds: a node's, or one machine's where the node takes several."""
+        return self.cost.platform.per_machine(self.count) if self.cost.platform is not None else self.count
+
+    @property
     def break_even(self) -> tuple[float | None, int | None]:
         """Hours and runs after which owning these devices costs less than renting them; none where they do not
         fit (a candidate that lacked memory read "buying pays off after 2,330 runs")."""
@@ -302,7 +307,7 @@ def loader_core_limit(choice: PlatformChoice | None, count: int) -> int | None:
     training process and one for the system, shared by the devices in it; None when not known."""
     if choice is None or not choice.platform.cores:
         return None
-    per_machine = math.ceil(count / max(1, choice.machines))
+    per_machine = choice.per_machine(count)
     return max(1, (choice.platform.cores - per_machine - 1) // per_machine)
 
 

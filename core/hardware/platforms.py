@@ -73,6 +73,10 @@ class PlatformChoice:
     machines: int
     bought: int
 
+    def per_machine(self, count: int) -> int:
+        """The devices one machine holds of ``count`` in a node (a node of four GH200s is four servers of one)."""
+        return math.ceil(count / max(1, self.machines))
+
 
 @dataclass(frozen=True)
 class Platforms:

@@ -79,6 +79,7 @@ class Report:
     inventory_text: str
     notes: tuple[str, ...] = field(default=())
     decision: tuple[str, str] | None = None  # the verdict ("use", "buy", "rent") and its paragraph, for the CSV
+    systems: int = 1  # systems the expected use needs: the bill is one system's
 
 
 def build_report(
@@ -177,6 +178,7 @@ def build_report(
         inventory_text=inventory_text,
         notes=tuple(result.notes),
         decision=(rec.decision.verdict, rec.decision.text) if rec.decision and rec.decision.verdict else None,
+        systems=best.cost.systems_for_use if best is not None else 1,
     )
 
 

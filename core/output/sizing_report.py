@@ -168,11 +168,13 @@ def _decision_dict(rec: Recommendation) -> dict[str, Any] | None:
 
     return {
         "verdict": d.verdict,
+        "use": {"device": d.use.device.name, "count": d.use.count, "nodes": d.use.nodes} if d.use else None,
         "buy": option(d.buy),
         "rent": option(d.rent),
         "break_even_runs": d.break_even_runs,
         "break_even_hours": d.break_even_hours,
         "searched": d.searched,
+        "searched_for": d.searched_for,
         "text": d.text,
     }
 

@@ -67,6 +67,7 @@ class CandidateTableModel(QStandardItemModel):
             self.setHorizontalHeaderItem(col, item)
         self._rows: list[CandidateResult] = []
         self._measured: ScaleResult | None = None
+        self.epochs = 1  # the workload's, for the training time's tooltip (the results page sets it with the rows)
 
     @property
     def measured(self) -> ScaleResult | None:
@@ -98,7 +99,7 @@ class CandidateTableModel(QStandardItemModel):
             # what the figure is made of (each repeated the device's datasheet source)
             COL_CAPEX: wrapped_tip(capex_note(r)),
             COL_TCO: wrapped_tip(tco_note(r)),
-            COL_TIME: time_note(r),
+            COL_TIME: time_note(r, self.epochs),
         }
         note = step_accuracy_note(r)
         tips[COL_STEP] = wrapped_tip(
@@ -159,9 +160,9 @@ def _buy_or_rent(r: CandidateResult) -> str:
         return ""
     if r.buy_or_rent == "use":
         return "use: already here"
-    if r.buy_or_rent == "buy" or r.cost.break_even_runs is None:
+    if r.buy_or_rent == "buy" or r.break_even[1] is None:
         return r.buy_or_rent
-    return f"rent · {r.cost.break_even_runs:,} runs"
+    return f"rent · {r.break_even[1]:,} runs"
 
 
 def _buy_or_rent_tip(r: CandidateResult) -> str:

@@ -224,6 +224,7 @@ class ResultsPage(QWidget):
             if here
             else "Add 'this machine' to the candidates to compare a run here with its sizing"
         )
+        self.model.epochs = result.workload.training.epochs
         self.model.set_rows(rank_candidates(result.candidates))
         self._fit_device_column()
         # selecting draws the memory bar: of the candidate recommended (the top row could be another, an
@@ -233,7 +234,8 @@ class ResultsPage(QWidget):
         self._show_scatter_if_shown()
         self._show_seed(result)
         self._show_findings(rec.findings)
-        self._show_bom(rec.bom, result.workload.cost.currency)
+        systems = rec.best.cost.systems_for_use if rec.best is not None else 1
+        self._show_bom(rec.bom, result.workload.cost.currency, systems)
         self._show_decision(rec)
         best = rec.advised  # the rental where renting wins: "Recommended: A100 × 4 (rent …)" named the purchase
         c = result.workload.cost
@@ -243,7 +245,8 @@ class ResultsPage(QWidget):
             extra = []
             if c.deadline_hours is not None:
                 extra.append(f"deadline {c.deadline_hours:g} h {'met' if best.meets_deadline else 'missed'}")
-            if c.budget is not None and best.within_budget is not None:
+            rented = rec.decision is not None and rec.decision.verdict == "rent"
+            if c.budget is not None and best.within_budget is not None and not rented:  # a capex: not a rental's
                 extra.append("within budget" if best.within_budget else "over budget")
             if rec.decision is not None and rec.decision.use is not None:
                 extra.append("already here: nothing to buy")
@@ -251,13 +254,9 @@ class ResultsPage(QWidget):
                 extra.append("buy for the expected use")
             listed = ""
             if best not in result.candidates:  # the catalogue's best where nothing listed is within budget or in time
-                late = best.meets_deadline and not any(x.fits and x.meets_deadline for x in result.candidates)
-                listed = (
-                    " (from the catalogue: nothing listed meets the deadline)"
-                    if late
-                    else (" (from the catalogue, within budget)")
-                )
-            mode = "rent " if rec.decision is not None and rec.decision.verdict == "rent" else ""
+                late = rec.decision is not None and rec.decision.searched_for == "deadline"
+                listed = f" (from the catalogue: nothing listed {'meets the deadline' if late else 'is within budget'})"
+            mode = "rent " if rented else ""
             said = [n for n in result.notes if n.startswith("training.")]  # what the sizing read differently
             self.verdict.setText(
                 f"Recommended: {mode}<b>{html.escape(best.label)}</b>{listed} — trains in "
@@ -392,7 +391,7 @@ class ResultsPage(QWidget):
         self.findings.setHtml(findings_html(findings, self.palette().color(QPalette.ColorRole.PlaceholderText).name()))
         self._tab_text(2, f"Findings ({len(findings)})")
 
-    def _show_bom(self, bom: Sequence[BomLine], currency: str) -> None:
+    def _show_bom(self, bom: Sequence[BomLine], currency: str, systems: int = 1) -> None:
         self.bom.clear()
         priced = any(b.total is not None for b in bom)  # nothing is where nothing fits
         unpriced = "included in the platform's price" if priced else "not priced"
@@ -407,7 +406,8 @@ class ResultsPage(QWidget):
             self.bom.addTopLevelItem(item)
         if priced:  # a bill with nothing priced has no total (it read "Total — the capex — 0.00")
             total = sum(b.total for b in bom if b.total is not None)
-            item = QTreeWidgetItem(["Total", "the capex", fmt_money(total, currency), ""])
+            of = f" of one system: the expected use needs {systems}" if systems > 1 else ""
+            item = QTreeWidgetItem(["Total", f"the capex{of}", fmt_money(total, currency), ""])
             font = item.font(0)
             font.setBold(True)
             for col in range(3):

@@ -49,3 +49,35 @@ def test_a_figures_tooltip_says_what_it_is_made_of(qtbot, main_window) -> None:
     # width, they sat a thousand pixels from their row
     align = {col: page.proxy.index(row, col).data(Qt.ItemDataRole.TextAlignmentRole) for col in (COL_CAPEX, COL_BUY)}
     assert align[COL_CAPEX] & Qt.AlignmentFlag.AlignRight and not align[COL_BUY]
+
+
+def test_a_rental_is_not_held_to_the_purchase_budget_and_many_systems_are_said(qtbot, main_window, tmp_path) -> None:
+    """ "Recommended: rent H100 SXM × 1 … (deadline 100 h met, over budget)": the budget is a capex, not a rental's
+    140 USD; and a use that needs seven systems showed one system's capex as the bill's total."""
+    import json
+
+    wiz = main_window().sizing_tab
+    doc = {
+        "name": "r",
+        "model": {"preset": "resnet-50"},
+        "data": {"samples": 1_281_167, "format": "jpeg"},
+        "training": {"batch_size": 256, "epochs": 90, "optimizer": "sgd_momentum", "precision": "bf16_mixed"},
+        "hardware": {"candidates": ["RTX 3060", "H100 SXM"]},
+        "cost": {"deadline_hours": 100, "budget": 20_000},
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    assert wiz.open_file(path)
+    wiz.go(5)
+    assert wiz.recommendation.decision.verdict == "rent"
+    text = wiz.results.verdict.text()
+    assert text.startswith("Recommended: rent <b>") and "budget" not in text
+    doc["hardware"] = {"candidates": ["RTX 4090"]}
+    doc["cost"] = {"runs": 5000, "rent_allowed": False}
+    path.write_text(json.dumps(doc))
+    assert wiz.open_file(path)
+    wiz.go(5)
+    systems = wiz.recommendation.best.cost.systems_for_use
+    bill = wiz.results.bom
+    total = bill.topLevelItem(bill.topLevelItemCount() - 1)
+    assert systems > 1 and total.text(1) == f"the capex of one system: the expected use needs {systems}"

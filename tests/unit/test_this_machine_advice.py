@@ -93,9 +93,32 @@ def test_without_a_deadline_a_run_longer_than_a_day_is_not_advised_here() -> Non
     assert rec.decision is not None and rec.decision.verdict in ("buy", "rent")
 
 
-def test_more_of_its_gpu_than_it_has_are_bought() -> None:
+def test_more_of_it_than_it_has_is_neither_bought_nor_rented_as_this_machine() -> None:
+    """Its GPU × 2 (it has one) was bought as a new 2-GPU system named "this machine"; two nodes of its CPU were
+    rented at the workload's price per device-hour."""
     assert GPU_HERE.owned(1) and not GPU_HERE.owned(2)
     rec = advise({}, [GPU_HERE], hardware={"gpu_count": {"min": 1, "max": 2}})
     one, two = sorted(rec.result.candidates, key=lambda c: c.count)
     assert one.cost.owned and one.cost.capex is None
-    assert not two.cost.owned and two.cost.capex is not None and two.cost.capex_lines
+    assert not two.cost.owned and two.cost.capex is None and two.cost.cloud_cost is None and not two.cost.capex_lines
+    assert (
+        two.cost.purchase_note
+        == "more than this machine has: list the catalogue's NVIDIA GeForce RTX 4090 to price more"
+    )
+    nodes = advise({"cloud_per_gpu_hour": 2.0}, [CPU_HERE], training={"nodes": 2}).result.candidates[0]
+    assert nodes.cost.cloud_cost is None and nodes.cost.capex is None
+
+
+def test_a_use_longer_than_its_life_is_not_advised_here() -> None:
+    """100,000 runs of 47 min (8.8 years of training, non-stop) read "Use this machine"."""
+    rec = advise({"runs": 100_000}, [GPU_HERE, RTX_4090], training={"epochs": 4000})
+    here = next(c for c in rec.result.candidates if c.device.is_this_machine)
+    assert here.fits and here.cost.systems_for_use > 1
+    assert rec.decision is not None and rec.decision.verdict != "use" and rec.decision.use is None
+
+
+def test_the_json_names_the_machine_used() -> None:
+    from core.output.sizing_report import sizing_to_dict
+
+    d = sizing_to_dict(advise({}, [CPU_HERE, RTX_4090]))["decision"]
+    assert d["verdict"] == "use" and d["use"] == {"device": CPU_HERE.name, "count": 1, "nodes": 1}
