@@ -5,6 +5,7 @@ sample; Tab went into a table and never left it; Next and Back had no key."""
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QKeySequence
 
 
@@ -27,6 +28,14 @@ def test_tab_leaves_the_tables_and_alt_keys_step_the_wizard(qtbot, main_window) 
     w = main_window()
     wiz = w.sizing_tab
     assert not wiz.results.table.tabKeyNavigation() and not w.results_tab.table.tabKeyNavigation()
+    wiz.go(5)
+    w.activateWindow()
+    table = wiz.results.table
+    table.setFocus()
+    qtbot.waitUntil(table.hasFocus)
+    qtbot.keyClick(table, Qt.Key.Key_Tab)  # to the next control, not the next cell
+    assert not table.hasFocus()
+    wiz.go(0)
     assert wiz.next_button.shortcut() == QKeySequence("Alt+N") and wiz.back_button.shortcut() == QKeySequence("Alt+B")
     assert wiz.next_button.text().replace("&", "") == "Next >"
 
