@@ -131,8 +131,11 @@ def budget_search(
     trains fastest; without a budget (nothing listed fits at all), or ``cheapest`` (what is listed
     misses the deadline), the cheapest for the expected use that meets it. ``rentals``: the configurations
     with an on-demand price are sized too, whatever they cost to buy (a deadline only the catalogue met was
-    met by buying two Gaudi 3s for 186,668 USD where renting an MI300X cost 0.26 USD). Returns the purchase
-    (None if nothing qualifies), how many configurations were sized and the rentable ones."""
+    met by buying two Gaudi 3s for 186,668 USD where renting an MI300X cost 0.26 USD); rentals that miss the
+    deadline are not offered. With ``cheapest`` each device is sized at its most GPUs first — where those miss
+    the deadline, fewer would too, and the device is left — else upwards from one to the fewest that meet it
+    (more of the same device cost more): 49 configurations instead of 146 where few devices meet it. Returns
+    the purchase (None if nothing qualifies), how many configurations were sized and the rentable ones."""
     w = result.workload
     budget = w.cost.budget if w.cost.budget is not None else math.inf
     listed = {(c.device.name, c.count) for c in result.candidates}
@@ -145,14 +148,27 @@ def budget_search(
         if device.origin == "this-machine" or (price is None and not rent):
             continue
         lowest = w.cost.from_usd(price[0]) if price is not None else math.inf
-        for count in SEARCH_COUNTS if device.kind != "cpu" else (1,):
-            if (device.name, count) in listed or (lowest * count > budget and not rent):  # listed: in the pool
-                continue
-            c = size_candidate(w, device, count, host_ram_bytes, (calibrated or {}).get(device.name))
-            sized += 1
+        counts = [  # listed ones are in the pool already
+            n
+            for n in (SEARCH_COUNTS if device.kind != "cpu" else (1,))
+            if (device.name, n) not in listed and (lowest * n <= budget or rent)
+        ]
+        sizes: list[CandidateResult] = []
+        if cheapest and len(counts) > 1:  # the fewest that meet the deadline: the most first, then upwards
+            top = size_candidate(w, device, counts[-1], host_ram_bytes, (calibrated or {}).get(device.name))
+            sizes.append(top)
+            if top.fits and top.meets_deadline is not False:
+                for n in counts[:-1]:
+                    sizes.append(size_candidate(w, device, n, host_ram_bytes, (calibrated or {}).get(device.name)))
+                    if sizes[-1].fits and sizes[-1].meets_deadline is not False:
+                        break
+        else:
+            sizes = [size_candidate(w, device, n, host_ram_bytes, (calibrated or {}).get(device.name)) for n in counts]
+        sized += len(sizes)
+        for c in sizes:
             if c.fits and c.cost.capex is not None and c.cost.capex <= budget:
                 found.append(c)
-            if rent and c.fits and c.cost.cloud_cost is not None:
+            if rent and c.fits and c.meets_deadline is not False and c.cost.cloud_cost is not None:
                 rentable.append(c)
     found += [c for c in result.candidates if c.fits and c.cost.capex is not None and c.cost.capex <= budget]
     found = _none_idle(found)  # a board's GPUs left idle where the same board trains faster on all of them

@@ -99,7 +99,7 @@ BUY_OR_RENT = Term(
     "buy_or_rent",
     "buy_or_rent",
     "which costs less for the expected use (cost.runs or cost.hours_per_year): buying (capex, maintenance, energy) "
-    "or renting the same devices; \"use\" for this machine, already here; empty when one of them has no price",
+    'or renting the same devices; "use" for this machine, already here; empty when one of them has no price',
 )
 VERDICT = Term("Deadline, budget", "verdict", "verdict", "whether the candidate meets the deadline and the budget")
 
