@@ -121,6 +121,11 @@ def test_a_missed_deadline_looks_for_the_cheapest_purchase_that_meets_it() -> No
     assert (
         eight.meets_deadline and eight.cost.buy_per_run is not None and bought.cost.buy_per_run < eight.cost.buy_per_run
     )
+    # the fewest of that device that meet it: one fewer misses it
+    fewer = {1: None, 2: 1, 4: 2, 8: 4}[bought.count]
+    if fewer is not None:
+        less = advise({**doc, "hardware": {"gpu_count": fewer}}, [bought.device.name]).result.candidates[0]
+        assert less.meets_deadline is False
     # a deadline nothing within the budget meets leaves the listed purchase
     tight = advise({**doc, "cost": {"deadline_hours": 1, "budget": 2_000, "rent_allowed": False}}, ["RTX 3060"])
     assert tight.decision is not None and tight.decision.buy is not None
