@@ -14,26 +14,11 @@ from core.hardware.catalogue import find_device, load_catalogue
 from core.spec.workload import parse_workload
 from gui.models.candidate_table_model import COL_DEVICE, COL_MEASURED, COL_STEP
 from gui.wizard.measure_panel import MEASURE_TIP, MeasurePanel
-from telemetry.machine import GpuSummary, MachineSummary
+from telemetry.machine import GpuSummary
 from telemetry.pytorch_env import TorchEnvironment
+from tests.machines import NO_GPU
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
-NO_GPU = MachineSummary(
-    cpu_model="AMD EPYC",
-    vendor="AMD",
-    physical_cores=2,
-    logical_cores=2,
-    usable_cores=2,
-    clock_mhz=2000.0,
-    clock_source="test",
-    flags=frozenset(),
-    family=None,
-    model=None,
-    ram_total_bytes=24 * 2**30,
-    ram_available_bytes=20 * 2**30,
-    gpus=(),
-    gpu_note="no NVIDIA driver or GPU: NVML could not start (NVML Shared Library Not Found)",
-)
 
 
 def test_without_a_gpu_the_button_is_disabled_and_says_why(qtbot, main_window) -> None:

@@ -13,25 +13,11 @@ from core.advice.recommendation import Recommendation, recommend
 from core.hardware.catalogue import DeviceSpec, find_device, load_catalogue
 from core.output.sizing_report import sizing_to_text
 from core.spec.workload import parse_workload
-from telemetry.machine import GpuSummary, MachineSummary, this_machine_device
+from telemetry.machine import GpuSummary, this_machine_device
+from tests.machines import NO_GPU
 
 CATALOGUE = load_catalogue()
-MACHINE = MachineSummary(
-    cpu_model="AMD EPYC",
-    vendor="AMD",
-    physical_cores=2,
-    logical_cores=2,
-    usable_cores=2,
-    clock_mhz=2000.0,
-    clock_source="test",
-    flags=frozenset({"avx2", "fma"}),
-    family=25,
-    model=1,
-    ram_total_bytes=24 * 2**30,
-    ram_available_bytes=20 * 2**30,
-    gpus=(),
-    gpu_note="no GPU",
-)
+MACHINE = NO_GPU
 CPU_HERE = this_machine_device(MACHINE, CATALOGUE)
 GPU_HERE = this_machine_device(
     replace(MACHINE, gpus=(GpuSummary("NVIDIA GeForce RTX 4090", 24 * 2**30, "GPU-1"),)), CATALOGUE
