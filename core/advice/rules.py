@@ -208,6 +208,15 @@ def _fix_text(result: SizingResult, c: CandidateResult) -> str:
             ckpt = replace(w, training=replace(w.training, checkpointing=True))
             if memory_plan(ckpt, c.device, c.count).fits:
                 options.append("turn on activation checkpointing")
+        t = w.training
+        half = t.precision in ("fp16_mixed", "bf16_mixed")
+        if not options and t.sharding == "fsdp" and half and t.large.precision_layout == "autocast":
+            # autocast keeps fp32 weights and a half copy of every matmul's whole weight on each GPU (129 GiB
+            # for a 70B model): FSDP's own mixed precision gathers the shards in half precision instead
+            param = "fp16" if t.precision == "fp16_mixed" else "bf16"
+            large = replace(t.large, precision_layout="fsdp_mixed", param_dtype=param)
+            if memory_plan(replace(w, training=replace(t, large=large)), c.device, c.count).fits:
+                options.append('use FSDP\'s mixed precision (training.precision_layout "fsdp_mixed")')
     elif not options:
         options.append("choose a host with more RAM")
     return (

@@ -225,8 +225,8 @@ def test_devices_bought_on_a_board_are_not_left_idle() -> None:
     assert rec.best is four
 
 
-def test_more_gpus_to_fit_are_counted_per_node() -> None:
-    """B200 × 8 on 4 nodes (32 GPUs) was told "use 16 GPUs with FSDP", fewer than it had; one node, "use 64"."""
+def llama_70b(nodes: int) -> dict[str, Any]:
+    """A Llama-3-70B-shaped causal LM in bf16 under FSDP with checkpointing, on ``nodes`` nodes of 8 GPUs."""
     layers = [
         {"type": "embedding", "num_embeddings": 128256, "embedding_dim": 8192},
         {
@@ -261,10 +261,16 @@ def test_more_gpus_to_fit_are_counted_per_node() -> None:
             "precision": "bf16_mixed",
             "checkpointing": True,
             "sharding": "fsdp",
-            "nodes": 4,
+            "nodes": nodes,
         },
         "hardware": {"gpu_count": 8},
     }
+    return doc
+
+
+def test_more_gpus_to_fit_are_counted_per_node() -> None:
+    """B200 × 8 on 4 nodes (32 GPUs) was told "use 16 GPUs with FSDP", fewer than it had; one node, "use 64"."""
+    doc = llama_70b(4)
     messages = [f.message for f in advise(doc, ["B200"]).findings if "B200" in f.message and "GPUs" in f.message]
     assert any("use 16 GPUs per node (64 in all) with FSDP" in m for m in messages), messages
 
@@ -327,3 +333,15 @@ def test_hours_a_year_break_even_within_the_hours_asked() -> None:
     assert c.life_hours == 3 * 8760 and c.break_even_hours is not None and c.break_even_hours <= c.life_hours
     d = rec.decision
     assert d is not None and d.verdict == "buy" and "costs less over their" not in d.text and "pays off after" in d.text
+
+
+def test_fsdps_own_mixed_precision_is_offered_where_autocast_does_not_fit() -> None:
+    """H100s were told "no batch, GPU count or sharding fits it: choose a larger device" for a 70B model whose
+    autocast layout keeps a 129 GiB half copy of its weights on each GPU; FSDP's mixed precision fits it."""
+    doc = llama_70b(4)
+    rec = advise(doc, ["H100 SXM"])
+    assert not rec.result.candidates[0].fits
+    (finding,) = [f.message for f in rec.findings if f.message.startswith("NVIDIA H100 SXM × 8: memory")]
+    assert finding.endswith('— use FSDP\'s mixed precision (training.precision_layout "fsdp_mixed").')
+    doc["training"]["precision_layout"] = "fsdp_mixed"
+    assert advise(doc, ["H100 SXM"]).result.candidates[0].fits
