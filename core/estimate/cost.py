@@ -57,7 +57,8 @@ class CostEstimate:
     # systems bought for the expected use: more than one where the runs take longer than one system's busy hours
     # over the amortisation period (5,000 runs of 24.5 h were priced as one RTX 4090's: 14 years of training)
     systems_for_use: int = 1
-    life_hours: float = math.inf  # one system's busy hours over the amortisation period (years × 8,760 × utilisation)
+    # one system's training hours over the amortisation period: years × 8,760 × utilisation, or the hours a year asked
+    life_hours: float = math.inf
 
     @property
     def buy_per_run(self) -> float | None:
@@ -174,9 +175,9 @@ def estimate_cost(device: DeviceSpec, count: int, nodes: int, train_hours: float
     tco = run_cost = buy_for_use = break_even = maintenance = None
     break_even_runs = None
     busy_hours = cost.amortisation_years * HOURS_PER_YEAR * cost.utilisation
-    # hours a year say how long one system trains (up to 8,760): its life is the use's hours, not 70 % of the clock
+    # hours a year say how long one system trains (up to 8,760): its life is the use's hours, not 70 % of the
+    # clock, and one system gives them; runs beyond its busy hours need more systems
     life = use_hours if cost.hours_per_year is not None else busy_hours
-    # hours a year are one system's by definition (at most 8,760); runs beyond its busy hours need more systems
     systems = 1 if cost.hours_per_year is not None else max(1, math.ceil(use_hours / busy_hours - 1e-9))
     if capex is not None and power is not None:
         own_per_hour = power * cost.utilisation * cost.pue / 1000 * cost.electricity_per_kwh
