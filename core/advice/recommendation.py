@@ -43,10 +43,14 @@ class Recommendation:
         """What the decision advises: the rental where renting wins (the bill of materials stays the purchase's,
         "if bought"), else ``best``. The summaries lead with it ("Recommended: 4 × A100" opened a report whose
         decision was to rent 8 × H100)."""
-        d = self.decision
-        if d is not None and d.verdict == "rent" and d.rent is not None:
-            return d.rent.candidate
+        if self.rented and self.decision is not None and self.decision.rent is not None:
+            return self.decision.rent.candidate
         return self.best
+
+    @property
+    def rented(self) -> bool:
+        """The decision is to rent: the summaries lead with the rental and hold it to no purchase budget."""
+        return self.decision is not None and self.decision.verdict == "rent"
 
 
 def recommend(

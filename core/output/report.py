@@ -109,7 +109,7 @@ def build_report(
         author=author,
         machine=machine,
         currency=cur,
-        summary=_summary(result, best, rec),
+        summary=_summary(rec),
         requirements=(
             ("Parameters", f"{m.parameters:,}", "counted per layer; equal to PyTorch's count (docs/accuracy.md)"),
             (
@@ -182,7 +182,8 @@ def build_report(
     )
 
 
-def _summary(result: SizingResult, best: CandidateResult | None, rec: Recommendation) -> str:
+def _summary(rec: Recommendation) -> str:
+    result, best = rec.result, rec.best
     c = result.workload.cost
     decision = rec.decision.text if rec.decision is not None else ""
     if best is None:
@@ -199,7 +200,7 @@ def _summary(result: SizingResult, best: CandidateResult | None, rec: Recommenda
         )
     advised = rec.advised or best
     # renting wins: the summary leads with it, the purchase follows "if bought"
-    rented = rec.decision is not None and rec.decision.verdict == "rent"
+    rented = rec.rented
     parts = [
         f"Recommended: {'rent ' if rented else ''}{advised.label}" + (f"; {OWNED_NOTE}." if best.cost.owned else ".")
     ]

@@ -234,8 +234,7 @@ class ResultsPage(QWidget):
         self._show_scatter_if_shown()
         self._show_seed(result)
         self._show_findings(rec.findings)
-        systems = rec.best.cost.systems_for_use if rec.best is not None else 1
-        self._show_bom(rec.bom, result.workload.cost.currency, systems)
+        self._show_bom(rec.bom, result.workload.cost.currency, rec.best)
         self._show_decision(rec)
         best = rec.advised  # the rental where renting wins: "Recommended: A100 × 4 (rent …)" named the purchase
         c = result.workload.cost
@@ -245,7 +244,7 @@ class ResultsPage(QWidget):
             extra = []
             if c.deadline_hours is not None:
                 extra.append(f"deadline {c.deadline_hours:g} h {'met' if best.meets_deadline else 'missed'}")
-            rented = rec.decision is not None and rec.decision.verdict == "rent"
+            rented = rec.rented
             if c.budget is not None and best.within_budget is not None and not rented:  # a capex: not a rental's
                 extra.append("within budget" if best.within_budget else "over budget")
             if rec.decision is not None and rec.decision.use is not None:
@@ -391,12 +390,13 @@ class ResultsPage(QWidget):
         self.findings.setHtml(findings_html(findings, self.palette().color(QPalette.ColorRole.PlaceholderText).name()))
         self._tab_text(2, f"Findings ({len(findings)})")
 
-    def _show_bom(self, bom: Sequence[BomLine], currency: str, systems: int = 1) -> None:
+    def _show_bom(self, bom: Sequence[BomLine], currency: str, best: CandidateResult | None) -> None:
         self.bom.clear()
         priced = any(b.total is not None for b in bom)  # nothing is where nothing fits
         unpriced = "included in the platform's price" if priced else "not priced"
-        if not priced and any(OWNED_NOTE in b.spec for b in bom):
+        if best is not None and best.cost.owned:
             unpriced = OWNED_NOTE
+        systems = best.cost.systems_for_use if best is not None else 1
         for b in bom:
             price = "" if b.total is None else f"{b.quantity} × {fmt_money(b.unit_price, currency)}"
             item = QTreeWidgetItem([b.item, b.spec, price, b.reason])
